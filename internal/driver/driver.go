@@ -1,0 +1,142 @@
+// Package driver defines the narrow interfaces through which ragcanary talks to
+// a permission-aware RAG system under test: writing documents and their access
+// lists into the system's source, changing permissions, and reading back as a
+// persona through the system's own retrieval and answer surfaces.
+//
+// Every operation is idempotent from the caller's view: creating an existing
+// document ID replaces it, deleting a missing document succeeds, granting an
+// existing grant succeeds, and so on. Controllers retry steps after restarts,
+// so a driver must never fail because a step already happened.
+package driver
+
+import (
+	"context"
+	"slices"
+)
+
+// ContractVersion is the version of the driver contract this package speaks.
+// Implementations report the version they serve in Capabilities.
+const ContractVersion = "v1"
+
+// RevocationMethod names a way access to a document can be taken away.
+type RevocationMethod string
+
+// Revocation methods a RevocationCanary can exercise.
+const (
+	// RevokeRemoveGrant removes a direct grant of the principal on the document.
+	RevokeRemoveGrant RevocationMethod = "RemoveGrant"
+	// RevokeRemoveFromGroup removes the principal from a group that holds the grant.
+	RevokeRemoveFromGroup RevocationMethod = "RemoveFromGroup"
+	// RevokeDeleteDocument deletes the document at the source.
+	RevokeDeleteDocument RevocationMethod = "DeleteDocument"
+)
+
+// Token is a persona's bearer credential. Its String and GoString methods
+// redact the value so a token passed to a logger or formatted into an error by
+// mistake never leaks; use Reveal only where the credential goes on the wire.
+type Token string
+
+// Reveal returns the raw credential.
+func (t Token) Reveal() string { return string(t) }
+
+// String redacts the credential.
+func (t Token) String() string { return redacted(t) }
+
+// GoString redacts the credential for %#v.
+func (t Token) GoString() string { return redacted(t) }
+
+// MarshalText redacts the credential in JSON, YAML and text encodings.
+func (t Token) MarshalText() ([]byte, error) { return []byte(redacted(t)), nil }
+
+func redacted(t Token) string {
+	if t == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// Document is a document written into the system's source together with its
+// access list.
+type Document struct {
+	// ID is chosen by the caller and stable across retries. It must not contain '#',
+	// which separates a document ID from a chunk number in chunk IDs.
+	ID    string
+	Title string
+	Body  string
+	// Principals initially allowed to read the document (users or groups).
+	Principals []string
+}
+
+// Hit is one ranked retrieval result.
+type Hit struct {
+	// ChunkID identifies the passage, conventionally "<documentID>#<n>".
+	ChunkID    string
+	DocumentID string
+	Score      float64
+}
+
+// Answer is what the answer surface returned for a question.
+type Answer struct {
+	Text string
+	// Citations are the chunk IDs the answer cites.
+	Citations []string
+}
+
+// Capabilities describes what an implementation supports.
+type Capabilities struct {
+	ContractVersion   string
+	RevocationMethods []RevocationMethod
+	// Answer reports whether an answer surface exists.
+	Answer bool
+}
+
+// Supports reports whether the revocation method m is supported.
+func (c Capabilities) Supports(m RevocationMethod) bool {
+	return slices.Contains(c.RevocationMethods, m)
+}
+
+// Documents writes and removes documents at the source.
+type Documents interface {
+	// CreateDocument creates the document, or replaces it if the ID exists.
+	CreateDocument(ctx context.Context, doc Document) error
+	// DeleteDocument deletes the document; a missing document is not an error.
+	DeleteDocument(ctx context.Context, id string) error
+}
+
+// Permissions changes access at the source.
+type Permissions interface {
+	// Grant allows principal to read the document; granting twice is not an error.
+	Grant(ctx context.Context, documentID, principal string) error
+	// Revoke removes the grant; revoking a missing grant is not an error.
+	Revoke(ctx context.Context, documentID, principal string) error
+	// AddMember adds principal to group, creating the group if needed.
+	AddMember(ctx context.Context, group, principal string) error
+	// RemoveMember removes principal from group; a missing member is not an error.
+	RemoveMember(ctx context.Context, group, principal string) error
+}
+
+// Searcher retrieves as a persona, through the system's own auth path.
+type Searcher interface {
+	// Search returns at most k hits, best first. An empty slice with a nil error
+	// means the system answered and found nothing; any failure is an error.
+	Search(ctx context.Context, persona Token, query string, k int) ([]Hit, error)
+}
+
+// Answerer asks the answer surface as a persona.
+type Answerer interface {
+	Answer(ctx context.Context, persona Token, question string) (Answer, error)
+}
+
+// CapabilityReporter reports what an implementation supports.
+type CapabilityReporter interface {
+	Capabilities(ctx context.Context) (Capabilities, error)
+}
+
+// Driver is the full set of operations a canary or suite needs.
+type Driver interface {
+	Documents
+	Permissions
+	Searcher
+	Answerer
+	CapabilityReporter
+}
