@@ -1,0 +1,285 @@
+package scoring
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// DecodeCases strictly decodes a JSON array of cases. Unknown or duplicated
+// keys, wrong types, null and missing required fields are all rejected so a
+// typo in an export cannot silently change a score. Only "persona" is
+// optional. Semantic checks (duplicate IDs, relevant ⊆ allowed, ...) are left
+// to Evaluate, which runs them for every caller. Errors are *ValidationError.
+func DecodeCases(r io.Reader) ([]Case, error) {
+	elems, err := decodeArray(r, KindCase)
+	if err != nil {
+		return nil, err
+	}
+	var ps problems
+	cases := make([]Case, 0, len(elems))
+	for i, raw := range elems {
+		o := parseObject(raw, KindCase, i, caseFields, &ps)
+		if o == nil {
+			continue
+		}
+		cases = append(cases, Case{
+			ID:          o.str("id", true),
+			Persona:     o.str("persona", false),
+			Question:    o.str("question", true),
+			RelevantIDs: o.strs("relevant_ids"),
+			AllowedIDs:  o.strs("allowed_ids"),
+			MustAbstain: o.boolean("must_abstain"),
+		})
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	return cases, nil
+}
+
+// DecodeResults strictly decodes a JSON array of results, with the same rules
+// as DecodeCases; every field is required.
+func DecodeResults(r io.Reader) ([]Result, error) {
+	elems, err := decodeArray(r, KindResult)
+	if err != nil {
+		return nil, err
+	}
+	var ps problems
+	results := make([]Result, 0, len(elems))
+	for i, raw := range elems {
+		o := parseObject(raw, KindResult, i, resultFields, &ps)
+		if o == nil {
+			continue
+		}
+		results = append(results, Result{
+			ID:           o.str("id", true),
+			RetrievedIDs: o.strs("retrieved_ids"),
+			CitedIDs:     o.strs("cited_ids"),
+			Abstained:    o.boolean("abstained"),
+		})
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// caseFields and resultFields list the accepted keys; the value says whether
+// the key is required. Matching is exact (encoding/json alone would accept
+// "ID" or "Must_Abstain" case-insensitively).
+var (
+	caseFields = map[string]bool{
+		"id": true, "persona": false, "question": true,
+		"relevant_ids": true, "allowed_ids": true, "must_abstain": true,
+	}
+	resultFields = map[string]bool{
+		"id": true, "retrieved_ids": true, "cited_ids": true, "abstained": true,
+	}
+)
+
+// decodeArray reads exactly one top-level JSON array and returns its raw
+// elements. A second value after the array is rejected: a concatenated or
+// half-written export should not be half-read.
+func decodeArray(r io.Reader, kind Kind) ([]json.RawMessage, error) {
+	dec := json.NewDecoder(r)
+	var doc json.RawMessage
+	if err := dec.Decode(&doc); err != nil {
+		return nil, inputError("malformed JSON in %s list: %s", kind, describeJSONError(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, inputError("malformed JSON in %s list: unexpected data after the top-level array", kind)
+	}
+	if len(doc) == 0 || doc[0] != '[' {
+		return nil, inputError("%s list must be a JSON array, got %s", kind, jsonKind(doc))
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(doc, &elems); err != nil {
+		return nil, inputError("malformed JSON in %s list: %s", kind, describeJSONError(err))
+	}
+	return elems, nil
+}
+
+func inputError(format string, args ...any) error {
+	var ps problems
+	ps.add(KindInput, -1, "", format, args...)
+	return ps.err()
+}
+
+// describeJSONError adds the byte offset to syntax errors so a broken export
+// can be located.
+func describeJSONError(err error) string {
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return fmt.Sprintf("%v (at byte %d)", syn, syn.Offset)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of input"
+	}
+	return err.Error()
+}
+
+// object is one decoded JSON object whose fields are type-checked on access;
+// type problems are recorded against the element, naming its ID when the ID
+// itself is usable.
+type object struct {
+	fields map[string]json.RawMessage
+	kind   Kind
+	index  int
+	id     string
+	ps     *problems
+}
+
+// parseObject splits raw into its keys, rejecting non-objects, duplicate and
+// unknown keys, and missing required keys. It returns nil when raw is not an
+// object at all; otherwise field accessors record any further problems.
+func parseObject(raw json.RawMessage, kind Kind, index int, allowed map[string]bool, ps *problems) *object {
+	fields, dup, err := splitKeys(raw)
+	if err != nil {
+		ps.add(kind, index, "", "must be a JSON object, got %s", jsonKind(raw))
+		return nil
+	}
+	o := &object{fields: fields, kind: kind, index: index, ps: ps}
+	// Resolve the ID first so every later message can name the case.
+	if v, ok := fields["id"]; ok {
+		var id string
+		if json.Unmarshal(v, &id) == nil {
+			o.id = id
+		}
+	}
+	if dup != "" {
+		o.problem("duplicate field %q", dup)
+	}
+	for _, k := range sortedKeys(fields) {
+		if _, ok := allowed[k]; !ok {
+			o.problem("unknown field %q", k)
+		}
+	}
+	for _, k := range sortedKeys(allowed) {
+		if _, ok := fields[k]; allowed[k] && !ok {
+			o.problem("missing required field %q", k)
+		}
+	}
+	return o
+}
+
+// splitKeys returns the top-level members of a JSON object and the first
+// duplicated key, if any (encoding/json would silently keep the last one).
+func splitKeys(raw json.RawMessage) (map[string]json.RawMessage, string, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, "", errors.New("not an object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil {
+		return nil, "", err
+	}
+	fields := map[string]json.RawMessage{}
+	dup := ""
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "", err
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, "", err
+		}
+		if _, seen := fields[key]; seen && dup == "" {
+			dup = key
+		}
+		fields[key] = v
+	}
+	return fields, dup, nil
+}
+
+func (o *object) problem(format string, args ...any) {
+	o.ps.add(o.kind, o.index, o.id, format, args...)
+}
+
+// str returns a string field; an absent optional field is "". A missing
+// required field was already reported by parseObject.
+func (o *object) str(key string, required bool) string {
+	v, ok := o.fields[key]
+	if !ok {
+		return ""
+	}
+	var s string
+	if v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		o.problem("field %q must be a string, got %s", key, jsonKind(v))
+		return ""
+	}
+	if required && s == "" {
+		o.problem("field %q must not be empty", key)
+	}
+	return s
+}
+
+// strs returns a list-of-strings field. null is rejected rather than read as
+// an empty list: "no evidence" must be written as [].
+func (o *object) strs(key string) []string {
+	v, ok := o.fields[key]
+	if !ok {
+		return nil
+	}
+	var out []string
+	if v[0] != '[' || json.Unmarshal(v, &out) != nil {
+		o.problem("field %q must be an array of strings, got %s", key, describeArray(v))
+		return nil
+	}
+	return out
+}
+
+// boolean returns a boolean field; "yes", 1 and null are all rejected.
+func (o *object) boolean(key string) bool {
+	v, ok := o.fields[key]
+	if !ok {
+		return false
+	}
+	var b bool
+	if (v[0] != 't' && v[0] != 'f') || json.Unmarshal(v, &b) != nil {
+		o.problem("field %q must be a boolean, got %s", key, jsonKind(v))
+		return false
+	}
+	return b
+}
+
+// jsonKind names the JSON type of a raw value for error messages.
+func jsonKind(v json.RawMessage) string {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+// describeArray explains why a value is not an array of strings.
+func describeArray(v json.RawMessage) string {
+	if v[0] != '[' {
+		return jsonKind(v)
+	}
+	var elems []json.RawMessage
+	if json.Unmarshal(v, &elems) == nil {
+		for i, e := range elems {
+			if len(e) == 0 || e[0] != '"' {
+				return fmt.Sprintf("%s at index %d", jsonKind(e), i)
+			}
+		}
+	}
+	return "an invalid array"
+}

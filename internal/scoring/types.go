@@ -1,0 +1,182 @@
+package scoring
+
+// DefaultK is the rank cutoff used when Options.K is zero.
+const DefaultK = 10
+
+// NoPersona is the summary key for cases that name no persona. The empty
+// string cannot collide with a real persona name, which is why it was chosen
+// over a placeholder such as "(none)".
+const NoPersona = ""
+
+// Case is one evaluation question with the evidence sets it is judged against.
+type Case struct {
+	// ID identifies the case; a Result is matched to its Case by this ID.
+	ID string `json:"id"`
+	// Persona is who asks; empty means no persona (see NoPersona).
+	Persona string `json:"persona,omitempty"`
+	// Question is carried for humans and drivers; scoring does not read it.
+	Question string `json:"question"`
+	// RelevantIDs are the documents that answer the question. Must be a
+	// subset of AllowedIDs.
+	RelevantIDs []string `json:"relevant_ids"`
+	// AllowedIDs are the documents the persona may see; anything else
+	// retrieved or cited is forbidden.
+	AllowedIDs []string `json:"allowed_ids"`
+	// MustAbstain marks a required-block case: the right answer is a refusal.
+	MustAbstain bool `json:"must_abstain"`
+}
+
+// Result is what the system under test did for one case.
+type Result struct {
+	// ID is the ID of the Case this result answers.
+	ID string `json:"id"`
+	// RetrievedIDs is the ranked retrieval list, best first.
+	RetrievedIDs []string `json:"retrieved_ids"`
+	// CitedIDs are the documents the answer cites.
+	CitedIDs []string `json:"cited_ids"`
+	// Abstained is true when the system declined to answer.
+	Abstained bool `json:"abstained"`
+}
+
+// Options tune an evaluation. The zero value is usable: K defaults to
+// DefaultK and no recall/MRR gate is applied.
+type Options struct {
+	// K is the rank cutoff; 0 means DefaultK, negative is invalid.
+	K int
+	// MinRecall, when set, gates the overall mean recall@k (in [0,1]).
+	MinRecall *float64
+	// MinMRR, when set, gates the overall MRR@k (in [0,1]).
+	MinMRR *float64
+}
+
+// Outcome classifies what happened to one case.
+type Outcome string
+
+// Outcomes of an answerable case (MustAbstain false).
+const (
+	// OutcomeSupported: answered, nothing forbidden, at least one citation
+	// and every citation relevant.
+	OutcomeSupported Outcome = "supported"
+	// OutcomeFalseBlock: abstained although the case was answerable.
+	OutcomeFalseBlock Outcome = "false_block"
+	// OutcomeUnsupported: answered, but not in a way that counts as supported.
+	OutcomeUnsupported Outcome = "unsupported"
+)
+
+// Outcomes of a required-block case (MustAbstain true).
+const (
+	// OutcomeJustifiedBlock: abstained and nothing forbidden surfaced.
+	OutcomeJustifiedBlock Outcome = "justified_block"
+	// OutcomeDisclosure: a forbidden ID was retrieved or cited, whether or
+	// not the system abstained afterwards.
+	OutcomeDisclosure Outcome = "disclosure"
+	// OutcomeFailedToAbstain: answered, nothing forbidden surfaced.
+	OutcomeFailedToAbstain Outcome = "failed_to_abstain"
+)
+
+// Gate names, stable so CI and the controller can match on them.
+const (
+	GateNoForbidden      = "no_forbidden"
+	GateCitationValidity = "citation_validity"
+	GateMinRecall        = "min_recall"
+	GateMinMRR           = "min_mrr"
+)
+
+// Report is the full result of an evaluation. It marshals to the JSON schema
+// documented in docs/eval.md.
+type Report struct {
+	// K is the rank cutoff that was applied.
+	K int `json:"k"`
+	// Passed is true when every gate passed.
+	Passed bool `json:"passed"`
+	// Gates in fixed order: no_forbidden, citation_validity, then the
+	// optional min_recall and min_mrr when configured.
+	Gates []Gate `json:"gates"`
+	// Summary aggregates the cases overall and per persona.
+	Summary Summary `json:"summary"`
+	// Cases are the per-case scores in input order.
+	Cases []CaseScore `json:"cases"`
+}
+
+// Gate is one pass/fail check over the whole evaluation.
+type Gate struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	// Value is the observed value: a count of offending cases for the
+	// zero-tolerance gates, the overall mean for min_recall/min_mrr (null
+	// when undefined, in which case the gate fails closed).
+	Value *float64 `json:"value"`
+	// Threshold is the maximum allowed count for zero-tolerance gates and
+	// the minimum required mean for min_recall/min_mrr.
+	Threshold float64 `json:"threshold"`
+}
+
+// Summary holds the aggregates overall and per persona.
+type Summary struct {
+	Overall Stats `json:"overall"`
+	// Personas is keyed by persona name; NoPersona ("") collects cases
+	// without one. encoding/json sorts the keys, so output is deterministic.
+	Personas map[string]Stats `json:"personas"`
+}
+
+// Stats aggregates a set of cases. Every ratio carries its numerator and
+// denominator so readers can tell 0/0 from 0/50.
+type Stats struct {
+	Answerable    int `json:"answerable"`
+	RequiredBlock int `json:"required_block"`
+	Supported     int `json:"supported"`
+	FalseBlocks   int `json:"false_blocks"`
+	Disclosures   int `json:"disclosures"`
+	// Utility = supported / answerable.
+	Utility Ratio `json:"utility"`
+	// FalseBlockRate = false_blocks / answerable.
+	FalseBlockRate Ratio `json:"false_block_rate"`
+	// DisclosureRate = disclosures / required_block.
+	DisclosureRate Ratio `json:"disclosure_rate"`
+	// RecallAtK is the mean recall@k over answerable cases whose recall is
+	// defined; the denominator is the number of cases used.
+	RecallAtK Ratio `json:"recall_at_k"`
+	// MRRAtK is the mean reciprocal rank over the same kind of cases.
+	MRRAtK Ratio `json:"mrr_at_k"`
+}
+
+// Ratio is numerator/denominator with the value precomputed; Value is nil
+// when the denominator is zero.
+type Ratio struct {
+	Value       *float64 `json:"value"`
+	Numerator   float64  `json:"numerator"`
+	Denominator int      `json:"denominator"`
+}
+
+// newRatio builds a Ratio, leaving Value nil for a zero denominator.
+func newRatio(num float64, den int) Ratio {
+	r := Ratio{Numerator: num, Denominator: den}
+	if den > 0 {
+		v := num / float64(den)
+		r.Value = &v
+	}
+	return r
+}
+
+// CaseScore is the score of one case.
+type CaseScore struct {
+	ID      string `json:"id"`
+	Persona string `json:"persona"`
+	// ForbiddenIDs are retrieved (any rank) or cited IDs outside the
+	// allowed set, distinct, retrieved order first then citation order.
+	ForbiddenIDs []string `json:"forbidden_ids"`
+	// DuplicateCount is the number of repeated entries in the whole
+	// retrieved list (len(retrieved) - len(distinct retrieved)).
+	DuplicateCount int `json:"duplicate_count"`
+	// RecallAtK is nil when the case has no relevant IDs.
+	RecallAtK *float64 `json:"recall_at_k"`
+	// FillAtK is nil when the case has no allowed IDs.
+	FillAtK *float64 `json:"fill_at_k"`
+	// ReciprocalRank is nil when the case has no relevant IDs.
+	ReciprocalRank *float64 `json:"reciprocal_rank"`
+	Outcome        Outcome  `json:"outcome"`
+	// InvalidCitations are cited IDs outside retrieved ∩ allowed. Kept out
+	// of the JSON because the case schema is fixed; the citation_validity
+	// gate counts them and the text report lists them.
+	InvalidCitations []string `json:"-"`
+}
