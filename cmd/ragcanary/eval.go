@@ -27,6 +27,15 @@ const evalUsage = `usage: ragcanary eval CASES.json RESULTS.json [--k N] [--form
 Scores RESULTS.json against CASES.json. Exit status: 0 every gate passed,
 1 a gate failed, 2 invalid input or flags. Flags may come before or after
 the file arguments.
+
+flags:
+  --k N             rank cutoff for recall, fill and MRR (default 10, >= 1)
+  --format F        text (default) or json
+  --min-recall X    fail when the overall mean recall@k is below X (0..1)
+  --min-mrr X       fail when the overall MRR@k is below X (0..1)
+
+A threshold on a metric that is undefined (no answerable case with relevant
+evidence) fails. See docs/eval.md for the file formats and the JSON report.
 `
 
 // evalConfig is the parsed command line.
@@ -42,7 +51,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "ragcanary eval: %v\n\n%s", err, evalUsage)
+		fmt.Fprintf(stderr, "ragcanary eval: %v\nrun 'ragcanary eval --help' for usage\n", err)
 		return exitInvalid
 	}
 	report, err := evaluateFiles(cfg)
@@ -64,16 +73,19 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 func parseEvalArgs(args []string, stderr io.Writer) (evalConfig, error) {
 	cfg := evalConfig{}
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are printed once, by runEval
-	fs.Usage = func() { fmt.Fprint(stderr, evalUsage) }
-	k := fs.Int("k", scoring.DefaultK, "rank cutoff for recall, fill and MRR (>= 1)")
-	fs.StringVar(&cfg.format, "format", "text", "output format: text or json")
-	fs.Var(optionalFloat{&cfg.opts.MinRecall}, "min-recall", "fail when overall mean recall@k is below this (0..1)")
-	fs.Var(optionalFloat{&cfg.opts.MinMRR}, "min-mrr", "fail when overall MRR@k is below this (0..1)")
+	// The flag package would print usage on every error; runEval prints
+	// the error and usage once instead.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	// Descriptions live in evalUsage, which is what users see.
+	k := fs.Int("k", scoring.DefaultK, "")
+	fs.StringVar(&cfg.format, "format", "text", "")
+	fs.Var(optionalFloat{&cfg.opts.MinRecall}, "min-recall", "")
+	fs.Var(optionalFloat{&cfg.opts.MinMRR}, "min-mrr", "")
 
 	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
+		fmt.Fprint(stderr, evalUsage)
 		return cfg, err
 	}
 	if err != nil {

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// td returns the path of an eval test fixture.
+func td(name string) string { return filepath.Join("testdata", "eval", name) }
+
+// runEvalCmd runs the subcommand through the registry, as main would.
+func runEvalCmd(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = dispatch(append([]string{"eval"}, args...), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestEvalExitCodes(t *testing.T) {
+	cases := td("cases.json")
+	tests := []struct {
+		name string
+		// args follow "ragcanary eval".
+		args []string
+		// code is the expected exit status.
+		code int
+		// stdout and stderr must contain these substrings (empty = no check).
+		stdout, stderr string
+	}{
+		{name: "all gates pass", args: []string{cases, td("results_pass.json")}, code: exitOK, stdout: "PASSED"},
+		{
+			name: "flags before and after files",
+			args: []string{"--k", "5", cases, "--min-recall", "0.8", td("results_pass.json"), "--min-mrr=0.8"},
+			code: exitOK, stdout: "min_recall",
+		},
+		{name: "flags after --", args: []string{"--k=3", "--", cases, td("results_pass.json")}, code: exitOK},
+		{
+			// Mean recall is (1 + 0.5 + 1)/3 ≈ 0.833.
+			name: "recall gate fails",
+			args: []string{cases, td("results_pass.json"), "--min-recall", "0.9"},
+			code: exitFailed, stdout: "min_recall         FAIL",
+		},
+		{
+			name: "forbidden id fails and names the case",
+			args: []string{cases, td("results_leak.json")},
+			code: exitFailed, stdout: "forbidden=hr-salaries",
+		},
+		{
+			name: "truncated export is invalid",
+			args: []string{cases, td("results_truncated.json")},
+			code: exitInvalid, stderr: `case "q-hours": has no result`,
+		},
+		{
+			name: "numeric abstained flag",
+			args: []string{cases, td("results_bad_flag.json")},
+			code: exitInvalid, stderr: `result "q-vpn": field "abstained" must be a boolean`,
+		},
+		{
+			name: "string must_abstain flag",
+			args: []string{td("cases_string_flag.json"), td("results_pass.json")},
+			code: exitInvalid, stderr: `case "q-leave": field "must_abstain" must be a boolean`,
+		},
+		{
+			name: "result for unknown case",
+			args: []string{cases, td("results_unknown_case.json")},
+			code: exitInvalid, stderr: `result "q-ghost": no case with this id`,
+		},
+		{
+			name: "duplicate case ids",
+			args: []string{td("cases_duplicate.json"), td("results_pass.json")},
+			code: exitInvalid, stderr: `case "q-leave": duplicate case id`,
+		},
+		{
+			name: "relevant outside allowed",
+			args: []string{td("cases_relevant_not_allowed.json"), td("results_pass.json")},
+			code: exitInvalid, stderr: `case "q-leave": relevant id "hr-secret" is not in allowed_ids`,
+		},
+		{
+			name: "malformed results name the file",
+			args: []string{cases, td("malformed.json")},
+			code: exitInvalid, stderr: "malformed.json: invalid input: malformed JSON",
+		},
+		{name: "missing file", args: []string{cases, td("nope.json")}, code: exitInvalid, stderr: "nope.json"},
+		{name: "one file only", args: []string{cases}, code: exitInvalid, stderr: "got 1 file argument"},
+		{name: "k below 1", args: []string{cases, td("results_pass.json"), "--k", "0"}, code: exitInvalid, stderr: "--k must be at least 1"},
+		{name: "k not a number", args: []string{"--k", "ten", cases, td("results_pass.json")}, code: exitInvalid, stderr: "invalid value"},
+		{name: "recall above 1", args: []string{cases, td("results_pass.json"), "--min-recall", "1.5"}, code: exitInvalid, stderr: "within [0,1]"},
+		{name: "mrr below 0", args: []string{cases, td("results_pass.json"), "--min-mrr=-0.1"}, code: exitInvalid, stderr: "within [0,1]"},
+		{name: "unknown format", args: []string{cases, td("results_pass.json"), "--format", "xml"}, code: exitInvalid, stderr: `got "xml"`},
+		{name: "unknown flag", args: []string{"--verbose", cases, td("results_pass.json")}, code: exitInvalid, stderr: "flag provided but not defined"},
+		{name: "help", args: []string{"--help"}, code: exitOK, stderr: "usage: ragcanary eval"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runEvalCmd(tt.args...)
+			if code != tt.code {
+				t.Errorf("exit = %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tt.stdout) {
+				t.Errorf("stdout does not contain %q:\n%s", tt.stdout, stdout)
+			}
+			if !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("stderr does not contain %q:\n%s", tt.stderr, stderr)
+			}
+			if tt.code == exitInvalid && stdout != "" {
+				t.Errorf("invalid input must not print a report, got:\n%s", stdout)
+			}
+		})
+	}
+}
+
+// TestEvalJSONSchema pins the key sets of the --format json output, which CI
+// pipelines and dashboards parse.
+func TestEvalJSONSchema(t *testing.T) {
+	code, stdout, stderr := runEvalCmd("--format", "json", td("cases.json"), td("results_leak.json"), "--min-mrr", "0.5")
+	if code != exitFailed {
+		t.Fatalf("exit = %d, want %d; stderr: %s", code, exitFailed, stderr)
+	}
+	var out map[string]any
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, stdout)
+	}
+	assertKeys(t, "report", out, "k", "passed", "gates", "summary", "cases")
+	if out["k"] != 10.0 || out["passed"] != false {
+		t.Errorf("k, passed = %v, %v; want 10, false", out["k"], out["passed"])
+	}
+
+	gates := out["gates"].([]any)
+	var names []string
+	for _, g := range gates {
+		gm := g.(map[string]any)
+		assertKeys(t, "gate", gm, "name", "passed", "value", "threshold")
+		names = append(names, gm["name"].(string))
+	}
+	if want := []string{"no_forbidden", "citation_validity", "min_mrr"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("gate names = %v, want %v", names, want)
+	}
+
+	summary := out["summary"].(map[string]any)
+	assertKeys(t, "summary", summary, "overall", "personas")
+	statKeys := []string{"answerable", "required_block", "supported", "false_blocks", "disclosures",
+		"utility", "false_block_rate", "disclosure_rate", "recall_at_k", "mrr_at_k"}
+	overall := summary["overall"].(map[string]any)
+	assertKeys(t, "overall", overall, statKeys...)
+	for _, r := range []string{"utility", "false_block_rate", "disclosure_rate", "recall_at_k", "mrr_at_k"} {
+		assertKeys(t, "overall."+r, overall[r].(map[string]any), "value", "numerator", "denominator")
+	}
+	personas := summary["personas"].(map[string]any)
+	assertKeys(t, "personas", personas, "", "contractor", "employee")
+	for name, p := range personas {
+		assertKeys(t, "persona "+name, p.(map[string]any), statKeys...)
+	}
+	// The contractor persona has only a required-block case: its utility
+	// is null with 0/0, and its one case is a disclosure (1/1).
+	contractor := personas["contractor"].(map[string]any)
+	if u := contractor["utility"].(map[string]any); u["value"] != nil || u["denominator"] != 0.0 {
+		t.Errorf("contractor utility = %v, want null over 0", u)
+	}
+	if d := contractor["disclosure_rate"].(map[string]any); d["value"] != 1.0 || d["numerator"] != 1.0 {
+		t.Errorf("contractor disclosure_rate = %v, want 1/1", d)
+	}
+
+	cases := out["cases"].([]any)
+	if len(cases) != 4 {
+		t.Fatalf("cases = %d, want 4", len(cases))
+	}
+	for _, c := range cases {
+		assertKeys(t, "case", c.(map[string]any), "id", "persona", "forbidden_ids", "duplicate_count",
+			"recall_at_k", "fill_at_k", "reciprocal_rank", "outcome")
+	}
+	leak := cases[2].(map[string]any)
+	if leak["id"] != "q-salaries" || leak["outcome"] != "disclosure" ||
+		!reflect.DeepEqual(leak["forbidden_ids"], []any{"hr-salaries"}) || leak["recall_at_k"] != nil {
+		t.Errorf("leaking case = %v", leak)
+	}
+}
+
+func assertKeys(t *testing.T, what string, m map[string]any, want ...string) {
+	t.Helper()
+	got := make([]string, 0, len(m))
+	for k := range m {
+		got = append(got, k)
+	}
+	sort.Strings(got)
+	want = append([]string(nil), want...)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s keys = %q, want %q", what, got, want)
+	}
+}
+
+// TestEvalSamples keeps the demo files in config/samples/eval working.
+func TestEvalSamples(t *testing.T) {
+	dir := filepath.Join("..", "..", "config", "samples", "eval")
+	code, stdout, stderr := runEvalCmd(filepath.Join(dir, "cases.json"), filepath.Join(dir, "results.json"))
+	if code != exitOK {
+		t.Fatalf("exit = %d, want 0\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"(none)", "contractor", "employee", "no_forbidden", "contractor-vpn  contractor  false_block"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("text report lacks %q:\n%s", want, stdout)
+		}
+	}
+}
