@@ -6,8 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -194,9 +195,10 @@ func writeText(w io.Writer, r scoring.Report) error {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "ragcanary eval: %s (k=%d, %d cases)\n\n", verdict, r.K, len(r.Cases))
-	writeSummaryTable(w, r.Summary)
+	// Write errors surface through the tabwriters' Flush.
+	err := writeSummaryTable(w, r.Summary)
 	fmt.Fprintln(w)
-	writeGateTable(w, r.Gates)
+	err = errors.Join(err, writeGateTable(w, r.Gates))
 	var failing []scoring.CaseScore
 	for _, c := range r.Cases {
 		if c.Failing() {
@@ -205,19 +207,19 @@ func writeText(w io.Writer, r scoring.Report) error {
 	}
 	if len(failing) > 0 {
 		fmt.Fprintln(w)
-		writeCaseTable(w, failing)
+		err = errors.Join(err, writeCaseTable(w, failing))
 	}
-	return nil
+	return err
 }
 
-func writeSummaryTable(w io.Writer, s scoring.Summary) {
+func writeSummaryTable(w io.Writer, s scoring.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PERSONA\tANSWERABLE\tREQUIRED_BLOCK\tUTILITY\tFALSE_BLOCK_RATE\tDISCLOSURE_RATE\tRECALL@K\tMRR@K")
 	writeStatsRow(tw, "(all)", s.Overall)
-	for _, name := range sortedPersonas(s.Personas) {
+	for _, name := range slices.Sorted(maps.Keys(s.Personas)) {
 		writeStatsRow(tw, personaLabel(name), s.Personas[name])
 	}
-	tw.Flush()
+	return tw.Flush()
 }
 
 func writeStatsRow(w io.Writer, label string, st scoring.Stats) {
@@ -226,7 +228,7 @@ func writeStatsRow(w io.Writer, label string, st scoring.Stats) {
 		fmtMean(st.RecallAtK), fmtMean(st.MRRAtK))
 }
 
-func writeGateTable(w io.Writer, gates []scoring.Gate) {
+func writeGateTable(w io.Writer, gates []scoring.Gate) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "GATE\tRESULT\tVALUE\tTHRESHOLD")
 	for _, g := range gates {
@@ -241,17 +243,17 @@ func writeGateTable(w io.Writer, gates []scoring.Gate) {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Name, result, fmtNumber(g.Value), threshold)
 	}
-	tw.Flush()
+	return tw.Flush()
 }
 
-func writeCaseTable(w io.Writer, cases []scoring.CaseScore) {
+func writeCaseTable(w io.Writer, cases []scoring.CaseScore) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CASE\tPERSONA\tOUTCOME\tRECALL@K\tRR\tDETAILS")
 	for _, c := range cases {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, personaLabel(c.Persona), c.Outcome,
 			fmtFloat(c.RecallAtK), fmtFloat(c.ReciprocalRank), caseDetails(c))
 	}
-	tw.Flush()
+	return tw.Flush()
 }
 
 // caseDetails explains why a case is listed.
@@ -270,15 +272,6 @@ func caseDetails(c scoring.CaseScore) string {
 		return "-"
 	}
 	return strings.Join(parts, " ")
-}
-
-func sortedPersonas(m map[string]scoring.Stats) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // personaLabel makes the no-persona key visible in text output.

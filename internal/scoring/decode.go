@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 )
 
 // DecodeCases strictly decodes a JSON array of cases. Unknown or duplicated
@@ -152,12 +154,13 @@ func parseObject(raw json.RawMessage, kind Kind, index int, allowed map[string]b
 	if dup != "" {
 		o.problem("duplicate field %q", dup)
 	}
-	for _, k := range sortedKeys(fields) {
+	// Sorted so problems come out in the same order on every run.
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if _, ok := allowed[k]; !ok {
 			o.problem("unknown field %q", k)
 		}
 	}
-	for _, k := range sortedKeys(allowed) {
+	for _, k := range slices.Sorted(maps.Keys(allowed)) {
 		if _, ok := fields[k]; allowed[k] && !ok {
 			o.problem("missing required field %q", k)
 		}

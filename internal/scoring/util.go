@@ -1,18 +1,5 @@
 package scoring
 
-import "sort"
-
-// sortedKeys gives deterministic iteration so problems are reported in the
-// same order on every run.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // set builds a membership set from a list.
 func set(ids []string) map[string]bool {
 	s := make(map[string]bool, len(ids))
