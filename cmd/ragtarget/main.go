@@ -1,0 +1,175 @@
+// Command ragtarget runs the reference permission-aware RAG service that
+// implements the ragcanary driver contract. See docs/ragtarget.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/ragcanary/ragcanary/internal/ragtarget"
+)
+
+// shutdownGrace bounds how long in-flight requests may finish on SIGTERM.
+const shutdownGrace = 10 * time.Second
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// options holds what the flags produce besides the service config.
+type options struct {
+	listen     string
+	tokensFile string
+	tokenFlags tokenList
+	logLevel   string
+	filterMode string
+	faultScope string
+	cfg        ragtarget.Config
+}
+
+// tokenList collects repeatable --token token=principal flags. String never
+// prints the tokens.
+type tokenList map[string]string
+
+func (t tokenList) String() string { return fmt.Sprintf("%d tokens", len(t)) }
+
+func (t tokenList) Set(v string) error {
+	tok, p, err := ragtarget.ParseTokenFlag(v)
+	if err != nil {
+		return err
+	}
+	t[tok] = p
+	return nil
+}
+
+func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("ragtarget", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := &o.cfg
+	o.tokenFlags = tokenList{}
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8089", "address to serve the driver contract on")
+	fs.StringVar(&c.SourceToken, "source-token", "", "bearer credential for source-side calls (documents, grants, groups); defaults to $RAGTARGET_SOURCE_TOKEN")
+	fs.StringVar(&o.tokensFile, "tokens-file", "", "JSON or YAML file mapping persona bearer tokens to principals ({token: principal})")
+	fs.Var(o.tokenFlags, "token", "persona token mapping token=principal; repeatable")
+	fs.DurationVar(&c.ContentSyncInterval, "content-sync-interval", ragtarget.DefaultContentSyncInterval, "how often new, changed and deleted documents reach the index")
+	fs.DurationVar(&c.ACLSyncInterval, "acl-sync-interval", ragtarget.DefaultACLSyncInterval, "how often grant, revocation and group membership changes reach the index")
+	fs.BoolVar(&c.GroupsAtQueryTime, "groups-at-query-time", false, "resolve a persona's groups on every query instead of expanding groups at ACL sync")
+	fs.StringVar(&o.filterMode, "filter-mode", string(ragtarget.FilterPrefilter), "principal filter: prefilter (inside the query), postfilter (filter --candidate-depth unfiltered hits) or none (deliberate leak)")
+	fs.IntVar(&c.CandidateDepth, "candidate-depth", ragtarget.DefaultCandidateDepth, "unfiltered candidates fetched in postfilter mode")
+	fs.IntVar(&c.ChunkWords, "chunk-words", ragtarget.DefaultChunkWords, "passage size in words")
+	fs.IntVar(&c.AnswerPassages, "answer-passages", ragtarget.DefaultAnswerPassages, "top passages an answer is built from")
+	fs.DurationVar(&c.AnswerCacheTTL, "answer-cache-ttl", time.Minute, "how long answers are cached per (principal, question); 0 disables the cache")
+	fs.BoolVar(&c.CacheIgnoresACLChanges, "cache-ignores-acl-changes", false, "keep serving cached answers after an access change until the TTL (stale-cache defect)")
+	fs.IntVar(&c.Replicas, "replicas", 1, "index copies serving reads round-robin, including the primary")
+	fs.DurationVar(&c.ReplicaLag, "replica-lag", 0, "delay after which non-primary replicas apply each index change")
+	fs.Float64Var(&c.Faults.ErrorRate, "fault-error-rate", 0, "share of calls answered 503")
+	fs.DurationVar(&c.Faults.Latency, "fault-latency", 0, "latency added to every call in fault scope")
+	fs.Float64Var(&c.Faults.TimeoutRate, "fault-timeout-rate", 0, "share of calls that hang until the client gives up")
+	fs.Float64Var(&c.Faults.MalformedRate, "fault-malformed-rate", 0, "share of search/answer calls answered 200 with truncated JSON")
+	fs.StringVar(&o.faultScope, "fault-scope", string(ragtarget.FaultScopeAll), "calls faults apply to: all, persona (search, answer) or source (documents, grants, groups)")
+	fs.Uint64Var(&c.Faults.Seed, "fault-seed", 0, "seed for the fault sequence; 0 picks a random one")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: ragtarget [flags]\n\nReference permission-aware RAG service implementing the ragcanary driver contract v1.\nTokens are never logged.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func run(args []string, stderr io.Writer) int {
+	var o options
+	fs := newFlagSet(&o, stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	logger, err := newLogger(o.logLevel, stderr)
+	if err == nil {
+		err = o.complete(logger)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ragtarget: %v\n", err)
+		return 2
+	}
+	svc, err := ragtarget.New(o.cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "ragtarget: %v\n", err)
+		return 2
+	}
+	defer func() { _ = svc.Close() }()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, svc, o.listen, logger); err != nil {
+		logger.Error("server failed", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// complete fills what flags alone cannot: the environment fallback for the
+// source token, the tokens file, and typed enums.
+func (o *options) complete(logger *slog.Logger) error {
+	if o.cfg.SourceToken == "" {
+		o.cfg.SourceToken = os.Getenv("RAGTARGET_SOURCE_TOKEN")
+	}
+	tokens := map[string]string{}
+	if o.tokensFile != "" {
+		fromFile, err := ragtarget.LoadTokens(o.tokensFile)
+		if err != nil {
+			return err
+		}
+		for t, p := range fromFile {
+			tokens[t] = p
+		}
+	}
+	for t, p := range o.tokenFlags {
+		tokens[t] = p
+	}
+	o.cfg.Tokens = tokens
+	o.cfg.FilterMode = ragtarget.FilterMode(o.filterMode)
+	o.cfg.Faults.Scope = ragtarget.FaultScope(o.faultScope)
+	o.cfg.Logger = logger
+	return nil
+}
+
+func newLogger(level string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("invalid --log-level %q", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// serve runs the service until ctx ends, then drains in-flight requests.
+func serve(ctx context.Context, svc *ragtarget.Service, addr string, logger *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	svc.Start(ctx)
+	logger.Info("ragtarget listening", "address", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	return srv.Shutdown(shutdownCtx)
+}

@@ -1,0 +1,203 @@
+package ragtarget
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+
+	"github.com/ragcanary/ragcanary/internal/driver/http/contract"
+)
+
+// maxRequestBytes bounds request bodies; the contract caps a document body at 1 MB.
+const maxRequestBytes = 2 << 20
+
+// Operation IDs from the contract, as the generated strict handler names them.
+var (
+	personaOps = map[string]bool{"Search": true, "Answer": true}
+	publicOps  = map[string]bool{"GetHealth": true, "GetCapabilities": true}
+)
+
+type principalKey struct{}
+
+// newHandler wires the generated contract server: request validation against
+// the embedded OpenAPI document, fault injection, then per-operation auth.
+func (s *Service) newHandler() (http.Handler, error) {
+	strict := contract.NewStrictHandlerWithOptions(&api{s: s}, []contract.StrictMiddlewareFunc{s.authenticate}, contract.StrictHTTPServerOptions{
+		RequestErrorHandlerFunc: func(w http.ResponseWriter, _ *http.Request, _ error) {
+			writeProblem(w, http.StatusBadRequest, "bad_request", "the request body is not valid JSON for this operation")
+		},
+		ResponseErrorHandlerFunc: func(w http.ResponseWriter, _ *http.Request, err error) {
+			s.cfg.Logger.Error("request failed", "error", err)
+			writeProblem(w, http.StatusInternalServerError, "internal", "the request failed")
+		},
+	})
+	routes := contract.HandlerWithOptions(strict, contract.StdHTTPServerOptions{
+		ErrorHandlerFunc: func(w http.ResponseWriter, _ *http.Request, _ error) {
+			writeProblem(w, http.StatusBadRequest, "bad_request", "invalid path parameter")
+		},
+	})
+	validated, err := validateRequests(routes)
+	if err != nil {
+		return nil, err
+	}
+	var h = validated
+	if s.cfg.Faults.active() {
+		h = newFaultInjector(s.cfg.Faults, s.cfg.Clock, h)
+	}
+	return limitBody(h), nil
+}
+
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticate resolves the bearer token per operation: persona calls need a
+// persona token (its principal goes into the context), source calls need the
+// source token, discovery calls need none. A refusal is written here and the
+// handler is not called.
+func (s *Service) authenticate(next contract.StrictHandlerFunc, op string) contract.StrictHandlerFunc {
+	return func(ctx context.Context, w http.ResponseWriter, r *http.Request, req any) (any, error) {
+		if publicOps[op] {
+			return next(ctx, w, r, req)
+		}
+		token, ok := bearerToken(r)
+		if !ok {
+			writeProblem(w, http.StatusUnauthorized, "unauthenticated", "a bearer token is required")
+			return nil, nil
+		}
+		if !personaOps[op] {
+			if !equalSecret(token, s.cfg.SourceToken) {
+				writeProblem(w, http.StatusUnauthorized, "unauthenticated", "the source credential was not accepted")
+				return nil, nil
+			}
+			return next(ctx, w, r, req)
+		}
+		principal, ok := s.lookupPersona(token)
+		if !ok {
+			writeProblem(w, http.StatusUnauthorized, "unauthenticated", "the persona credential was not accepted")
+			return nil, nil
+		}
+		return next(context.WithValue(ctx, principalKey{}, principal), w, r, req)
+	}
+}
+
+// lookupPersona compares against every token in constant time so response
+// timing does not reveal how much of a token matched.
+func (s *Service) lookupPersona(token string) (string, bool) {
+	var found string
+	for t, p := range s.cfg.Tokens {
+		if equalSecret(token, t) {
+			found = p
+		}
+	}
+	return found, found != ""
+}
+
+func equalSecret(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+func bearerToken(r *http.Request) (string, bool) {
+	const prefix = "Bearer "
+	h := r.Header.Get("Authorization")
+	if len(h) <= len(prefix) || h[:len(prefix)] != prefix {
+		return "", false
+	}
+	return h[len(prefix):], true
+}
+
+func principalFrom(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}
+
+func writeProblem(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(contract.Problem{Code: code, Message: msg})
+}
+
+// api implements the generated strict server interface on top of Service.
+type api struct{ s *Service }
+
+var _ contract.StrictServerInterface = (*api)(nil)
+
+func (a *api) GetHealth(context.Context, contract.GetHealthRequestObject) (contract.GetHealthResponseObject, error) {
+	return contract.GetHealth200JSONResponse{Status: contract.Ok}, nil
+}
+
+func (a *api) GetCapabilities(context.Context, contract.GetCapabilitiesRequestObject) (contract.GetCapabilitiesResponseObject, error) {
+	c := a.s.Capabilities()
+	methods := make([]contract.RevocationMethod, 0, len(c.RevocationMethods))
+	for _, m := range c.RevocationMethods {
+		methods = append(methods, contract.RevocationMethod(m))
+	}
+	return contract.GetCapabilities200JSONResponse{ContractVersion: c.ContractVersion, RevocationMethods: methods, Answer: c.Answer}, nil
+}
+
+func (a *api) PutDocument(_ context.Context, req contract.PutDocumentRequestObject) (contract.PutDocumentResponseObject, error) {
+	a.s.src.putDocument(req.DocumentId, req.Body.Title, req.Body.Body, req.Body.Principals)
+	return contract.PutDocument204Response{}, nil
+}
+
+func (a *api) DeleteDocument(_ context.Context, req contract.DeleteDocumentRequestObject) (contract.DeleteDocumentResponseObject, error) {
+	a.s.src.deleteDocument(req.DocumentId)
+	return contract.DeleteDocument204Response{}, nil
+}
+
+func (a *api) PutGrant(_ context.Context, req contract.PutGrantRequestObject) (contract.PutGrantResponseObject, error) {
+	if !a.s.src.grant(req.DocumentId, req.Principal) {
+		return contract.PutGrant404JSONResponse{NotFoundJSONResponse: contract.NotFoundJSONResponse{Code: "not_found", Message: "no such document"}}, nil
+	}
+	return contract.PutGrant204Response{}, nil
+}
+
+func (a *api) DeleteGrant(_ context.Context, req contract.DeleteGrantRequestObject) (contract.DeleteGrantResponseObject, error) {
+	a.s.src.revoke(req.DocumentId, req.Principal)
+	return contract.DeleteGrant204Response{}, nil
+}
+
+func (a *api) PutGroupMember(_ context.Context, req contract.PutGroupMemberRequestObject) (contract.PutGroupMemberResponseObject, error) {
+	a.s.src.addMember(req.GroupId, req.Principal)
+	a.s.membershipChanged(req.Principal)
+	return contract.PutGroupMember204Response{}, nil
+}
+
+func (a *api) DeleteGroupMember(_ context.Context, req contract.DeleteGroupMemberRequestObject) (contract.DeleteGroupMemberResponseObject, error) {
+	a.s.src.removeMember(req.GroupId, req.Principal)
+	a.s.membershipChanged(req.Principal)
+	return contract.DeleteGroupMember204Response{}, nil
+}
+
+// membershipChanged invalidates the member's answers when groups resolve at
+// query time: the change takes effect on the next query, so the cache is the
+// only thing still holding the old view.
+func (s *Service) membershipChanged(principal string) {
+	if s.cfg.GroupsAtQueryTime && !s.cfg.CacheIgnoresACLChanges {
+		s.cache.invalidate(map[string]struct{}{principal: {}})
+	}
+}
+
+func (a *api) Search(ctx context.Context, req contract.SearchRequestObject) (contract.SearchResponseObject, error) {
+	hits, err := a.s.search(ctx, principalFrom(ctx), req.Body.Query, req.Body.K)
+	if err != nil {
+		return nil, err
+	}
+	out := contract.Search200JSONResponse{Hits: make([]contract.Hit, 0, len(hits))}
+	for _, h := range hits {
+		out.Hits = append(out.Hits, contract.Hit{ChunkId: h.chunkID, DocumentId: h.docID, Score: h.score})
+	}
+	return out, nil
+}
+
+func (a *api) Answer(ctx context.Context, req contract.AnswerRequestObject) (contract.AnswerResponseObject, error) {
+	ans, err := a.s.answer(ctx, principalFrom(ctx), req.Body.Question)
+	if err != nil {
+		return nil, err
+	}
+	return contract.Answer200JSONResponse{Answer: ans.text, Citations: ans.citations}, nil
+}

@@ -1,0 +1,212 @@
+// Package ragtarget is the reference permission-aware RAG service behind the
+// ragtarget binary. It implements the driver contract (api/contract) with the
+// behaviours that make revocations lag in production systems: a source store
+// and a BM25 index synced on separate content and ACL schedules, a principal
+// filter inside retrieval, an answer cache, lagging read replicas and fault
+// injection. Each behaviour is a setting, so ragcanary's measurements can be
+// checked against a known ground truth.
+package ragtarget
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ragcanary/ragcanary/internal/driver"
+)
+
+// Service is a running reference RAG system.
+type Service struct {
+	cfg      Config
+	src      *source
+	ix       *indexer
+	replicas []*replica // read targets in round-robin order; [0] is the primary
+	lagging  []*laggingReplica
+	next     atomic.Uint64
+	cache    *answerCache
+	handler  http.Handler
+
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// New builds a service from cfg. Call Start to run the sync schedules, and
+// Close to release it.
+func New(cfg Config) (*Service, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, src: newSource(), cache: newAnswerCache(cfg.AnswerCacheTTL, cfg.Clock)}
+	if err := s.buildReplicas(); err != nil {
+		return nil, err
+	}
+	s.ix = &indexer{
+		src:               s.src,
+		primary:           s.replicas[0],
+		lagging:           s.lagging,
+		chunkWords:        cfg.ChunkWords,
+		groupsAtQueryTime: cfg.GroupsAtQueryTime,
+		onApplied:         s.invalidateCache,
+	}
+	h, err := s.newHandler()
+	if err != nil {
+		_ = s.closeReplicas()
+		return nil, err
+	}
+	s.handler = h
+	return s, nil
+}
+
+func (s *Service) buildReplicas() error {
+	for i := range s.cfg.Replicas {
+		r, err := newReplica()
+		if err != nil {
+			_ = s.closeReplicas()
+			return err
+		}
+		s.replicas = append(s.replicas, r)
+		if i > 0 {
+			s.lagging = append(s.lagging, &laggingReplica{replica: r, lag: s.cfg.ReplicaLag, clock: s.cfg.Clock, logger: s.cfg.Logger})
+		}
+	}
+	return nil
+}
+
+// Handler serves the driver contract.
+func (s *Service) Handler() http.Handler { return s.handler }
+
+// Start runs the content and ACL sync schedules until ctx ends or Close is
+// called. The tickers exist when Start returns, so a test stepping a fake
+// clock right after Start cannot miss a tick.
+func (s *Service) Start(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.startLoop(ctx, SyncContent, s.cfg.ContentSyncInterval)
+	s.startLoop(ctx, SyncACL, s.cfg.ACLSyncInterval)
+}
+
+func (s *Service) startLoop(ctx context.Context, kind SyncKind, every time.Duration) {
+	t := s.cfg.Clock.NewTicker(every)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C():
+				if err := s.ix.sync(kind); err != nil {
+					s.cfg.Logger.Error("index sync failed", "kind", string(kind), "error", err)
+				}
+			}
+		}
+	}()
+}
+
+// Close stops the schedules and releases the indexes.
+func (s *Service) Close() error {
+	var err error
+	s.stopOnce.Do(func() {
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.wg.Wait()
+		err = s.closeReplicas()
+	})
+	return err
+}
+
+func (s *Service) closeReplicas() error {
+	var errs []error
+	for _, r := range s.replicas {
+		errs = append(errs, r.close())
+	}
+	return errors.Join(errs...)
+}
+
+// SyncNow runs one sync of kind immediately, as a tick would.
+func (s *Service) SyncNow(kind SyncKind) error { return s.ix.sync(kind) }
+
+// SyncCount reports how many syncs of kind have run, so tests can wait for a
+// tick to be processed instead of sleeping.
+func (s *Service) SyncCount(kind SyncKind) uint64 {
+	if kind == SyncContent {
+		return s.ix.contentSyncs.Load()
+	}
+	return s.ix.aclSyncs.Load()
+}
+
+// ReplicaBacklog reports how many index changes lagging replicas have yet to
+// apply, summed over replicas.
+func (s *Service) ReplicaBacklog() int {
+	n := 0
+	for _, l := range s.lagging {
+		n += l.backlog()
+	}
+	return n
+}
+
+// Capabilities is what this service reports on the contract.
+func (s *Service) Capabilities() driver.Capabilities {
+	return driver.Capabilities{
+		ContractVersion:   driver.ContractVersion,
+		RevocationMethods: []driver.RevocationMethod{driver.RevokeRemoveGrant, driver.RevokeRemoveFromGroup, driver.RevokeDeleteDocument},
+		Answer:            true,
+	}
+}
+
+// invalidateCache drops cached answers of principals whose visible content
+// the primary just changed, unless the stale-cache defect is configured.
+// Group principals stand for their current members.
+func (s *Service) invalidateCache(affected map[string]struct{}) {
+	if s.cfg.CacheIgnoresACLChanges {
+		return
+	}
+	expanded := make(map[string]struct{}, len(affected))
+	for p := range affected {
+		expanded[p] = struct{}{}
+		for _, m := range s.src.members(p) {
+			expanded[m] = struct{}{}
+		}
+	}
+	s.cache.invalidate(expanded)
+}
+
+// principalsFor is the set a persona's query is filtered by.
+func (s *Service) principalsFor(principal string) []string {
+	if !s.cfg.GroupsAtQueryTime {
+		return []string{principal}
+	}
+	return append([]string{principal}, s.src.groupsOf(principal)...)
+}
+
+// pick returns the next read replica, round-robin.
+func (s *Service) pick() *replica {
+	n := s.next.Add(1) - 1
+	return s.replicas[n%uint64(len(s.replicas))]
+}
+
+// search runs one retrieval as principal on the next replica.
+func (s *Service) search(ctx context.Context, principal, q string, k int) ([]scoredChunk, error) {
+	return s.pick().search(ctx, q, k, s.principalsFor(principal), s.cfg.FilterMode, s.cfg.CandidateDepth)
+}
+
+// answer builds an answer from the top passages, served from the cache when
+// a fresh entry exists.
+func (s *Service) answer(ctx context.Context, principal, question string) (answer, error) {
+	if a, ok := s.cache.get(principal, question); ok {
+		return a, nil
+	}
+	hits, err := s.search(ctx, principal, question, s.cfg.AnswerPassages)
+	if err != nil {
+		return answer{}, err
+	}
+	a := composeAnswer(hits)
+	s.cache.put(principal, question, a)
+	return a, nil
+}
