@@ -1,0 +1,255 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Surface is a place where a persona can see a canary token.
+// +kubebuilder:validation:Enum=Search;Answer
+type Surface string
+
+const (
+	// SurfaceSearch is the ranked retrieval results.
+	SurfaceSearch Surface = "Search"
+	// SurfaceAnswer is the generated answer and its citations, including any answer cache.
+	SurfaceAnswer Surface = "Answer"
+)
+
+// Revocation says how access is taken away during a canary run.
+// +kubebuilder:validation:XValidation:rule="self.method != 'RemoveFromGroup' || has(self.group)",message="group is required when method is RemoveFromGroup"
+// +kubebuilder:validation:XValidation:rule="self.method == 'RemoveFromGroup' || !has(self.group)",message="group is only used when method is RemoveFromGroup"
+type Revocation struct {
+	// method of revocation.
+	// +optional
+	// +kubebuilder:default=RemoveGrant
+	Method RevocationMethod `json:"method,omitempty"`
+
+	// group the canary document is shared with and the persona is removed
+	// from, when method is RemoveFromGroup. ragcanary adds the persona to
+	// this group while sharing.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Group string `json:"group,omitempty"`
+}
+
+// Probing says how often and how long to probe the surfaces.
+// +kubebuilder:validation:XValidation:rule="duration(self.interval) < duration(self.exclusionTimeout)",message="interval must be smaller than exclusionTimeout"
+// +kubebuilder:validation:XValidation:rule="duration(self.interval) < duration(self.visibilityTimeout)",message="interval must be smaller than visibilityTimeout"
+type Probing struct {
+	// interval between probes of one surface.
+	// +optional
+	// +kubebuilder:default="5s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('100ms')",message="interval must be at least 100ms"
+	Interval metav1.Duration `json:"interval,omitempty"`
+
+	// confirmations is how many consecutive negative probes establish exclusion.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Confirmations int32 `json:"confirmations,omitempty"`
+
+	// visibilityTimeout is how long to wait for a shared canary to become
+	// visible before the run fails as SetupFailed.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="visibilityTimeout must be positive"
+	VisibilityTimeout metav1.Duration `json:"visibilityTimeout,omitempty"`
+
+	// exclusionTimeout is how long to wait for exclusion after revoking;
+	// a token still visible then is reported NotExcluded (right-censored).
+	// +optional
+	// +kubebuilder:default="30m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="exclusionTimeout must be positive"
+	ExclusionTimeout metav1.Duration `json:"exclusionTimeout,omitempty"`
+
+	// surfaces to probe. Answer requires the corpus to have an answer surface.
+	// +optional
+	// +listType=set
+	// +kubebuilder:default={Search}
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	Surfaces []Surface `json:"surfaces,omitempty"`
+}
+
+// CanarySpec is one canary measurement's configuration. A RevocationCanary
+// copies it into every CanaryRun it creates, so editing a canary never
+// changes a run in flight.
+type CanarySpec struct {
+	// corpusRef names the Corpus under test.
+	// +required
+	CorpusRef LocalObjectReference `json:"corpusRef"`
+
+	// personaRef names the Persona the canary is shared with and revoked from.
+	// +required
+	PersonaRef LocalObjectReference `json:"personaRef"`
+
+	// controlPersonaRefs name Personas that must never see the canary. Any
+	// sighting by one of them is an isolation violation.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	ControlPersonaRefs []LocalObjectReference `json:"controlPersonaRefs,omitempty"`
+
+	// revocation says how access is taken away.
+	// +optional
+	// +kubebuilder:default={}
+	Revocation Revocation `json:"revocation,omitempty"`
+
+	// probing says how often and how long to probe.
+	// +optional
+	// +kubebuilder:default={}
+	Probing Probing `json:"probing,omitempty"`
+
+	// exclusionSLO overrides the corpus's exclusion SLO for this canary.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="exclusionSLO must be positive"
+	ExclusionSLO *metav1.Duration `json:"exclusionSLO,omitempty"`
+}
+
+// RevocationCanarySpec schedules canary runs.
+// +kubebuilder:validation:XValidation:rule="!has(self.controlPersonaRefs) || self.controlPersonaRefs.all(c, c.name != self.personaRef.name)",message="controlPersonaRefs must not include personaRef"
+type RevocationCanarySpec struct {
+	Scheduling `json:",inline"`
+	CanarySpec `json:",inline"`
+}
+
+// Verdict is the outcome of one canary run.
+// +kubebuilder:validation:Enum=SLOMet;SLOBreached;NotExcluded;Inconclusive;IsolationViolation;SetupFailed
+type Verdict string
+
+const (
+	// VerdictSLOMet: exclusion was confirmed and its upper bound is within the SLO.
+	VerdictSLOMet Verdict = "SLOMet"
+	// VerdictSLOBreached: exclusion was confirmed but its upper bound exceeds the SLO.
+	VerdictSLOBreached Verdict = "SLOBreached"
+	// VerdictNotExcluded: the token was still visible at the exclusion timeout.
+	VerdictNotExcluded Verdict = "NotExcluded"
+	// VerdictInconclusive: probe errors prevented establishing exclusion.
+	VerdictInconclusive Verdict = "Inconclusive"
+	// VerdictIsolationViolation: a control persona saw the token.
+	VerdictIsolationViolation Verdict = "IsolationViolation"
+	// VerdictSetupFailed: the token never became visible, or the source rejected a step.
+	VerdictSetupFailed Verdict = "SetupFailed"
+)
+
+// ExclusionBounds is an interval-censored time-to-exclusion: exclusion
+// happened no earlier than lower and no later than upper after revocation.
+type ExclusionBounds struct {
+	// lower bound: last positive probe start minus revocation acknowledged (floor 0).
+	// For a right-censored run it is the exclusion timeout.
+	// +optional
+	Lower *metav1.Duration `json:"lower,omitempty"`
+
+	// upper bound: first negative probe end of the confirmed streak minus
+	// revocation requested. Unset when exclusion was not established.
+	// +optional
+	Upper *metav1.Duration `json:"upper,omitempty"`
+}
+
+// RunSummary is the latest finished run of a canary.
+type RunSummary struct {
+	// name of the CanaryRun.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// verdict of the run.
+	// +optional
+	Verdict Verdict `json:"verdict,omitempty"`
+
+	// completionTime of the run.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// timeToVisibility from the share request to the first positive probe's end.
+	// +optional
+	TimeToVisibility *metav1.Duration `json:"timeToVisibility,omitempty"`
+
+	// timeToExclusion on the search surface.
+	// +optional
+	TimeToExclusion *ExclusionBounds `json:"timeToExclusion,omitempty"`
+
+	// cacheInvalidation is time-to-exclusion on the answer surface.
+	// +optional
+	CacheInvalidation *ExclusionBounds `json:"cacheInvalidation,omitempty"`
+}
+
+// RevocationCanaryStatus is the observed state of a RevocationCanary.
+type RevocationCanaryStatus struct {
+	// observedGeneration is the generation last fully evaluated.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready (references resolve, schedule valid) and SLOMet
+	// (the latest finished run met its SLO).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// active runs, oldest first.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Active []LocalObjectReference `json:"active,omitempty"`
+
+	// lastScheduleTime is when a run was last created.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+
+	// nextScheduleTime is when the next run is due.
+	// +optional
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+
+	// lastRunNowToken is the run-now annotation value last acted on.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	LastRunNowToken string `json:"lastRunNowToken,omitempty"`
+
+	// lastRun summarises the latest finished run.
+	// +optional
+	LastRun *RunSummary `json:"lastRun,omitempty"`
+}
+
+// RevocationCanary schedules CanaryRuns that plant, share and revoke a
+// canary document and measure how long revoked content stays retrievable.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rcan;canary,categories=ragcanary
+// +kubebuilder:printcolumn:name="Corpus",type=string,JSONPath=`.spec.corpusRef.name`
+// +kubebuilder:printcolumn:name="Persona",type=string,JSONPath=`.spec.personaRef.name`
+// +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.lastRun.verdict`
+// +kubebuilder:printcolumn:name="TTE-Upper",type=string,JSONPath=`.status.lastRun.timeToExclusion.upper`
+// +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RevocationCanary struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired canary schedule and measurement.
+	// +required
+	Spec RevocationCanarySpec `json:"spec"`
+
+	// status is the observed state of the canary.
+	// +optional
+	Status RevocationCanaryStatus `json:"status,omitempty"`
+}
+
+// RevocationCanaryList is a list of RevocationCanaries.
+// +kubebuilder:object:root=true
+type RevocationCanaryList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RevocationCanary `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RevocationCanary{}, &RevocationCanaryList{})
+}

@@ -1,0 +1,205 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CanaryPhase is the step of the canary lifecycle a run is in.
+// +kubebuilder:validation:Enum=Pending;Planting;Sharing;AwaitingVisibility;Revoking;AwaitingExclusion;CleaningUp;Succeeded;Failed
+type CanaryPhase string
+
+const (
+	PhasePending            CanaryPhase = "Pending"
+	PhasePlanting           CanaryPhase = "Planting"
+	PhaseSharing            CanaryPhase = "Sharing"
+	PhaseAwaitingVisibility CanaryPhase = "AwaitingVisibility"
+	PhaseRevoking           CanaryPhase = "Revoking"
+	PhaseAwaitingExclusion  CanaryPhase = "AwaitingExclusion"
+	PhaseCleaningUp         CanaryPhase = "CleaningUp"
+	PhaseSucceeded          CanaryPhase = "Succeeded"
+	PhaseFailed             CanaryPhase = "Failed"
+)
+
+// CanaryRunSpec is the configuration of one canary measurement.
+// +kubebuilder:validation:XValidation:rule="!has(self.controlPersonaRefs) || self.controlPersonaRefs.all(c, c.name != self.personaRef.name)",message="controlPersonaRefs must not include personaRef"
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a run is one measurement"
+type CanaryRunSpec struct {
+	CanarySpec `json:",inline"`
+}
+
+// ProbeCounts counts probes of one surface by outcome.
+type ProbeCounts struct {
+	// positive probes saw the token.
+	// +optional
+	Positive int32 `json:"positive,omitempty"`
+	// negative probes established the token was absent.
+	// +optional
+	Negative int32 `json:"negative,omitempty"`
+	// errors are probes that failed, timed out or got an unparseable reply.
+	// They are never counted as absences.
+	// +optional
+	Errors int32 `json:"errors,omitempty"`
+}
+
+// SurfaceMeasurement is the persisted exclusion measurement of one surface.
+// Timestamps here cannot be observed again, so they are written before the
+// run acts on them.
+type SurfaceMeasurement struct {
+	// surface measured.
+	// +required
+	Surface Surface `json:"surface"`
+
+	// lastPositiveStart is the start of the latest probe that saw the token.
+	// +optional
+	LastPositiveStart *metav1.Time `json:"lastPositiveStart,omitempty"`
+
+	// firstNegativeEnd is the end of the first probe of the current run of
+	// consecutive negative probes.
+	// +optional
+	FirstNegativeEnd *metav1.Time `json:"firstNegativeEnd,omitempty"`
+
+	// negativeStreak is the number of consecutive negative probes so far.
+	// +optional
+	NegativeStreak int32 `json:"negativeStreak,omitempty"`
+
+	// reappearances counts positive probes that followed a negative one:
+	// a replica or cache serving revoked content.
+	// +optional
+	Reappearances int32 `json:"reappearances,omitempty"`
+
+	// excluded is true once negativeStreak reached the required confirmations.
+	// +optional
+	Excluded bool `json:"excluded,omitempty"`
+
+	// bounds is the interval-censored time-to-exclusion.
+	// +optional
+	Bounds *ExclusionBounds `json:"bounds,omitempty"`
+
+	// probes counts probes after revocation by outcome.
+	// +optional
+	Probes ProbeCounts `json:"probes,omitempty"`
+}
+
+// CanaryRunStatus is the persisted state machine of one canary run.
+type CanaryRunStatus struct {
+	// observedGeneration is the generation last fully evaluated.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// phase of the lifecycle.
+	// +optional
+	Phase CanaryPhase `json:"phase,omitempty"`
+
+	// verdict once the measurement is decided.
+	// +optional
+	Verdict Verdict `json:"verdict,omitempty"`
+
+	// message explains the verdict or the current wait in a sentence.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// conditions: Complete, and CleanupPending while the canary document
+	// could not yet be removed from the target.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// documentID of the canary document at the source, derived from the run's UID.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	DocumentID string `json:"documentID,omitempty"`
+
+	// tokenSecretName names the Secret, owned by this run, holding the canary token.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	TokenSecretName string `json:"tokenSecretName,omitempty"`
+
+	// tokenHash is a short hash of the canary token for correlation; never the token.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	TokenHash string `json:"tokenHash,omitempty"`
+
+	// startTime is when the run started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// shareRequestedTime is when the share request was sent.
+	// +optional
+	ShareRequestedTime *metav1.Time `json:"shareRequestedTime,omitempty"`
+
+	// visibleTime is the end of the first probe that saw the token.
+	// +optional
+	VisibleTime *metav1.Time `json:"visibleTime,omitempty"`
+
+	// timeToVisibility is visibleTime minus shareRequestedTime.
+	// +optional
+	TimeToVisibility *metav1.Duration `json:"timeToVisibility,omitempty"`
+
+	// revokeRequestedTime is when the revocation request was sent.
+	// +optional
+	RevokeRequestedTime *metav1.Time `json:"revokeRequestedTime,omitempty"`
+
+	// revokeAcknowledgedTime is when the source acknowledged the revocation.
+	// +optional
+	RevokeAcknowledgedTime *metav1.Time `json:"revokeAcknowledgedTime,omitempty"`
+
+	// surfaces holds the exclusion measurement per probed surface.
+	// +optional
+	// +listType=map
+	// +listMapKey=surface
+	// +kubebuilder:validation:MaxItems=2
+	Surfaces []SurfaceMeasurement `json:"surfaces,omitempty"`
+
+	// isolationViolations counts control-persona probes that saw the token.
+	// +optional
+	IsolationViolations int32 `json:"isolationViolations,omitempty"`
+
+	// lastHeartbeatTime is when status was last written while probing.
+	// +optional
+	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
+
+	// completionTime is when the run reached Succeeded or Failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// CanaryRun is one canary lifecycle: plant, share, await visibility, revoke,
+// await exclusion, clean up. It is the record of one measurement.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rcr;canaryrun,categories=ragcanary
+// +kubebuilder:printcolumn:name="Corpus",type=string,JSONPath=`.spec.corpusRef.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.verdict`
+// +kubebuilder:printcolumn:name="TTV",type=string,JSONPath=`.status.timeToVisibility`
+// +kubebuilder:printcolumn:name="TTE-Upper",type=string,JSONPath=`.status.surfaces[?(@.surface=="Search")].bounds.upper`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type CanaryRun struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the measurement configuration, fixed at creation.
+	// +required
+	Spec CanaryRunSpec `json:"spec"`
+
+	// status is the persisted lifecycle state.
+	// +optional
+	Status CanaryRunStatus `json:"status,omitempty"`
+}
+
+// CanaryRunList is a list of CanaryRuns.
+// +kubebuilder:object:root=true
+type CanaryRunList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CanaryRun `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&CanaryRun{}, &CanaryRunList{})
+}

@@ -1,0 +1,226 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DriverType names how ragcanary talks to a RAG system.
+// +kubebuilder:validation:Enum=HTTP;Postgres
+type DriverType string
+
+const (
+	// DriverHTTP speaks the versioned REST driver contract
+	// (api/contract/driver.v1.yaml); the reference ragtarget implements it.
+	DriverHTTP DriverType = "HTTP"
+	// DriverPostgres writes to a PostgreSQL/pgvector store with row-level security.
+	DriverPostgres DriverType = "Postgres"
+)
+
+// HTTPDriver configures the REST contract driver.
+type HTTPDriver struct {
+	// url is the base URL of the contract implementation, for example
+	// "http://ragtarget.rag.svc:8089". It must be allowed by the operator's
+	// target URL allowlist and must not carry credentials.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https']",message="url must be an absolute http or https URL"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*@')",message="url must not embed credentials; use credentialSecretRef"
+	URL string `json:"url"`
+
+	// credentialSecretRef selects the Secret key holding the source-side
+	// bearer credential used to create documents and change permissions.
+	// +required
+	CredentialSecretRef SecretKeyReference `json:"credentialSecretRef"`
+}
+
+// PostgresDriver configures the PostgreSQL/pgvector driver.
+type PostgresDriver struct {
+	// dsnSecretRef selects the Secret key holding the connection string.
+	// +required
+	DSNSecretRef SecretKeyReference `json:"dsnSecretRef"`
+
+	// schema holding the document, chunk and ACL tables.
+	// +optional
+	// +kubebuilder:default=public
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
+	Schema string `json:"schema,omitempty"`
+}
+
+// Driver selects and configures the driver for a corpus.
+// +kubebuilder:validation:XValidation:rule="self.type != 'HTTP' || has(self.http)",message="http is required when type is HTTP"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Postgres' || has(self.postgres)",message="postgres is required when type is Postgres"
+// +kubebuilder:validation:XValidation:rule="!(has(self.http) && has(self.postgres))",message="set only the block matching type"
+type Driver struct {
+	// type of driver.
+	// +required
+	Type DriverType `json:"type"`
+
+	// http configures the HTTP contract driver.
+	// +optional
+	HTTP *HTTPDriver `json:"http,omitempty"`
+
+	// postgres configures the PostgreSQL driver.
+	// +optional
+	Postgres *PostgresDriver `json:"postgres,omitempty"`
+
+	// timeout bounds each call to the RAG system.
+	// +optional
+	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('5m')",message="timeout must be positive and at most 5m"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// Freshness holds the corpus's service-level objectives for permission changes.
+type Freshness struct {
+	// visibilitySLO is how soon a newly shared document should be retrievable.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="visibilitySLO must be positive"
+	VisibilitySLO *metav1.Duration `json:"visibilitySLO,omitempty"`
+
+	// exclusionSLO is how soon revoked content must stop being retrievable.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="exclusionSLO must be positive"
+	ExclusionSLO *metav1.Duration `json:"exclusionSLO,omitempty"`
+
+	// cacheInvalidationSLO is how soon answers must stop citing revoked content.
+	// Defaults to exclusionSLO when unset.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="cacheInvalidationSLO must be positive"
+	CacheInvalidationSLO *metav1.Duration `json:"cacheInvalidationSLO,omitempty"`
+}
+
+// RateLimit bounds the request rate to one corpus, shared by every canary and
+// suite that targets it.
+type RateLimit struct {
+	// requestsPerSecond is the sustained rate.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	RequestsPerSecond int32 `json:"requestsPerSecond,omitempty"`
+
+	// burst is the largest number of requests sent at once.
+	// +optional
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	Burst int32 `json:"burst,omitempty"`
+}
+
+// CorpusSpec describes a RAG system under test.
+type CorpusSpec struct {
+	// driver says how to reach the RAG system.
+	// +required
+	Driver Driver `json:"driver"`
+
+	// freshness holds the SLOs canaries against this corpus are judged by.
+	// +optional
+	// +kubebuilder:default={}
+	Freshness Freshness `json:"freshness,omitempty"`
+
+	// rateLimit bounds all probe and suite traffic to this corpus.
+	// +optional
+	// +kubebuilder:default={}
+	RateLimit RateLimit `json:"rateLimit,omitempty"`
+
+	// healthCheckInterval is how often the driver's capabilities are re-checked.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s')",message="healthCheckInterval must be at least 5s"
+	HealthCheckInterval *metav1.Duration `json:"healthCheckInterval,omitempty"`
+}
+
+// RevocationMethod is how access to a canary document is taken away.
+// +kubebuilder:validation:Enum=RemoveGrant;RemoveFromGroup;DeleteDocument
+type RevocationMethod string
+
+const (
+	// RevokeRemoveGrant removes the persona's grant on the document.
+	RevokeRemoveGrant RevocationMethod = "RemoveGrant"
+	// RevokeRemoveFromGroup removes the persona from the group the document is shared with.
+	RevokeRemoveFromGroup RevocationMethod = "RemoveFromGroup"
+	// RevokeDeleteDocument deletes the document at the source.
+	RevokeDeleteDocument RevocationMethod = "DeleteDocument"
+)
+
+// CorpusCapabilities is what the driver reported it supports.
+type CorpusCapabilities struct {
+	// contractVersion the target implements.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	ContractVersion string `json:"contractVersion,omitempty"`
+
+	// revocationMethods the target supports.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	RevocationMethods []RevocationMethod `json:"revocationMethods,omitempty"`
+
+	// answerSurface is true when the target has an answer endpoint.
+	// +optional
+	AnswerSurface bool `json:"answerSurface,omitempty"`
+}
+
+// CorpusStatus is the observed state of a Corpus.
+type CorpusStatus struct {
+	// observedGeneration is the generation last fully evaluated.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready is True when the credential resolves and the target
+	// answered its capabilities check with a supported contract version.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// capabilities last reported by the target.
+	// +optional
+	Capabilities *CorpusCapabilities `json:"capabilities,omitempty"`
+
+	// lastCheckTime is when the target was last checked.
+	// +optional
+	LastCheckTime *metav1.Time `json:"lastCheckTime,omitempty"`
+}
+
+// Corpus is a RAG system under test: the driver that writes canary documents
+// and their ACLs into its source, the surfaces personas read, and its SLOs.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rcc,categories=ragcanary
+// +kubebuilder:printcolumn:name="Driver",type=string,JSONPath=`.spec.driver.type`
+// +kubebuilder:printcolumn:name="Contract",type=string,JSONPath=`.status.capabilities.contractVersion`
+// +kubebuilder:printcolumn:name="Exclusion SLO",type=string,JSONPath=`.spec.freshness.exclusionSLO`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Corpus struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired corpus.
+	// +required
+	Spec CorpusSpec `json:"spec"`
+
+	// status is the observed state of the corpus.
+	// +optional
+	Status CorpusStatus `json:"status,omitempty"`
+}
+
+// CorpusList is a list of Corpora.
+// +kubebuilder:object:root=true
+type CorpusList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Corpus `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Corpus{}, &CorpusList{})
+}

@@ -1,0 +1,205 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SuiteRunPhase is where a suite run is.
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed
+type SuiteRunPhase string
+
+const (
+	SuiteRunPending   SuiteRunPhase = "Pending"
+	SuiteRunRunning   SuiteRunPhase = "Running"
+	SuiteRunSucceeded SuiteRunPhase = "Succeeded"
+	SuiteRunFailed    SuiteRunPhase = "Failed"
+)
+
+// SuiteRunSpec is one execution of a suite.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a run is one execution"
+type SuiteRunSpec struct {
+	// suiteRef names the EvalSuite executed.
+	// +required
+	SuiteRef LocalObjectReference `json:"suiteRef"`
+}
+
+// Ratio is a metric with its numerator and denominator. value is unset when
+// the denominator is zero: an undefined metric is never reported as 0 or 1.
+type Ratio struct {
+	// numerator of the ratio.
+	// +optional
+	Numerator int32 `json:"numerator"`
+	// denominator of the ratio.
+	// +optional
+	Denominator int32 `json:"denominator"`
+	// value is numerator/denominator as a decimal string, unset when undefined.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	Value *string `json:"value,omitempty"`
+}
+
+// PersonaResult summarises a suite run for one persona and stratum.
+type PersonaResult struct {
+	// persona name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Persona string `json:"persona"`
+	// stratum, empty for all strata.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Stratum string `json:"stratum,omitempty"`
+	// utility is supported / answerable.
+	// +optional
+	Utility Ratio `json:"utility"`
+	// falseBlockRate is false blocks / answerable.
+	// +optional
+	FalseBlockRate Ratio `json:"falseBlockRate"`
+	// disclosureRate is disclosures / required-block cases.
+	// +optional
+	DisclosureRate Ratio `json:"disclosureRate"`
+	// meanRecall is the mean recall@k over answerable cases where it is defined.
+	// +optional
+	MeanRecall Ratio `json:"meanRecall"`
+	// meanMRR is the mean reciprocal rank over answerable cases where it is defined.
+	// +optional
+	MeanMRR Ratio `json:"meanMRR"`
+}
+
+// GateResult is one gate's verdict.
+type GateResult struct {
+	// name of the gate.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// passed is true when the gate passed.
+	// +optional
+	Passed bool `json:"passed"`
+	// value observed, as a decimal string; unset when undefined.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Value string `json:"value,omitempty"`
+	// threshold applied.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Threshold string `json:"threshold,omitempty"`
+}
+
+// FailingCase is a case × persona that failed a gate.
+type FailingCase struct {
+	// caseID of the failing case.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	CaseID string `json:"caseID"`
+	// persona it failed for.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Persona string `json:"persona"`
+	// outcome class of the case.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Outcome string `json:"outcome,omitempty"`
+	// forbiddenIDs returned or cited (first few).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	ForbiddenIDs []string `json:"forbiddenIDs,omitempty"`
+}
+
+// SuiteRunStatus is the result of one suite execution.
+type SuiteRunStatus struct {
+	// observedGeneration is the generation last fully evaluated.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// phase of the run.
+	// +optional
+	Phase SuiteRunPhase `json:"phase,omitempty"`
+
+	// conditions: Complete and Passed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// startTime of the run.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime of the run.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// executions is the number of case × persona executions.
+	// +optional
+	Executions int32 `json:"executions,omitempty"`
+
+	// disclosures counts executions that disclosed forbidden evidence.
+	// +optional
+	Disclosures int32 `json:"disclosures,omitempty"`
+
+	// probeErrors counts executions that failed to get a reply.
+	// +optional
+	ProbeErrors int32 `json:"probeErrors,omitempty"`
+
+	// personas holds per-persona and per-stratum results.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	Personas []PersonaResult `json:"personas,omitempty"`
+
+	// gates and their verdicts.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Gates []GateResult `json:"gates,omitempty"`
+
+	// failingCases lists the first failing executions.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	FailingCases []FailingCase `json:"failingCases,omitempty"`
+
+	// reportConfigMapRef names the ConfigMap holding the full JSON report.
+	// +optional
+	ReportConfigMapRef *LocalObjectReference `json:"reportConfigMapRef,omitempty"`
+}
+
+// SuiteRun is one execution of an EvalSuite: per-persona, per-stratum
+// metrics and gate verdicts.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rcsr;suiterun,categories=ragcanary
+// +kubebuilder:printcolumn:name="Suite",type=string,JSONPath=`.spec.suiteRef.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Passed",type=string,JSONPath=`.status.conditions[?(@.type=="Passed")].status`
+// +kubebuilder:printcolumn:name="Disclosures",type=integer,JSONPath=`.status.disclosures`
+// +kubebuilder:printcolumn:name="Executions",type=integer,JSONPath=`.status.executions`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type SuiteRun struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec names the suite executed.
+	// +required
+	Spec SuiteRunSpec `json:"spec"`
+
+	// status is the result of the run.
+	// +optional
+	Status SuiteRunStatus `json:"status,omitempty"`
+}
+
+// SuiteRunList is a list of SuiteRuns.
+// +kubebuilder:object:root=true
+type SuiteRunList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SuiteRun `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SuiteRun{}, &SuiteRunList{})
+}

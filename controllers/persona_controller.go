@@ -1,0 +1,113 @@
+// Package controllers holds the ragcanary reconcilers.
+package controllers
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/secretref"
+)
+
+// personaSecretIndex indexes Personas by the name of their credential Secret.
+const personaSecretIndex = ".spec.credentialSecretRef.name"
+
+// PersonaReconciler marks a Persona Ready when its credential Secret exists
+// and holds the named key. It never reads the credential into status, events
+// or logs.
+type PersonaReconciler struct {
+	client.Client
+	// APIReader reads Secrets directly from the API server, so the operator
+	// keeps no cache of Secret values.
+	APIReader client.Reader
+}
+
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=personas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=personas/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
+// Reconcile evaluates one Persona.
+func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var persona v1alpha1.Persona
+	if err := r.Get(ctx, req.NamespacedName, &persona); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := persona.DeepCopy()
+
+	ready, err := r.credentialCondition(ctx, &persona)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	meta.SetStatusCondition(&persona.Status.Conditions, ready)
+	persona.Status.ObservedGeneration = persona.Generation
+	if ready.Status == metav1.ConditionFalse {
+		log.FromContext(ctx).Info("persona credential unavailable", "reason", ready.Reason, "secret", persona.Spec.CredentialSecretRef.Name)
+	}
+	return ctrl.Result{}, patchStatus(ctx, r.Client, before, &persona, before.Status, persona.Status)
+}
+
+// credentialCondition computes the Ready condition from the referenced
+// Secret. A missing Secret or key is the user's to fix: it becomes a False
+// condition and the Secret watch brings the Persona back when it changes,
+// so there is no retry loop. API errors are returned for backoff.
+func (r *PersonaReconciler) credentialCondition(ctx context.Context, p *v1alpha1.Persona) (metav1.Condition, error) {
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: p.Generation}
+	_, err := secretref.Resolve(ctx, r.APIReader, p.Namespace, p.Spec.CredentialSecretRef)
+	var problem *secretref.Problem
+	switch {
+	case errors.As(err, &problem):
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, problem.Reason, problem.Message
+	case err != nil:
+		return cond, err
+	default:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ReasonSecretFound, "credential Secret and key are present"
+	}
+	return cond, nil
+}
+
+// SetupWithManager registers the controller. Secrets are watched as metadata
+// only: a change to a referenced Secret re-evaluates its Personas without the
+// operator caching any Secret data.
+func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Persona{}, personaSecretIndex,
+		func(o client.Object) []string {
+			return []string{o.(*v1alpha1.Persona).Spec.CredentialSecretRef.Name}
+		}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Persona{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Secret{},
+			handler.EnqueueRequestsFromMapFunc(r.personasForSecret),
+			builder.OnlyMetadata).
+		Named("persona").
+		Complete(r)
+}
+
+// personasForSecret maps a Secret to the Personas in its namespace that reference it.
+func (r *PersonaReconciler) personasForSecret(ctx context.Context, secret client.Object) []ctrl.Request {
+	var list v1alpha1.PersonaList
+	if err := r.List(ctx, &list, client.InNamespace(secret.GetNamespace()),
+		client.MatchingFields{personaSecretIndex: secret.GetName()}); err != nil {
+		if !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).Error(err, "listing personas for secret")
+		}
+		return nil
+	}
+	reqs := make([]ctrl.Request, 0, len(list.Items))
+	for _, p := range list.Items {
+		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+	}
+	return reqs
+}
