@@ -1,0 +1,35 @@
+package controllers
+
+import (
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/ragcanary/ragcanary/internal/corpusdriver"
+)
+
+// Options are the dependencies and operator settings shared by the reconcilers.
+type Options struct {
+	// Drivers builds the driver for a Corpus.
+	Drivers corpusdriver.Factory
+	// Clock is injected so tests control time.
+	Clock clock.WithTicker
+}
+
+// SetupAll registers every reconciler with the manager. Both the manager
+// binary and the envtest suite call it, so tests exercise the same wiring.
+func SetupAll(mgr ctrl.Manager, opts Options) error {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	setups := []func() error{
+		func() error {
+			return (&PersonaReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+		},
+	}
+	for _, setup := range setups {
+		if err := setup(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
