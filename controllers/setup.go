@@ -11,8 +11,12 @@ import (
 type Options struct {
 	// Drivers builds the driver for a Corpus.
 	Drivers corpusdriver.Factory
-	// Clock is injected so tests control time.
+	// Clock drives lifecycle steps and probes. Tests keep it real: probes
+	// measure real latency against a real target.
 	Clock clock.WithTicker
+	// ScheduleClock decides when scheduled runs are due. Tests replace it with
+	// a fake clock to step through schedules without waiting.
+	ScheduleClock clock.Clock
 }
 
 // SetupAll registers every reconciler with the manager. Both the manager
@@ -20,6 +24,9 @@ type Options struct {
 func SetupAll(mgr ctrl.Manager, opts Options) error {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
+	}
+	if opts.ScheduleClock == nil {
+		opts.ScheduleClock = opts.Clock
 	}
 	setups := []func() error{
 		func() error {
