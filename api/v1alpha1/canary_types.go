@@ -16,8 +16,8 @@ const (
 )
 
 // Revocation says how access is taken away during a canary run.
-// +kubebuilder:validation:XValidation:rule="self.method != 'RemoveFromGroup' || has(self.group)",message="group is required when method is RemoveFromGroup"
-// +kubebuilder:validation:XValidation:rule="self.method == 'RemoveFromGroup' || !has(self.group)",message="group is only used when method is RemoveFromGroup"
+// +kubebuilder:validation:XValidation:rule="!has(self.method) || self.method != 'RemoveFromGroup' || has(self.group)",message="group is required when method is RemoveFromGroup"
+// +kubebuilder:validation:XValidation:rule="(has(self.method) && self.method == 'RemoveFromGroup') || !has(self.group)",message="group is only used when method is RemoveFromGroup"
 type Revocation struct {
 	// method of revocation.
 	// +optional
@@ -34,8 +34,8 @@ type Revocation struct {
 }
 
 // Probing says how often and how long to probe the surfaces.
-// +kubebuilder:validation:XValidation:rule="duration(self.interval) < duration(self.exclusionTimeout)",message="interval must be smaller than exclusionTimeout"
-// +kubebuilder:validation:XValidation:rule="duration(self.interval) < duration(self.visibilityTimeout)",message="interval must be smaller than visibilityTimeout"
+// +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.exclusionTimeout) || duration(self.interval) < duration(self.exclusionTimeout)",message="interval must be smaller than exclusionTimeout"
+// +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.visibilityTimeout) || duration(self.interval) < duration(self.visibilityTimeout)",message="interval must be smaller than visibilityTimeout"
 type Probing struct {
 	// interval between probes of one surface.
 	// +optional

@@ -1,0 +1,110 @@
+// Command manager runs the ragcanary reconcilers.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/controllers"
+	"github.com/ragcanary/ragcanary/internal/corpusdriver"
+)
+
+// settings are the operator's command-line options.
+type settings struct {
+	metricsAddr       string
+	probeAddr         string
+	leaderElect       bool
+	leaderElectionNS  string
+	allowedTargetURLs string
+	watchNamespace    string
+	zapOptions        zap.Options
+}
+
+// parseFlags reads options from the process flag set, where controller-runtime
+// has already registered --kubeconfig.
+func parseFlags(args []string) (settings, error) {
+	var s settings
+	fs := flag.CommandLine
+	fs.StringVar(&s.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes bind to.")
+	fs.BoolVar(&s.leaderElect, "leader-elect", false, "Elect a leader so only one replica reconciles at a time.")
+	fs.StringVar(&s.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
+	fs.StringVar(&s.allowedTargetURLs, "allowed-target-urls", "", "Comma-separated URL prefixes the operator may call (for example https://rag.internal/). Empty allows any http(s) target.")
+	fs.StringVar(&s.watchNamespace, "watch-namespace", "", "Only reconcile objects in this namespace (default: all namespaces).")
+	s.zapOptions.BindFlags(fs)
+	return s, fs.Parse(args)
+}
+
+func main() {
+	s, err := parseFlags(os.Args[1:])
+	if err != nil {
+		os.Exit(2)
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&s.zapOptions)))
+	if err := run(s); err != nil {
+		ctrl.Log.Error(err, "manager exited")
+		os.Exit(1)
+	}
+}
+
+func run(s settings) error {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	opts := ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: s.metricsAddr},
+		HealthProbeBindAddress:  s.probeAddr,
+		LeaderElection:          s.leaderElect,
+		LeaderElectionID:        "ragcanary.dev",
+		LeaderElectionNamespace: s.leaderElectionNS,
+	}
+	if s.watchNamespace != "" {
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{s.watchNamespace: {}}
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	drivers := &corpusdriver.Builder{Reader: mgr.GetAPIReader(), AllowedURLPrefixes: splitList(s.allowedTargetURLs)}
+	if err := controllers.SetupAll(mgr, controllers.Options{Drivers: drivers}); err != nil {
+		return fmt.Errorf("setting up controllers: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.Info("starting manager", "metricsAddress", s.metricsAddr, "leaderElection", s.leaderElect)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}

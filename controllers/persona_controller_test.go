@@ -1,0 +1,120 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+)
+
+const personaCredential = "s3cr3t-persona-credential"
+
+// TestPersonaReadyFollowsSecret: a Persona without its Secret is not Ready
+// (SecretNotFound); a Secret without the key is KeyNotFound; adding the key
+// flips it to Ready without touching the Persona; the credential never
+// reaches status.
+func TestPersonaReadyFollowsSecret(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	persona := &v1alpha1.Persona{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"},
+		Spec: v1alpha1.PersonaSpec{
+			Subject:             "alice@example.com",
+			CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "alice-cred", Key: "token"},
+		},
+	}
+	if err := k8sClient.Create(ctx, persona); err != nil {
+		t.Fatal(err)
+	}
+	waitPersonaReady(t, persona, metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound)
+
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice-cred"},
+		Data:       map[string][]byte{"other": []byte("x")},
+	}
+	if err := k8sClient.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	waitPersonaReady(t, persona, metav1.ConditionFalse, v1alpha1.ReasonKeyNotFound)
+
+	secret.Data["token"] = []byte(personaCredential)
+	if err := k8sClient.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	got := waitPersonaReady(t, persona, metav1.ConditionTrue, v1alpha1.ReasonSecretFound)
+	if got.Status.ObservedGeneration != got.Generation {
+		t.Errorf("observedGeneration = %d, want %d", got.Status.ObservedGeneration, got.Generation)
+	}
+	if strings.Contains(fmt.Sprintf("%+v", got.Status), personaCredential) {
+		t.Errorf("persona status contains the credential: %+v", got.Status)
+	}
+
+	// Deleting the Secret is noticed too.
+	if err := k8sClient.Delete(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	waitPersonaReady(t, persona, metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound)
+}
+
+// TestPersonaIgnoresUnrelatedSecrets: a Secret the Persona does not reference
+// does not make it Ready.
+func TestPersonaIgnoresUnrelatedSecrets(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	persona := &v1alpha1.Persona{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bob"},
+		Spec: v1alpha1.PersonaSpec{
+			Subject:             "bob",
+			CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "bob-cred", Key: "token"},
+		},
+	}
+	if err := k8sClient.Create(ctx, persona); err != nil {
+		t.Fatal(err)
+	}
+	waitPersonaReady(t, persona, metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound)
+	other := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-else"},
+		Data:       map[string][]byte{"token": []byte("x")},
+	}
+	if err := k8sClient.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	// Then the referenced one: only this must flip the condition, and the
+	// condition must still have been False right before.
+	var p v1alpha1.Persona
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(persona), &p); err != nil {
+		t.Fatal(err)
+	}
+	if meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionReady) {
+		t.Fatalf("persona became Ready from an unrelated Secret")
+	}
+	ref := other.DeepCopy()
+	ref.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "bob-cred"}
+	if err := k8sClient.Create(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	waitPersonaReady(t, persona, metav1.ConditionTrue, v1alpha1.ReasonSecretFound)
+}
+
+func waitPersonaReady(t *testing.T, persona *v1alpha1.Persona, status metav1.ConditionStatus, reason string) *v1alpha1.Persona {
+	t.Helper()
+	var got v1alpha1.Persona
+	eventually(t, fmt.Sprintf("persona Ready=%s/%s", status, reason), func() error {
+		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(persona), &got); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+		if c == nil || c.Status != status || c.Reason != reason {
+			return fmt.Errorf("condition is %+v", c)
+		}
+		return nil
+	})
+	return &got
+}
