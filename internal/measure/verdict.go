@@ -1,0 +1,76 @@
+package measure
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+)
+
+// RunOutcome is what a whole run observed, as input to Verdict.
+type RunOutcome struct {
+	// Surfaces are the finalized measurements (see Finalize).
+	Surfaces []v1alpha1.SurfaceMeasurement
+	// IsolationViolations counts control-persona sightings.
+	IsolationViolations int32
+	// SetupFailed is set when the token never became visible or the source
+	// rejected a step.
+	SetupFailed bool
+	// SLO returns the objective a surface is judged by.
+	SLO func(v1alpha1.Surface) time.Duration
+}
+
+// Verdict decides a run. The order is fixed: an isolation violation
+// outranks everything, because it is a leak regardless of timing; then a
+// failed setup (there is no measurement); then a token still visible; then
+// a measurement errors left open; only a complete measurement is judged
+// against the SLO. The message is one sentence without secrets.
+func Verdict(o RunOutcome) (v1alpha1.Verdict, string) {
+	if o.IsolationViolations > 0 {
+		return v1alpha1.VerdictIsolationViolation,
+			fmt.Sprintf("a control persona saw the canary token in %d probe(s)", o.IsolationViolations)
+	}
+	if o.SetupFailed {
+		return v1alpha1.VerdictSetupFailed, "the canary could not be set up"
+	}
+	if s, ok := firstInState(o.Surfaces, StillVisible); ok {
+		return v1alpha1.VerdictNotExcluded,
+			fmt.Sprintf("the %s surface still served the revoked token at the exclusion timeout", s)
+	}
+	if len(o.Surfaces) == 0 {
+		return v1alpha1.VerdictInconclusive, "no surface was measured after the revocation"
+	}
+	if s, ok := firstInState(o.Surfaces, Undetermined); ok {
+		return v1alpha1.VerdictInconclusive,
+			fmt.Sprintf("probe errors prevented confirming exclusion on the %s surface", s)
+	}
+	for i := range o.Surfaces {
+		m := &o.Surfaces[i]
+		if breached(m.Bounds, o.SLO(m.Surface)) {
+			return v1alpha1.VerdictSLOBreached,
+				fmt.Sprintf("exclusion on the %s surface exceeded the SLO of %s", m.Surface, o.SLO(m.Surface))
+		}
+	}
+	return v1alpha1.VerdictSLOMet, "exclusion was confirmed within the SLO on every surface"
+}
+
+// breached reports an SLO breach: the upper bound exceeds the SLO, or the
+// lower bound does (a certain breach, also when no upper bound exists).
+func breached(b *v1alpha1.ExclusionBounds, slo time.Duration) bool {
+	if b == nil {
+		return false
+	}
+	if b.Lower != nil && b.Lower.Duration > slo {
+		return true
+	}
+	return b.Upper != nil && b.Upper.Duration > slo
+}
+
+func firstInState(ms []v1alpha1.SurfaceMeasurement, s State) (v1alpha1.Surface, bool) {
+	for i := range ms {
+		if Classify(&ms[i]) == s {
+			return ms[i].Surface, true
+		}
+	}
+	return "", false
+}
