@@ -1,0 +1,249 @@
+// Package metrics defines ragcanary's Prometheus metrics and registers them
+// with controller-runtime's registry, so they are served on the manager's
+// metrics endpoint.
+//
+// Labels are limited to namespace, canary, corpus, surface, role, outcome and
+// verdict: never run names, document IDs, tokens or error text, so series
+// stay bounded and nothing secret reaches a scrape. Forget deletes a
+// canary's series when the canary is deleted.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+const namespace = "ragcanary"
+
+// Label names.
+const (
+	LabelNamespace = "namespace"
+	LabelCanary    = "canary"
+	LabelCorpus    = "corpus"
+	LabelSurface   = "surface"
+	LabelVerdict   = "verdict"
+	// LabelRole is "persona" for the probed persona and "control" for control personas.
+	LabelRole = "role"
+	// LabelOutcome is present, absent or error.
+	LabelOutcome = "outcome"
+)
+
+// Roles of a probing persona.
+const (
+	RolePersona = "persona"
+	RoleControl = "control"
+)
+
+// LatencyBuckets span 1 s to 24 h, roughly doubling: fast syncs resolve in
+// seconds, published re-sync defaults are tens of minutes to hours.
+var LatencyBuckets = []float64{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 43200, 86400}
+
+// probeBuckets span 5 ms to 60 s for single probe durations and scheduling lag.
+var probeBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+var (
+	runLabels     = []string{LabelNamespace, LabelCanary, LabelCorpus}
+	surfaceLabels = []string{LabelNamespace, LabelCanary, LabelCorpus, LabelSurface}
+)
+
+// The metrics. They are exported for tests that read values back; code
+// records through the functions below.
+var (
+	TimeToVisibility = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "time_to_visibility_seconds",
+		Help:    "Time from the share request to the first probe that saw the canary token.",
+		Buckets: LatencyBuckets,
+	}, runLabels)
+	TimeToExclusion = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "time_to_exclusion_seconds",
+		Help:    "Upper bound of time from revocation to confirmed exclusion on the search surface.",
+		Buckets: LatencyBuckets,
+	}, runLabels)
+	CacheInvalidation = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "cache_invalidation_seconds",
+		Help:    "Upper bound of time from revocation to confirmed exclusion on the answer surface.",
+		Buckets: LatencyBuckets,
+	}, runLabels)
+	ExclusionLowerBound = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "last_run_exclusion_lower_bound_seconds",
+		Help: "Lower bound of time-to-exclusion of the canary's last finished run, per surface.",
+	}, surfaceLabels)
+	ExclusionUpperBound = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "last_run_exclusion_upper_bound_seconds",
+		Help: "Upper bound of time-to-exclusion of the canary's last finished run, per surface; absent when exclusion was not established.",
+	}, surfaceLabels)
+	LiveExposure = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "live_exposure_seconds",
+		Help: "Seconds a revoked canary token has still been visible in the active run; 0 once exclusion is confirmed.",
+	}, surfaceLabels)
+	RunsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "runs_total",
+		Help: "Finished canary runs by verdict.",
+	}, []string{LabelNamespace, LabelCanary, LabelCorpus, LabelVerdict})
+	IsolationViolationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "isolation_violations_total",
+		Help: "Probes in which a control persona saw a canary token.",
+	}, runLabels)
+	ReappearancesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "reappearances_total",
+		Help: "Positive probes that followed a negative one after revocation: a replica or cache serving revoked content.",
+	}, surfaceLabels)
+	ProbesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "probes_total",
+		Help: "Probes by surface, probing role and outcome (present, absent, error).",
+	}, []string{LabelNamespace, LabelCanary, LabelCorpus, LabelSurface, LabelRole, LabelOutcome})
+	ProbeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "probe_duration_seconds",
+		Help:    "Duration of one probe, including rate-limit waits inside the driver's retries.",
+		Buckets: probeBuckets,
+	}, surfaceLabels)
+	ProbeSchedulingLag = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "probe_scheduling_lag_seconds",
+		Help:    "Delay between a probe's due time and its start, including rate-limit waits.",
+		Buckets: probeBuckets,
+	}, runLabels)
+	LastCompletedRun = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "last_completed_run_timestamp_seconds",
+		Help: "Unix time the canary's last run finished.",
+	}, runLabels)
+)
+
+// all lists every vector for registration and Forget.
+var all = []interface {
+	prometheus.Collector
+	DeletePartialMatch(prometheus.Labels) int
+}{
+	TimeToVisibility, TimeToExclusion, CacheInvalidation, ExclusionLowerBound, ExclusionUpperBound,
+	LiveExposure, RunsTotal, IsolationViolationsTotal, ReappearancesTotal, ProbesTotal,
+	ProbeDuration, ProbeSchedulingLag, LastCompletedRun,
+}
+
+func init() {
+	for _, c := range all {
+		crmetrics.Registry.MustRegister(c)
+	}
+}
+
+// Run identifies the series of one canary. Canary is empty for a run
+// created by hand rather than by a RevocationCanary.
+type Run struct {
+	Namespace string
+	Canary    string
+	Corpus    string
+}
+
+func (r Run) labels() prometheus.Labels {
+	return prometheus.Labels{LabelNamespace: r.Namespace, LabelCanary: r.Canary, LabelCorpus: r.Corpus}
+}
+
+func (r Run) withSurface(surface string) prometheus.Labels {
+	l := r.labels()
+	l[LabelSurface] = surface
+	return l
+}
+
+// Forget deletes every series of a canary. Call it when the RevocationCanary
+// is deleted so its series do not linger.
+func Forget(namespace, canary string) {
+	match := prometheus.Labels{LabelNamespace: namespace, LabelCanary: canary}
+	for _, c := range all {
+		c.DeletePartialMatch(match)
+	}
+}
+
+// ObserveProbe records one probe's outcome and duration. Durations are
+// recorded for the persona's probes only, so they describe the measured path.
+func ObserveProbe(r Run, surface, role, outcome string, d time.Duration) {
+	l := r.withSurface(surface)
+	l[LabelRole] = role
+	l[LabelOutcome] = outcome
+	ProbesTotal.With(l).Inc()
+	if role == RolePersona {
+		ProbeDuration.With(r.withSurface(surface)).Observe(d.Seconds())
+	}
+}
+
+// ObserveSchedulingLag records how late a probe round started.
+func ObserveSchedulingLag(r Run, lag time.Duration) {
+	ProbeSchedulingLag.With(r.labels()).Observe(max(lag, 0).Seconds())
+}
+
+// AddIsolationViolations counts control-persona sightings.
+func AddIsolationViolations(r Run, n int) {
+	if n > 0 {
+		IsolationViolationsTotal.With(r.labels()).Add(float64(n))
+	}
+}
+
+// AddReappearance counts one reappearance on a surface.
+func AddReappearance(r Run, surface string) {
+	ReappearancesTotal.With(r.withSurface(surface)).Inc()
+}
+
+// SetLiveExposure sets how long the revoked token has been visible on a surface.
+func SetLiveExposure(r Run, surface string, d time.Duration) {
+	LiveExposure.With(r.withSurface(surface)).Set(max(d, 0).Seconds())
+}
+
+// SurfaceResult is one surface's final bounds; nil means "not established".
+type SurfaceResult struct {
+	Surface string
+	Lower   *time.Duration
+	Upper   *time.Duration
+}
+
+// Completion is what a finished run reports.
+type Completion struct {
+	Verdict string
+	// TimeToVisibility is nil when the token never became visible.
+	TimeToVisibility *time.Duration
+	Surfaces         []SurfaceResult
+	Finished         time.Time
+}
+
+// Surface names as the API spells them, repeated here to keep this package
+// free of the API types.
+const (
+	surfaceSearch = "Search"
+	surfaceAnswer = "Answer"
+)
+
+// RecordCompletion records a finished run: the verdict count, histograms of
+// upper bounds, and the last-run gauges. Live exposure drops to 0.
+func RecordCompletion(r Run, c Completion) {
+	l := r.labels()
+	l[LabelVerdict] = c.Verdict
+	RunsTotal.With(l).Inc()
+	LastCompletedRun.With(r.labels()).Set(float64(c.Finished.Unix()))
+	if c.TimeToVisibility != nil {
+		TimeToVisibility.With(r.labels()).Observe(c.TimeToVisibility.Seconds())
+	}
+	for _, s := range c.Surfaces {
+		recordSurface(r, s)
+	}
+}
+
+func recordSurface(r Run, s SurfaceResult) {
+	sl := r.withSurface(s.Surface)
+	LiveExposure.With(sl).Set(0)
+	if s.Lower != nil {
+		ExclusionLowerBound.With(sl).Set(s.Lower.Seconds())
+	} else {
+		ExclusionLowerBound.Delete(sl)
+	}
+	if s.Upper == nil {
+		// An upper bound that was not established must not keep showing the
+		// previous run's value.
+		ExclusionUpperBound.Delete(sl)
+		return
+	}
+	ExclusionUpperBound.With(sl).Set(s.Upper.Seconds())
+	switch s.Surface {
+	case surfaceSearch:
+		TimeToExclusion.With(r.labels()).Observe(s.Upper.Seconds())
+	case surfaceAnswer:
+		CacheInvalidation.With(r.labels()).Observe(s.Upper.Seconds())
+	}
+}

@@ -1,0 +1,61 @@
+package metrics
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+func TestRecordCompletionAndForget(t *testing.T) {
+	r := Run{Namespace: "ns-a", Canary: "c1", Corpus: "corp"}
+	other := Run{Namespace: "ns-a", Canary: "c2", Corpus: "corp"}
+	ttv := 3 * time.Second
+	lower, upper := 2*time.Second, 7*time.Second
+	RecordCompletion(r, Completion{
+		Verdict:          "SLOMet",
+		TimeToVisibility: &ttv,
+		Surfaces: []SurfaceResult{
+			{Surface: "Search", Lower: &lower, Upper: &upper},
+			{Surface: "Answer", Lower: &lower}, // right-censored: no upper
+		},
+		Finished: time.Unix(1000, 0),
+	})
+	RecordCompletion(other, Completion{Verdict: "NotExcluded", Finished: time.Unix(2000, 0)})
+
+	if got := testutil.ToFloat64(RunsTotal.WithLabelValues("ns-a", "c1", "corp", "SLOMet")); got != 1 {
+		t.Errorf("runs_total = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(ExclusionUpperBound.WithLabelValues("ns-a", "c1", "corp", "Search")); got != 7 {
+		t.Errorf("upper gauge = %v, want 7", got)
+	}
+	// The answer surface had no upper bound: no series may exist for it.
+	if n := testutil.CollectAndCount(ExclusionUpperBound, "ragcanary_last_run_exclusion_upper_bound_seconds"); n != 1 {
+		t.Errorf("upper bound series = %d, want 1 (answer must be absent)", n)
+	}
+	if n := testutil.CollectAndCount(TimeToExclusion); n != 1 {
+		t.Errorf("time_to_exclusion series = %d, want 1", n)
+	}
+
+	Forget("ns-a", "c1")
+	if got := testutil.ToFloat64(RunsTotal.WithLabelValues("ns-a", "c2", "corp", "NotExcluded")); got != 1 {
+		t.Errorf("other canary's series was forgotten too: %v", got)
+	}
+	if n := testutil.CollectAndCount(RunsTotal); n != 1 {
+		t.Errorf("runs_total series after Forget = %d, want 1", n)
+	}
+	if n := testutil.CollectAndCount(ExclusionUpperBound); n != 0 {
+		t.Errorf("upper bound series after Forget = %d, want 0", n)
+	}
+}
+
+func TestRegisteredWithPrefix(t *testing.T) {
+	// Every metric is served under the ragcanary_ prefix by the manager's registry.
+	ObserveProbe(Run{Namespace: "n", Canary: "c", Corpus: "x"}, "Search", RolePersona, "absent", time.Millisecond)
+	ObserveSchedulingLag(Run{Namespace: "n", Canary: "c", Corpus: "x"}, -time.Second)
+	n, err := testutil.GatherAndCount(crmetrics.Registry, "ragcanary_probes_total", "ragcanary_probe_scheduling_lag_seconds")
+	if err != nil || n != 2 {
+		t.Fatalf("gathered %d series (%v), want 2", n, err)
+	}
+}
