@@ -6,7 +6,6 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -89,25 +88,9 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Persona{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{},
-			handler.EnqueueRequestsFromMapFunc(r.personasForSecret),
+			handler.EnqueueRequestsFromMapFunc(referrersOfSecret(r.Client,
+				func() client.ObjectList { return &v1alpha1.PersonaList{} }, personaSecretIndex)),
 			builder.OnlyMetadata).
 		Named("persona").
 		Complete(r)
-}
-
-// personasForSecret maps a Secret to the Personas in its namespace that reference it.
-func (r *PersonaReconciler) personasForSecret(ctx context.Context, secret client.Object) []ctrl.Request {
-	var list v1alpha1.PersonaList
-	if err := r.List(ctx, &list, client.InNamespace(secret.GetNamespace()),
-		client.MatchingFields{personaSecretIndex: secret.GetName()}); err != nil {
-		if !apierrors.IsNotFound(err) {
-			log.FromContext(ctx).Error(err, "listing personas for secret")
-		}
-		return nil
-	}
-	reqs := make([]ctrl.Request, 0, len(list.Items))
-	for _, p := range list.Items {
-		reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-	}
-	return reqs
 }

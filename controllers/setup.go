@@ -32,6 +32,12 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		func() error {
 			return (&PersonaReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 		},
+		func() error {
+			return (&RevocationCanaryReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock, Recorder: mgr.GetEventRecorder("revocationcanary-controller")}).SetupWithManager(mgr)
+		},
+		func() error {
+			return (&CorpusReconciler{Client: mgr.GetClient(), Drivers: opts.Drivers, Clock: opts.Clock}).SetupWithManager(mgr)
+		},
 	}
 	for _, setup := range setups {
 		if err := setup(); err != nil {

@@ -118,3 +118,15 @@ const (
 	ReasonKeyNotFound    = "KeyNotFound"
 	ReasonSecretFound    = "CredentialFound"
 )
+
+// Corpus Ready reasons.
+const (
+	// ReasonReachable: the target answered its capabilities check with a supported contract.
+	ReasonReachable = "Reachable"
+	// ReasonUnreachable: the target could not be reached or failed the check.
+	ReasonUnreachable = "Unreachable"
+	// ReasonContractMismatch: the target speaks a contract version ragcanary does not.
+	ReasonContractMismatch = "ContractMismatch"
+	// ReasonCredentialRejected: the target refused the corpus credential.
+	ReasonCredentialRejected = "CredentialRejected"
+)

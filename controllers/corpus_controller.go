@@ -1,0 +1,172 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/corpusdriver"
+	"github.com/ragcanary/ragcanary/internal/driver"
+)
+
+// corpusSecretIndex indexes Corpora by the name of their credential Secret.
+const corpusSecretIndex = ".spec.driver.credentialSecretRef.name"
+
+// defaultHealthCheckInterval applies when a corpus does not set one.
+const defaultHealthCheckInterval = time.Minute
+
+// CorpusReconciler resolves a Corpus's driver and credential, checks the
+// target's capabilities and reports Ready with a reason a person can act on.
+type CorpusReconciler struct {
+	client.Client
+	Drivers corpusdriver.Factory
+	Clock   clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=corpora,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=corpora/status,verbs=get;update;patch
+
+// Reconcile checks one Corpus.
+func (r *CorpusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var corpus v1alpha1.Corpus
+	if err := r.Get(ctx, req.NamespacedName, &corpus); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := corpus.DeepCopy()
+
+	result, err := r.check(ctx, &corpus)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	corpus.Status.ObservedGeneration = corpus.Generation
+	if err := patchStatus(ctx, r.Client, before, &corpus, before.Status, corpus.Status); err != nil {
+		return ctrl.Result{}, err
+	}
+	return result, nil
+}
+
+// check sets the Ready condition and capabilities. Configuration the user
+// must fix ends the reconcile with no requeue (a spec or Secret change brings
+// the corpus back); an unreachable target is re-checked on the health
+// interval. Only API-server failures are returned as errors.
+func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (ctrl.Result, error) {
+	d, err := r.Drivers.ForCorpus(ctx, corpus)
+	if reason, msg, ok := corpusdriver.IsUserProblem(err); ok {
+		r.setReady(corpus, metav1.ConditionFalse, reason, msg)
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("building driver: %w", err)
+	}
+
+	interval := healthCheckInterval(corpus)
+	callCtx, cancel := context.WithTimeout(ctx, corpusdriver.Timeout(corpus))
+	caps, err := d.Capabilities(callCtx)
+	cancel()
+	now := metav1.NewTime(r.Clock.Now())
+	corpus.Status.LastCheckTime = &now
+	if err != nil {
+		reason := v1alpha1.ReasonUnreachable
+		if driver.IsUnauthorized(err) {
+			reason = v1alpha1.ReasonCredentialRejected
+		}
+		// driver errors are sanitized: operation, kind and status code only.
+		r.setReady(corpus, metav1.ConditionFalse, reason, fmt.Sprintf("capabilities check failed: %v", err))
+		log.FromContext(ctx).Info("corpus target check failed", "reason", reason)
+		return ctrl.Result{RequeueAfter: interval}, nil
+	}
+	corpus.Status.Capabilities = toCorpusCapabilities(caps)
+	if caps.ContractVersion != driver.ContractVersion {
+		r.setReady(corpus, metav1.ConditionFalse, v1alpha1.ReasonContractMismatch,
+			fmt.Sprintf("target implements driver contract %q; this ragcanary speaks %q", caps.ContractVersion, driver.ContractVersion))
+		return ctrl.Result{RequeueAfter: interval}, nil
+	}
+	if err := checkSourceCredential(ctx, d, corpus); err != nil {
+		reason := v1alpha1.ReasonUnreachable
+		if driver.IsUnauthorized(err) {
+			reason = v1alpha1.ReasonCredentialRejected
+		}
+		r.setReady(corpus, metav1.ConditionFalse, reason, fmt.Sprintf("source credential check failed: %v", err))
+		return ctrl.Result{RequeueAfter: interval}, nil
+	}
+	r.setReady(corpus, metav1.ConditionTrue, v1alpha1.ReasonReachable,
+		fmt.Sprintf("target answered with driver contract %s", caps.ContractVersion))
+	return ctrl.Result{RequeueAfter: interval}, nil
+}
+
+func (r *CorpusReconciler) setReady(corpus *v1alpha1.Corpus, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&corpus.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionReady, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: corpus.Generation,
+	})
+}
+
+// credentialCheckDocument is a document ID no canary uses. Deleting it is an
+// authenticated, idempotent no-op, so it proves the source credential works
+// without changing the target.
+const credentialCheckDocument = "ragcanary-credential-check"
+
+func checkSourceCredential(ctx context.Context, d driver.Driver, corpus *v1alpha1.Corpus) error {
+	ctx, cancel := context.WithTimeout(ctx, corpusdriver.Timeout(corpus))
+	defer cancel()
+	return d.DeleteDocument(ctx, credentialCheckDocument)
+}
+
+func toCorpusCapabilities(c driver.Capabilities) *v1alpha1.CorpusCapabilities {
+	out := &v1alpha1.CorpusCapabilities{ContractVersion: c.ContractVersion, AnswerSurface: c.Answer}
+	for _, m := range c.RevocationMethods {
+		out.RevocationMethods = append(out.RevocationMethods, v1alpha1.RevocationMethod(m))
+	}
+	return out
+}
+
+func healthCheckInterval(corpus *v1alpha1.Corpus) time.Duration {
+	if i := corpus.Spec.HealthCheckInterval; i != nil && i.Duration > 0 {
+		return i.Duration
+	}
+	return defaultHealthCheckInterval
+}
+
+// corpusSecretName is the Secret a corpus's driver reads, if any.
+func corpusSecretName(c *v1alpha1.Corpus) string {
+	switch {
+	case c.Spec.Driver.HTTP != nil:
+		return c.Spec.Driver.HTTP.CredentialSecretRef.Name
+	case c.Spec.Driver.Postgres != nil:
+		return c.Spec.Driver.Postgres.DSNSecretRef.Name
+	}
+	return ""
+}
+
+// SetupWithManager registers the controller; Secrets are watched as metadata only.
+func (r *CorpusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Corpus{}, corpusSecretIndex,
+		func(o client.Object) []string {
+			if name := corpusSecretName(o.(*v1alpha1.Corpus)); name != "" {
+				return []string{name}
+			}
+			return nil
+		}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Corpus{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Secret{},
+			handler.EnqueueRequestsFromMapFunc(referrersOfSecret(r.Client,
+				func() client.ObjectList { return &v1alpha1.CorpusList{} }, corpusSecretIndex)),
+			builder.OnlyMetadata).
+		Named("corpus").
+		Complete(r)
+}
