@@ -1,6 +1,8 @@
 package ragtarget
 
 import (
+	"bytes"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -45,6 +47,14 @@ func (f *faultInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.next.ServeHTTP(w, r)
 		return
 	}
+	// Buffering the body first lets net/http notice a client that gives up
+	// during injected latency or a hang, so abandoned requests end promptly.
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeProblem(w, http.StatusBadRequest, "bad_request", "the request body could not be read")
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	if f.cfg.Latency > 0 && !waitReal(r, f.cfg.Latency) {
 		return
 	}
