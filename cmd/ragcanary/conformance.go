@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ragcanary/ragcanary/internal/conformance"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
+)
+
+func init() {
+	register("conformance", subcommand{
+		summary: "check a RAG service against the driver contract (create, grant, visible, revoke, excluded, delete)",
+		run:     runConformance,
+	})
+}
+
+// conformanceOptions are the parsed flags. Credentials are read from the
+// environment variables the flags name, so they never appear in argv.
+type conformanceOptions struct {
+	url              string
+	sourceTokenEnv   string
+	personaTokenEnv  string
+	personaPrincipal string
+	timeout          time.Duration
+	pollInterval     time.Duration
+	requestTimeout   time.Duration
+}
+
+func runConformance(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseConformanceFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ragcanary conformance: %v\n", err)
+		return exitInvalid
+	}
+	cfg, err := opts.config()
+	if err != nil {
+		fmt.Fprintf(stderr, "ragcanary conformance: %v\n", err)
+		return exitInvalid
+	}
+	report := conformance.Run(context.Background(), cfg)
+	printReport(stdout, report)
+	if !report.Passed() {
+		fmt.Fprintf(stderr, "ragcanary conformance: failed checks: %s\n", strings.Join(report.Failed(), ", "))
+		return exitFailed
+	}
+	return exitOK
+}
+
+func parseConformanceFlags(args []string, stderr io.Writer) (conformanceOptions, error) {
+	var o conformanceOptions
+	fs := flag.NewFlagSet("ragcanary conformance", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.url, "url", "", "base URL of the driver contract implementation (required)")
+	fs.StringVar(&o.sourceTokenEnv, "source-token-env", "RAGCANARY_SOURCE_TOKEN", "environment variable holding the source credential")
+	fs.StringVar(&o.personaTokenEnv, "persona-token-env", "RAGCANARY_PERSONA_TOKEN", "environment variable holding the persona's bearer token")
+	fs.StringVar(&o.personaPrincipal, "persona-principal", "", "principal the persona token resolves to, e.g. user:alice (required)")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the document to become visible and to be excluded")
+	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "pause between probes while waiting")
+	fs.DurationVar(&o.requestTimeout, "request-timeout", 10*time.Second, "timeout of each request")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return o, nil
+}
+
+// config validates the options and builds the checker's configuration.
+func (o conformanceOptions) config() (conformance.Config, error) {
+	switch {
+	case o.url == "":
+		return conformance.Config{}, errors.New("--url is required")
+	case o.personaPrincipal == "":
+		return conformance.Config{}, errors.New("--persona-principal is required")
+	case o.timeout <= 0 || o.pollInterval <= 0 || o.requestTimeout <= 0:
+		return conformance.Config{}, errors.New("--timeout, --poll-interval and --request-timeout must be positive")
+	}
+	source, persona := os.Getenv(o.sourceTokenEnv), os.Getenv(o.personaTokenEnv)
+	if source == "" || persona == "" {
+		return conformance.Config{}, fmt.Errorf("environment variables %s and %s must hold the source and persona tokens", o.sourceTokenEnv, o.personaTokenEnv)
+	}
+	drv, err := httpdriver.New(httpdriver.Config{BaseURL: o.url, SourceToken: source, Timeout: o.requestTimeout, Retries: 2})
+	if err != nil {
+		return conformance.Config{}, err
+	}
+	return conformance.Config{
+		Driver:           drv,
+		PersonaToken:     driver.Token(persona),
+		PersonaPrincipal: o.personaPrincipal,
+		Timeout:          o.timeout,
+		PollInterval:     o.pollInterval,
+	}, nil
+}
+
+func printReport(w io.Writer, r conformance.Report) {
+	for _, res := range r.Results {
+		if res.Detail == "" {
+			fmt.Fprintf(w, "%s %s\n", res.Status, res.Name)
+			continue
+		}
+		fmt.Fprintf(w, "%s %s: %s\n", res.Status, res.Name, res.Detail)
+	}
+}

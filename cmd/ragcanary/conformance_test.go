@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ragcanary/ragcanary/internal/ragtarget"
+)
+
+// serveRagtarget runs ragtarget with real tickers and short intervals.
+func serveRagtarget(t *testing.T, mode ragtarget.FilterMode) string {
+	t.Helper()
+	svc, err := ragtarget.New(ragtarget.Config{
+		SourceToken:         "conf-source",
+		Tokens:              map[string]string{"conf-persona": "user:alice"},
+		ContentSyncInterval: 50 * time.Millisecond,
+		ACLSyncInterval:     100 * time.Millisecond,
+		AnswerCacheTTL:      time.Minute,
+		FilterMode:          mode,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	svc.Start(ctx)
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		_ = svc.Close()
+	})
+	return srv.URL
+}
+
+func runConformanceAgainst(t *testing.T, url string, extra ...string) (int, string, string) {
+	t.Helper()
+	t.Setenv("CONF_SOURCE", "conf-source")
+	t.Setenv("CONF_PERSONA", "conf-persona")
+	args := append([]string{"conformance", "--url", url, "--source-token-env", "CONF_SOURCE", "--persona-token-env", "CONF_PERSONA",
+		"--persona-principal", "user:alice", "--timeout", "3s", "--poll-interval", "20ms"}, extra...)
+	var stdout, stderr bytes.Buffer
+	code := dispatch(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestConformancePassesAgainstRagtarget(t *testing.T) {
+	code, out, errOut := runConformanceAgainst(t, serveRagtarget(t, ragtarget.FilterPrefilter))
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, check := range []string{"PASS search-visible", "PASS answer-visible", "PASS search-excluded", "PASS answer-excluded", "PASS delete-idempotent"} {
+		if !strings.Contains(out, check) {
+			t.Fatalf("report lacks %q:\n%s", check, out)
+		}
+	}
+	if strings.Contains(out+errOut, "conf-persona") || strings.Contains(out+errOut, "conf-source") {
+		t.Fatal("output leaks a token")
+	}
+}
+
+func TestConformanceFailsNamingTheCheck(t *testing.T) {
+	code, out, errOut := runConformanceAgainst(t, serveRagtarget(t, ragtarget.FilterNone), "--timeout", "500ms")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s", code, out)
+	}
+	if !strings.Contains(out, "FAIL search-excluded") || !strings.Contains(errOut, "search-excluded") {
+		t.Fatalf("failure does not name search-excluded:\nstdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+}
+
+func TestConformanceBadArguments(t *testing.T) {
+	for _, args := range [][]string{
+		{"conformance"},
+		{"conformance", "--url", "http://127.0.0.1:1", "--persona-principal", "user:a", "--source-token-env", "CONF_UNSET_A", "--persona-token-env", "CONF_UNSET_B"},
+		{"conformance", "--bogus"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := dispatch(args, &stdout, &stderr); code != exitInvalid {
+			t.Fatalf("%v: exit %d, want 2", args, code)
+		}
+	}
+}

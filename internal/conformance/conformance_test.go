@@ -1,0 +1,60 @@
+package conformance_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ragcanary/ragcanary/internal/conformance"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
+	"github.com/ragcanary/ragcanary/internal/ragtarget"
+)
+
+func run(t *testing.T, cfg ragtarget.Config, principal string) conformance.Report {
+	t.Helper()
+	cfg.SourceToken = "src"
+	cfg.Tokens = map[string]string{"persona": "user:alice"}
+	svc, err := ragtarget.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	svc.Start(ctx)
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(func() { srv.Close(); cancel(); _ = svc.Close() })
+	drv, err := httpdriver.New(httpdriver.Config{BaseURL: srv.URL, SourceToken: "src", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conformance.Run(context.Background(), conformance.Config{
+		Driver: drv, PersonaToken: driver.Token("persona"), PersonaPrincipal: principal,
+		Timeout: 500 * time.Millisecond, PollInterval: 10 * time.Millisecond,
+	})
+}
+
+func TestGrantThatNeverSyncsFailsVisibility(t *testing.T) {
+	// No sync runs within the check's timeout, so the grant never reaches the index.
+	r := run(t, ragtarget.Config{ContentSyncInterval: time.Hour, ACLSyncInterval: time.Hour}, "user:alice")
+	if !slices.Equal(r.Failed(), []string{conformance.CheckSearchVisible}) {
+		t.Fatalf("failed = %v, want only %s; report %+v", r.Failed(), conformance.CheckSearchVisible, r.Results)
+	}
+}
+
+func TestWrongPrincipalFailsVisibility(t *testing.T) {
+	// The grant goes to a principal the persona token does not resolve to.
+	r := run(t, ragtarget.Config{ContentSyncInterval: 20 * time.Millisecond, ACLSyncInterval: 20 * time.Millisecond}, "user:mallory")
+	if !slices.Contains(r.Failed(), conformance.CheckSearchVisible) {
+		t.Fatalf("failed = %v, want %s", r.Failed(), conformance.CheckSearchVisible)
+	}
+}
+
+func TestStaleCacheFailsAnswerExclusion(t *testing.T) {
+	r := run(t, ragtarget.Config{ContentSyncInterval: 20 * time.Millisecond, ACLSyncInterval: 20 * time.Millisecond,
+		AnswerCacheTTL: time.Hour, CacheIgnoresACLChanges: true}, "user:alice")
+	if !slices.Equal(r.Failed(), []string{conformance.CheckAnswerExcluded}) {
+		t.Fatalf("failed = %v, want only %s", r.Failed(), conformance.CheckAnswerExcluded)
+	}
+}
