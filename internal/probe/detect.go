@@ -1,0 +1,85 @@
+package probe
+
+import (
+	"context"
+	"strings"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/measure"
+)
+
+// searchK is how many hits a search probe asks for. The query is the
+// token itself, a term no other document holds, so the canary ranks first
+// whenever the persona may see it; the margin tolerates noisy ranking.
+const searchK = 10
+
+// Target is what a probe looks for.
+type Target struct {
+	// DocumentID is the canary document's ID at the source.
+	DocumentID string
+	// Token is the canary token: the query, and the text to find in answers.
+	// It is secret; never log it.
+	Token string
+}
+
+// Probe runs one probe of surface as persona and classifies the reply. Any
+// failure, including an unparseable reply, is measure.Error and never an
+// absence.
+func Probe(ctx context.Context, d driver.Driver, surface v1alpha1.Surface, persona driver.Token, t Target) measure.Outcome {
+	switch surface {
+	case v1alpha1.SurfaceSearch:
+		hits, err := d.Search(ctx, persona, t.Token, searchK)
+		if err != nil {
+			return measure.Error
+		}
+		return outcome(SearchShows(hits, t))
+	case v1alpha1.SurfaceAnswer:
+		a, err := d.Answer(ctx, persona, t.Token)
+		if err != nil {
+			return measure.Error
+		}
+		return outcome(AnswerShows(a, t))
+	default:
+		return measure.Error
+	}
+}
+
+func outcome(present bool) measure.Outcome {
+	if present {
+		return measure.Present
+	}
+	return measure.Absent
+}
+
+// SearchShows reports whether any hit belongs to the canary document. Hits
+// carry IDs only, so the document ID is the evidence.
+func SearchShows(hits []driver.Hit, t Target) bool {
+	for _, h := range hits {
+		if h.DocumentID == t.DocumentID || documentOf(h.ChunkID) == t.DocumentID {
+			return true
+		}
+	}
+	return false
+}
+
+// AnswerShows reports whether the answer repeats the token or cites a
+// passage of the canary document: either means the revoked content reached
+// the persona.
+func AnswerShows(a driver.Answer, t Target) bool {
+	if t.Token != "" && strings.Contains(a.Text, t.Token) {
+		return true
+	}
+	for _, c := range a.Citations {
+		if documentOf(c) == t.DocumentID {
+			return true
+		}
+	}
+	return false
+}
+
+// documentOf returns the document part of a "<documentID>#<n>" chunk ID.
+func documentOf(chunkID string) string {
+	doc, _, _ := strings.Cut(chunkID, "#")
+	return doc
+}

@@ -1,0 +1,280 @@
+package probe
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/measure"
+	"github.com/ragcanary/ragcanary/internal/metrics"
+)
+
+// jitterFraction spreads probe rounds by up to ±10% of the interval so
+// many runs against one corpus do not probe in lockstep.
+const jitterFraction = 0.1
+
+// Plan is everything a probe loop needs. It holds credentials and the
+// canary token: never log or print it.
+type Plan struct {
+	Stage Stage
+	// Driver talks to the corpus.
+	Driver driver.Driver
+	// Corpus is the rate-limit key ("namespace/name"); Limit is its budget.
+	Corpus string
+	Limit  Limit
+	// Timeout bounds each probe.
+	Timeout time.Duration
+	// Interval between probe rounds.
+	Interval time.Duration
+	// Confirmations is how many real negatives confirm exclusion.
+	Confirmations int32
+	// Surfaces to probe, in status order.
+	Surfaces []v1alpha1.Surface
+	// Persona is the probed persona's credential; Controls are the control personas'.
+	Persona  driver.Token
+	Controls []driver.Token
+	// Target is the canary document and token.
+	Target Target
+	// Metrics labels this run's series.
+	Metrics metrics.Run
+	// RevokeAcknowledged is when the revocation was acknowledged; the live
+	// exposure gauge counts from it (exclusion stage).
+	RevokeAcknowledged time.Time
+	// Resume holds measurements and the violation count read back from
+	// status, used when the loop is (re)started, e.g. after a restart.
+	Resume           []v1alpha1.SurfaceMeasurement
+	ResumeViolations int32
+}
+
+// Engine runs one probe loop per active run. It is a manager.Runnable:
+// loops stop when the manager stops.
+type Engine struct {
+	clock    clock.WithTicker
+	limiters *Limiters
+	notify   func(types.NamespacedName)
+
+	base   context.Context
+	cancel context.CancelFunc
+
+	mu    sync.Mutex
+	loops map[types.NamespacedName]*loop
+}
+
+type loop struct {
+	stage  Stage
+	state  *State
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewEngine returns an engine. notify is called (from a probe goroutine)
+// when a run's state reached a transition the controller must persist
+// promptly; it may block briefly. It may be nil.
+func NewEngine(c clock.WithTicker, limiters *Limiters, notify func(types.NamespacedName)) *Engine {
+	base, cancel := context.WithCancel(context.Background())
+	if notify == nil {
+		notify = func(types.NamespacedName) {}
+	}
+	return &Engine{clock: c, limiters: limiters, notify: notify, base: base, cancel: cancel,
+		loops: map[types.NamespacedName]*loop{}}
+}
+
+// Limiters returns the engine's rate-limit registry.
+func (e *Engine) Limiters() *Limiters { return e.limiters }
+
+// Start implements manager.Runnable: it blocks until ctx ends, then stops
+// every loop. Loops may be started before Start runs.
+func (e *Engine) Start(ctx context.Context) error {
+	<-ctx.Done()
+	e.cancel()
+	e.mu.Lock()
+	loops := make([]*loop, 0, len(e.loops))
+	for key, l := range e.loops {
+		loops = append(loops, l)
+		delete(e.loops, key)
+	}
+	e.mu.Unlock()
+	for _, l := range loops {
+		<-l.done
+	}
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: only the
+// leader probes, as only the leader reconciles runs.
+func (e *Engine) NeedLeaderElection() bool { return true }
+
+// Ensure makes sure a loop for key runs at plan's stage and returns its
+// state. A loop already running at that stage is kept (its state is ahead
+// of status); a loop at another stage is stopped and replaced. The corpus
+// limit is refreshed on every call, so spec changes reach running loops.
+func (e *Engine) Ensure(key types.NamespacedName, p Plan) *State {
+	e.limiters.Set(p.Corpus, p.Limit)
+	e.mu.Lock()
+	if l, ok := e.loops[key]; ok && l.stage == p.Stage {
+		e.mu.Unlock()
+		return l.state
+	}
+	old := e.loops[key]
+	delete(e.loops, key)
+	e.mu.Unlock()
+	if old != nil {
+		old.stop()
+	}
+
+	ctx, cancel := context.WithCancel(e.base)
+	l := &loop{stage: p.Stage, state: newState(p), cancel: cancel, done: make(chan struct{})}
+	e.mu.Lock()
+	e.loops[key] = l
+	e.mu.Unlock()
+	go func() {
+		defer close(l.done)
+		e.run(ctx, key, p, l.state)
+	}()
+	return l.state
+}
+
+// State returns the running loop's state for key.
+func (e *Engine) State(key types.NamespacedName) (*State, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, ok := e.loops[key]
+	if !ok {
+		return nil, false
+	}
+	return l.state, true
+}
+
+// Stop ends key's loop, if any, and waits until no probe of it is in flight.
+func (e *Engine) Stop(key types.NamespacedName) {
+	e.mu.Lock()
+	l := e.loops[key]
+	delete(e.loops, key)
+	e.mu.Unlock()
+	if l != nil {
+		l.stop()
+	}
+}
+
+func (l *loop) stop() {
+	l.cancel()
+	<-l.done
+}
+
+// run probes in rounds until ctx ends. The next round is due one jittered
+// interval after the previous one was due; a round that overran does not
+// cause a burst of catch-up rounds.
+func (e *Engine) run(ctx context.Context, key types.NamespacedName, p Plan, st *State) {
+	due := e.clock.Now()
+	for {
+		if !e.waitUntil(ctx, due) {
+			return
+		}
+		ch := e.round(ctx, p, st, due)
+		if ctx.Err() != nil {
+			return
+		}
+		e.record(p, st, ch)
+		if ch.transition {
+			e.notify(key)
+		}
+		due = due.Add(e.jittered(p.Interval))
+		if now := e.clock.Now(); due.Before(now) {
+			due = now
+		}
+	}
+}
+
+func (e *Engine) waitUntil(ctx context.Context, due time.Time) bool {
+	d := due.Sub(e.clock.Now())
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := e.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
+func (e *Engine) jittered(interval time.Duration) time.Duration {
+	spread := time.Duration(float64(interval) * jitterFraction)
+	if spread <= 0 {
+		return interval
+	}
+	return interval - spread + rand.N(2*spread)
+}
+
+// round probes every surface as the persona and as each control persona,
+// concurrently, and folds the results into st.
+func (e *Engine) round(ctx context.Context, p Plan, st *State, due time.Time) change {
+	type job struct {
+		surface v1alpha1.Surface
+		token   driver.Token
+		control bool
+	}
+	var jobs []job
+	for _, s := range p.Surfaces {
+		jobs = append(jobs, job{surface: s, token: p.Persona})
+		for _, c := range p.Controls {
+			jobs = append(jobs, job{surface: s, token: c, control: true})
+		}
+	}
+	results := make([]result, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() {
+			results[i] = e.probe(ctx, p, j.surface, j.token, j.control, due)
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		// Probes cut short by a stop are not observations.
+		return change{}
+	}
+	return st.apply(p.Surfaces, results)
+}
+
+// probe runs one rate-limited probe bounded by the corpus timeout.
+func (e *Engine) probe(ctx context.Context, p Plan, surface v1alpha1.Surface, token driver.Token, control bool, due time.Time) result {
+	r := result{surface: surface, control: control, outcome: measure.Error}
+	if err := e.limiters.Wait(ctx, p.Corpus); err != nil {
+		return r
+	}
+	r.start = e.clock.Now()
+	metrics.ObserveSchedulingLag(p.Metrics, r.start.Sub(due))
+	pctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	r.outcome = Probe(pctx, p.Driver, surface, token, p.Target)
+	cancel()
+	r.end = e.clock.Now()
+	role := metrics.RolePersona
+	if control {
+		role = metrics.RoleControl
+	}
+	metrics.ObserveProbe(p.Metrics, string(surface), role, r.outcome.String(), r.end.Sub(r.start))
+	return r
+}
+
+// record updates the live metrics after a round.
+func (e *Engine) record(p Plan, st *State, ch change) {
+	metrics.AddIsolationViolations(p.Metrics, ch.violations)
+	for _, s := range ch.reappearances {
+		metrics.AddReappearance(p.Metrics, string(s))
+	}
+	if p.Stage != StageExclusion {
+		return
+	}
+	now := e.clock.Now()
+	for _, m := range st.Snapshot().Surfaces {
+		metrics.SetLiveExposure(p.Metrics, string(m.Surface), measure.LiveExposure(&m, p.RevokeAcknowledged, now))
+	}
+}

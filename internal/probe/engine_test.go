@@ -1,0 +1,172 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/measure"
+)
+
+// fakeTarget is an in-memory driver whose search replies are scripted per
+// persona: visible, hidden or failing.
+type fakeTarget struct {
+	driver.Driver // unused methods panic
+	mu            sync.Mutex
+	visible       map[driver.Token]bool
+	failing       bool
+	searches      atomic.Int64
+}
+
+func (f *fakeTarget) set(persona driver.Token, visible bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.visible[persona] = visible
+}
+
+func (f *fakeTarget) fail(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failing = on
+}
+
+func (f *fakeTarget) Search(_ context.Context, persona driver.Token, _ string, _ int) ([]driver.Hit, error) {
+	f.searches.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failing {
+		return nil, driver.NewError(driver.Transient, "Search", 503, "server error", nil)
+	}
+	if f.visible[persona] {
+		return []driver.Hit{{ChunkID: "rc-1#0", DocumentID: "rc-1"}}, nil
+	}
+	return []driver.Hit{{ChunkID: "other#0", DocumentID: "other"}}, nil
+}
+
+func (f *fakeTarget) Answer(context.Context, driver.Token, string) (driver.Answer, error) {
+	return driver.Answer{}, errors.New("no answer surface")
+}
+
+const (
+	persona driver.Token = "persona-cred"
+	control driver.Token = "control-cred"
+)
+
+func newPlan(stage Stage, d driver.Driver) Plan {
+	return Plan{
+		Stage: stage, Driver: d, Corpus: "ns/corpus", Limit: Limit{RequestsPerSecond: 1000, Burst: 1000},
+		Timeout: time.Second, Interval: 10 * time.Millisecond, Confirmations: 2,
+		Surfaces: []v1alpha1.Surface{v1alpha1.SurfaceSearch},
+		Persona:  persona, Controls: []driver.Token{control},
+		Target: Target{DocumentID: "rc-1", Token: "tok"},
+	}
+}
+
+// waitFor polls cond for a bounded time.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestEngineVisibilityAndIsolation(t *testing.T) {
+	f := &fakeTarget{visible: map[driver.Token]bool{}}
+	var notified atomic.Int64
+	e := NewEngine(clock.RealClock{}, NewLimiters(clock.RealClock{}), func(types.NamespacedName) { notified.Add(1) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = e.Start(ctx) }()
+	key := types.NamespacedName{Namespace: "ns", Name: "run"}
+
+	st := e.Ensure(key, newPlan(StageVisibility, f))
+	waitFor(t, "some rounds", func() bool { return st.Snapshot().Rounds >= 3 })
+	if s := st.Snapshot(); s.AllVisible || s.IsolationViolations != 0 {
+		t.Fatalf("visible before sharing: %+v", s)
+	}
+	f.set(persona, true)
+	waitFor(t, "visibility", func() bool { return st.Snapshot().AllVisible })
+	waitFor(t, "a notification", func() bool { return notified.Load() >= 1 })
+
+	f.set(control, true)
+	waitFor(t, "an isolation violation", func() bool { return st.Snapshot().IsolationViolations > 0 })
+
+	// Ensure at the same stage keeps the running loop and its state.
+	if again := e.Ensure(key, newPlan(StageVisibility, f)); again != st {
+		t.Fatal("Ensure replaced a loop running at the same stage")
+	}
+	e.Stop(key)
+	if _, ok := e.State(key); ok {
+		t.Fatal("state kept after Stop")
+	}
+}
+
+func TestEngineErrorsAreNeverAbsences(t *testing.T) {
+	f := &fakeTarget{visible: map[driver.Token]bool{persona: true}}
+	e := NewEngine(clock.RealClock{}, NewLimiters(clock.RealClock{}), nil)
+	key := types.NamespacedName{Namespace: "ns", Name: "run"}
+	defer e.Stop(key)
+
+	// Resumed from status after a restart: one negative of two so far. The
+	// unconfirmed streak must start again.
+	p := newPlan(StageExclusion, f)
+	p.Controls = nil
+	p.Resume = []v1alpha1.SurfaceMeasurement{{Surface: v1alpha1.SurfaceSearch, NegativeStreak: 1, Probes: v1alpha1.ProbeCounts{Negative: 1}}}
+	st := e.Ensure(key, p)
+	waitFor(t, "positive probes", func() bool { return st.Snapshot().Surfaces[0].Probes.Positive >= 2 })
+
+	f.set(persona, false) // revoked...
+	f.fail(true)          // ...but the target fails
+	waitFor(t, "errors", func() bool { return st.Snapshot().Surfaces[0].Probes.Errors >= 5 })
+	m := st.Snapshot().Surfaces[0]
+	if m.Excluded || measure.Classify(&m) == measure.Excluded {
+		t.Fatalf("errors established exclusion: %+v", m)
+	}
+	f.fail(false)
+	waitFor(t, "exclusion", func() bool { return st.Snapshot().Surfaces[0].Excluded })
+	m = st.Snapshot().Surfaces[0]
+	if m.Probes.Negative < 3 || m.LastPositiveStart == nil || m.FirstNegativeEnd.Before(m.LastPositiveStart) {
+		t.Fatalf("exclusion confirmed without two real negatives after the last positive: %+v", m)
+	}
+}
+
+func TestDetection(t *testing.T) {
+	target := Target{DocumentID: "rc-abc", Token: "canarytok123"}
+	tests := []struct {
+		name string
+		// hits of a search reply.
+		hits []driver.Hit
+		// answer reply.
+		answer driver.Answer
+		// wantSearch, wantAnswer: whether each surface shows the canary.
+		wantSearch, wantAnswer bool
+	}{
+		{name: "hit on the canary document", hits: []driver.Hit{{ChunkID: "rc-abc#0", DocumentID: "rc-abc"}}, wantSearch: true},
+		{name: "other documents only", hits: []driver.Hit{{ChunkID: "rc-abcd#0", DocumentID: "rc-abcd"}},
+			answer: driver.Answer{Text: "nothing", Citations: []string{"rc-abcd#0"}}},
+		{name: "answer repeats the token", answer: driver.Answer{Text: "it says canarytok123"}, wantAnswer: true},
+		{name: "answer cites a canary passage", answer: driver.Answer{Text: "see", Citations: []string{"rc-abc#2"}}, wantAnswer: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SearchShows(tc.hits, target); got != tc.wantSearch {
+				t.Errorf("search shows = %v, want %v", got, tc.wantSearch)
+			}
+			if got := AnswerShows(tc.answer, target); got != tc.wantAnswer {
+				t.Errorf("answer shows = %v, want %v", got, tc.wantAnswer)
+			}
+		})
+	}
+}

@@ -1,0 +1,110 @@
+// Package probe runs canary probes on their own schedule, outside the
+// controller's workqueue: one loop per active CanaryRun probes each surface
+// as the persona and as every control persona, at the run's interval with
+// jitter, within a per-corpus rate limit shared by everything that targets
+// the corpus. Results accumulate in memory (see State); the CanaryRun
+// controller reads them and persists them on transitions and on a coarse
+// heartbeat, not on every probe.
+package probe
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
+)
+
+// Limit is a corpus's request budget.
+type Limit struct {
+	// RequestsPerSecond is the sustained rate; values below 1 are raised to 1.
+	RequestsPerSecond int32
+	// Burst is the largest number of requests sent at once; at least 1.
+	Burst int32
+}
+
+func (l Limit) normalized() Limit {
+	return Limit{RequestsPerSecond: max(l.RequestsPerSecond, 1), Burst: max(l.Burst, 1)}
+}
+
+// Limiters is a registry of token buckets, one per corpus. Every probe loop
+// and suite run against a corpus draws from the same bucket, so the corpus
+// limit holds however many canaries target it. It is safe for concurrent use.
+type Limiters struct {
+	clock clock.WithTicker
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	limit   Limit
+	limiter *rate.Limiter
+}
+
+// NewLimiters returns an empty registry; time comes from c.
+func NewLimiters(c clock.WithTicker) *Limiters {
+	return &Limiters{clock: c, buckets: map[string]*bucket{}}
+}
+
+// Set creates the corpus's bucket or updates its limits in place, so a
+// changed Corpus spec takes effect without resetting waiting callers.
+func (l *Limiters) Set(corpus string, limit Limit) {
+	limit = limit.normalized()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[corpus]
+	if !ok {
+		l.buckets[corpus] = &bucket{limit: limit,
+			limiter: rate.NewLimiter(rate.Limit(limit.RequestsPerSecond), int(limit.Burst))}
+		return
+	}
+	if b.limit == limit {
+		return
+	}
+	now := l.clock.Now()
+	b.limiter.SetLimitAt(now, rate.Limit(limit.RequestsPerSecond))
+	b.limiter.SetBurstAt(now, int(limit.Burst))
+	b.limit = limit
+}
+
+// Forget drops a corpus's bucket, for example when the Corpus is deleted.
+func (l *Limiters) Forget(corpus string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.buckets, corpus)
+}
+
+// errUnknownCorpus means Wait was called before Set for the corpus.
+var errUnknownCorpus = errors.New("probe: no rate limit registered for corpus")
+
+// Wait blocks until the corpus's bucket allows one request or ctx ends. It
+// reserves against the injected clock, so tests control it.
+func (l *Limiters) Wait(ctx context.Context, corpus string) error {
+	l.mu.Lock()
+	b, ok := l.buckets[corpus]
+	l.mu.Unlock()
+	if !ok {
+		return errUnknownCorpus
+	}
+	now := l.clock.Now()
+	r := b.limiter.ReserveN(now, 1)
+	if !r.OK() {
+		return errors.New("probe: rate limit burst is below one request")
+	}
+	delay := r.DelayFrom(now)
+	if delay <= 0 {
+		return nil
+	}
+	t := l.clock.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		// Give the token back so an abandoned probe does not slow the others.
+		r.CancelAt(l.clock.Now())
+		return ctx.Err()
+	case <-t.C():
+		return nil
+	}
+}

@@ -1,0 +1,169 @@
+package probe
+
+import (
+	"sync"
+	"time"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/measure"
+)
+
+// Stage is what a probe loop is waiting for.
+type Stage int
+
+const (
+	// StageVisibility waits until the persona sees the token on every surface.
+	StageVisibility Stage = iota + 1
+	// StageExclusion measures exclusion after the revocation.
+	StageExclusion
+)
+
+// State accumulates one run's probe results in memory. The probe loop
+// writes it; the controller reads a Snapshot and persists it.
+type State struct {
+	mu              sync.Mutex
+	stage           Stage
+	confirmations   int32
+	seen            map[v1alpha1.Surface]bool
+	firstVisibleEnd time.Time
+	surfaces        []v1alpha1.SurfaceMeasurement
+	violations      int32
+	rounds          int64
+}
+
+// Snapshot is a copy of a State at one moment.
+type Snapshot struct {
+	Stage Stage
+	// AllVisible is true once every surface has shown the token (visibility stage).
+	AllVisible bool
+	// FirstVisibleEnd is the end of the first probe that saw the token; zero before.
+	FirstVisibleEnd time.Time
+	// Surfaces are the exclusion measurements (exclusion stage), in plan order.
+	Surfaces []v1alpha1.SurfaceMeasurement
+	// IsolationViolations counts control sightings, including those resumed from status.
+	IsolationViolations int32
+	// Rounds counts completed probe rounds since the loop started.
+	Rounds int64
+}
+
+// newState seeds a state from the plan. For the exclusion stage the
+// measurements come from status (after a restart) and each is resumed, so
+// an unconfirmed streak starts again.
+func newState(p Plan) *State {
+	s := &State{stage: p.Stage, confirmations: p.Confirmations, seen: map[v1alpha1.Surface]bool{},
+		violations: p.ResumeViolations}
+	if p.Stage != StageExclusion {
+		return s
+	}
+	for _, surface := range p.Surfaces {
+		m := v1alpha1.SurfaceMeasurement{Surface: surface}
+		for _, r := range p.Resume {
+			if r.Surface == surface {
+				m = *r.DeepCopy()
+			}
+		}
+		measure.Resume(&m)
+		s.surfaces = append(s.surfaces, m)
+	}
+	return s
+}
+
+// Snapshot returns a deep copy.
+func (s *State) Snapshot() Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := Snapshot{Stage: s.stage, FirstVisibleEnd: s.firstVisibleEnd, IsolationViolations: s.violations, Rounds: s.rounds}
+	out.AllVisible = s.stage == StageVisibility && len(s.seen) > 0 && s.allSeen()
+	for i := range s.surfaces {
+		out.Surfaces = append(out.Surfaces, *s.surfaces[i].DeepCopy())
+	}
+	return out
+}
+
+func (s *State) allSeen() bool {
+	for _, v := range s.seen {
+		if !v {
+			return false
+		}
+	}
+	return true
+}
+
+// result is one finished probe.
+type result struct {
+	surface    v1alpha1.Surface
+	control    bool
+	outcome    measure.Outcome
+	start, end time.Time
+}
+
+// change says what applying a round changed, for notifications and metrics.
+type change struct {
+	// transition is true when the controller should persist promptly:
+	// all surfaces became visible, exclusion was confirmed or undone, or a
+	// control persona saw the token.
+	transition    bool
+	violations    int
+	reappearances []v1alpha1.Surface
+}
+
+// apply folds one round's results into the state. Results of one round
+// hold at most one persona probe per surface, and rounds are sequential,
+// so per-surface order is the probe order.
+func (s *State) apply(surfaces []v1alpha1.Surface, results []result) change {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ch change
+	for _, r := range results {
+		if r.control {
+			if r.outcome == measure.Present {
+				s.violations++
+				ch.violations++
+				ch.transition = true
+			}
+			continue
+		}
+		if s.stage == StageVisibility {
+			ch.transition = s.applyVisibility(surfaces, r) || ch.transition
+			continue
+		}
+		ch = s.applyExclusion(r, ch)
+	}
+	s.rounds++
+	return ch
+}
+
+func (s *State) applyVisibility(surfaces []v1alpha1.Surface, r result) bool {
+	if len(s.seen) == 0 {
+		for _, surface := range surfaces {
+			s.seen[surface] = false
+		}
+	}
+	if r.outcome != measure.Present {
+		return false
+	}
+	if s.firstVisibleEnd.IsZero() || r.end.Before(s.firstVisibleEnd) {
+		s.firstVisibleEnd = r.end
+	}
+	before := s.allSeen()
+	s.seen[r.surface] = true
+	return !before && s.allSeen()
+}
+
+func (s *State) applyExclusion(r result, ch change) change {
+	for i := range s.surfaces {
+		m := &s.surfaces[i]
+		if m.Surface != r.surface {
+			continue
+		}
+		excluded, reappear := m.Excluded, m.Reappearances
+		measure.Record(m, r.outcome, r.start, r.end, s.confirmations)
+		if m.Reappearances > reappear {
+			ch.reappearances = append(ch.reappearances, m.Surface)
+		}
+		if m.Excluded != excluded {
+			ch.transition = true
+		}
+	}
+	return ch
+}
