@@ -89,8 +89,8 @@ localcluster: envtest-assets ## Start the local control plane in the foreground 
 	$(GO) run ./hack/localcluster up
 
 .PHONY: demo
-demo: envtest-assets $(KUBECTL) ## Local control plane + CRDs + ragtarget + manager + samples; Ctrl-C stops everything.
-	$(GO) run ./hack/demo
+demo: envtest-assets $(KUBECTL) build ## Local control plane + CRDs + ragtarget + manager + samples; Ctrl-C stops everything.
+	$(GO) run ./hack/demo $(DEMO_ARGS)
 
 ##@ Tools
 
