@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -299,11 +300,11 @@ func (r *RevocationCanaryReconciler) verdictEvent(canary *v1alpha1.RevocationCan
 	switch {
 	case latest.Verdict == prev:
 	case latest.Verdict == v1alpha1.VerdictSLOMet && previous != nil:
-		r.Recorder.Eventf(canary, nil, "Normal", ReasonRecovered, "RunFinished",
+		r.Recorder.Eventf(canary, nil, corev1.EventTypeNormal, ReasonRecovered, "RunFinished",
 			"run %s met the SLO again after %s", latest.Name, verdictReason(prev))
 	case latest.Verdict != v1alpha1.VerdictSLOMet:
 		reason := verdictReason(latest.Verdict)
-		r.Recorder.Eventf(canary, nil, "Warning", reason, "RunFinished",
+		r.Recorder.Eventf(canary, nil, corev1.EventTypeWarning, reason, "RunFinished",
 			"run %s finished with verdict %s", latest.Name, reason)
 	}
 }
@@ -491,7 +492,7 @@ func (r *RevocationCanaryReconciler) createRun(ctx context.Context, canary *v1al
 		return err
 	default:
 		log.FromContext(ctx).Info("created canary run", "run", run.Name)
-		r.Recorder.Eventf(canary, run, "Normal", ReasonRunCreated, "CreateRun", "created run %s", run.Name)
+		r.Recorder.Eventf(canary, run, corev1.EventTypeNormal, ReasonRunCreated, "CreateRun", "created run %s", run.Name)
 		canary.Status.Active = appendActive(canary.Status.Active, run.Name)
 	}
 	if !planned.Scheduled.IsZero() {

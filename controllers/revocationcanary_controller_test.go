@@ -419,7 +419,15 @@ func TestRevocationCanaryRunNow(t *testing.T) {
 
 	f.finishRun(firstRun, v1alpha1.PhaseSucceeded, v1alpha1.VerdictSLOMet, f.created.Add(11*time.Minute))
 	f.patchAnnotation(v1alpha1.RunNowAnnotation, "second")
-	f.waitRuns(firstRun, schedule.RunNowName(f.canary.Name, "second"))
+	secondRun := schedule.RunNowName(f.canary.Name, "second")
+	f.waitRuns(firstRun, secondRun)
+
+	// The schedule still runs on its own: the acted-on token is not asked
+	// again (which would swallow the due time into the existing run).
+	f.finishRun(secondRun, v1alpha1.PhaseSucceeded, v1alpha1.VerdictSLOMet, f.created.Add(12*time.Minute))
+	f.at(time.Hour + time.Second)
+	f.poke()
+	f.waitRuns(firstRun, secondRun, f.scheduledName(time.Hour))
 }
 
 // TestRevocationCanaryHistoryLimits: finished runs beyond the limits are
