@@ -369,6 +369,25 @@ func TestRevocationCanaryForbidDoesNotOverlap(t *testing.T) {
 	f.waitRuns(first, f.scheduledName(2*time.Hour))
 }
 
+// TestRevocationCanaryReplace: under Replace a due time deletes the active
+// run and starts the new one.
+func TestRevocationCanaryReplace(t *testing.T) {
+	f := newCanaryFixture(t, allRefs, func(c *v1alpha1.RevocationCanary) {
+		c.Spec.ConcurrencyPolicy = v1alpha1.ReplaceConcurrent
+	})
+	f.waitNext(f.created.Add(time.Hour))
+	f.at(time.Hour + time.Second)
+	f.poke()
+	first := f.scheduledName(time.Hour)
+	f.waitRuns(first)
+
+	f.at(2*time.Hour + time.Second)
+	f.poke()
+	// runs() leaves out runs being deleted, so a finalizer on the old run
+	// does not matter: it is gone from the live set.
+	f.waitRuns(f.scheduledName(2 * time.Hour))
+}
+
 // TestRevocationCanarySuspend: a suspended canary creates no runs however
 // many times fall due, and catches up with one run when resumed.
 func TestRevocationCanarySuspend(t *testing.T) {
