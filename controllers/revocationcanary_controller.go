@@ -132,8 +132,10 @@ func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary
 	meta.SetStatusCondition(&canary.Status.Conditions, ready)
 	if ready.Status != metav1.ConditionTrue {
 		// The user must fix the spec or create the reference; the spec
-		// change or the Corpus/Persona watch brings us back. No requeue.
+		// change or the Corpus/Persona watch brings us back. No requeue,
+		// and no next time shown while no run can be created.
 		log.FromContext(ctx).Info("canary not ready", "reason", ready.Reason)
+		canary.Status.NextScheduleTime = nil
 		return ctrl.Result{}, nil
 	}
 	return r.scheduleRuns(ctx, canary, sched, runs)

@@ -498,6 +498,19 @@ func TestRevocationCanaryInvalidSchedule(t *testing.T) {
 
 	f.patchSpec(`{"schedule":{"cron":"@hourly"}}`)
 	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonScheduled)
+	if f.get().Status.NextScheduleTime == nil {
+		t.Error("a valid schedule shows no next schedule time")
+	}
+
+	// Broken again: the next time is withdrawn, since no run will start.
+	f.patchSpec(`{"schedule":{"cron":"@every 100ms"}}`)
+	cond = f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonInvalidSchedule)
+	if !containsAll(cond.Message, "at least 1s") {
+		t.Errorf("message %q should give the minimum interval", cond.Message)
+	}
+	if next := f.get().Status.NextScheduleTime; next != nil {
+		t.Errorf("invalid canary still shows nextScheduleTime %v", next)
+	}
 }
 
 // TestRevocationCanaryMissingReferences: without its Corpus, or without a
