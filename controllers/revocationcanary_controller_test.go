@@ -34,7 +34,7 @@ type canaryRefs struct {
 	corpus, persona, control bool
 }
 
-var allRefs = canaryRefs{corpus: true, persona: true, control: true}
+var allCanaryRefs = canaryRefs{corpus: true, persona: true, control: true}
 
 // newCanaryFixture creates the references and a canary running every hour.
 // The schedule clock is set to the real time first, so the canary is never
@@ -299,7 +299,7 @@ func (f *canaryFixture) waitEvent(reason string) {
 // copied and the canary as controller; after missed times only the latest
 // runs.
 func TestRevocationCanaryCreatesRunsOnSchedule(t *testing.T) {
-	f := newCanaryFixture(t, allRefs, nil)
+	f := newCanaryFixture(t, allCanaryRefs, nil)
 	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonScheduled)
 	f.waitCondition(ConditionSLOMet, metav1.ConditionUnknown, ReasonNoRunFinished)
 	f.waitNext(f.created.Add(time.Hour))
@@ -348,7 +348,7 @@ func TestRevocationCanaryCreatesRunsOnSchedule(t *testing.T) {
 // TestRevocationCanaryForbidDoesNotOverlap: under Forbid a due time waits
 // while a run is active and starts once it finishes.
 func TestRevocationCanaryForbidDoesNotOverlap(t *testing.T) {
-	f := newCanaryFixture(t, allRefs, nil)
+	f := newCanaryFixture(t, allCanaryRefs, nil)
 	f.waitNext(f.created.Add(time.Hour))
 	f.at(time.Hour + time.Second)
 	f.poke()
@@ -372,7 +372,7 @@ func TestRevocationCanaryForbidDoesNotOverlap(t *testing.T) {
 // TestRevocationCanaryReplace: under Replace a due time deletes the active
 // run and starts the new one.
 func TestRevocationCanaryReplace(t *testing.T) {
-	f := newCanaryFixture(t, allRefs, func(c *v1alpha1.RevocationCanary) {
+	f := newCanaryFixture(t, allCanaryRefs, func(c *v1alpha1.RevocationCanary) {
 		c.Spec.ConcurrencyPolicy = v1alpha1.ReplaceConcurrent
 	})
 	f.waitNext(f.created.Add(time.Hour))
@@ -391,7 +391,7 @@ func TestRevocationCanaryReplace(t *testing.T) {
 // TestRevocationCanarySuspend: a suspended canary creates no runs however
 // many times fall due, and catches up with one run when resumed.
 func TestRevocationCanarySuspend(t *testing.T) {
-	f := newCanaryFixture(t, allRefs, func(c *v1alpha1.RevocationCanary) { c.Spec.Suspend = ptr.To(true) })
+	f := newCanaryFixture(t, allCanaryRefs, func(c *v1alpha1.RevocationCanary) { c.Spec.Suspend = ptr.To(true) })
 	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonSuspended)
 
 	f.at(3*time.Hour + time.Second)
@@ -412,7 +412,7 @@ func TestRevocationCanarySuspend(t *testing.T) {
 // TestRevocationCanaryRunNow: each new run-now token creates exactly one
 // run, named after the token, without consuming a scheduled time.
 func TestRevocationCanaryRunNow(t *testing.T) {
-	f := newCanaryFixture(t, allRefs, nil)
+	f := newCanaryFixture(t, allCanaryRefs, nil)
 	f.waitNext(f.created.Add(time.Hour))
 	f.at(10 * time.Minute)
 
@@ -452,7 +452,7 @@ func TestRevocationCanaryRunNow(t *testing.T) {
 // TestRevocationCanaryHistoryLimits: finished runs beyond the limits are
 // deleted, oldest first, per class; active runs are never pruned.
 func TestRevocationCanaryHistoryLimits(t *testing.T) {
-	f := newCanaryFixture(t, allRefs, func(c *v1alpha1.RevocationCanary) {
+	f := newCanaryFixture(t, allCanaryRefs, func(c *v1alpha1.RevocationCanary) {
 		c.Spec.SuccessfulRunsHistoryLimit = ptr.To[int32](1)
 		c.Spec.FailedRunsHistoryLimit = ptr.To[int32](1)
 	})
@@ -483,11 +483,11 @@ func TestRevocationCanaryHistoryLimits(t *testing.T) {
 // accepts but cron cannot parse makes the canary not Ready with a message
 // that says what to write, creates no runs, and recovers when fixed.
 func TestRevocationCanaryInvalidSchedule(t *testing.T) {
-	f := newCanaryFixture(t, allRefs, func(c *v1alpha1.RevocationCanary) {
+	f := newCanaryFixture(t, allCanaryRefs, func(c *v1alpha1.RevocationCanary) {
 		c.Spec.Schedule = v1alpha1.Schedule{Cron: "61 * * * *"}
 	})
 	cond := f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonInvalidSchedule)
-	if want := "five fields"; !containsAll(cond.Message, "61 * * * *", want) {
+	if want := "five fields"; !containsEvery(cond.Message, "61 * * * *", want) {
 		t.Errorf("message %q should quote the expression and say %q", cond.Message, want)
 	}
 	f.at(48 * time.Hour)
@@ -505,7 +505,7 @@ func TestRevocationCanaryInvalidSchedule(t *testing.T) {
 	// Broken again: the next time is withdrawn, since no run will start.
 	f.patchSpec(`{"schedule":{"cron":"@every 100ms"}}`)
 	cond = f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonInvalidSchedule)
-	if !containsAll(cond.Message, "at least 1s") {
+	if !containsEvery(cond.Message, "at least 1s") {
 		t.Errorf("message %q should give the minimum interval", cond.Message)
 	}
 	if next := f.get().Status.NextScheduleTime; next != nil {
@@ -520,7 +520,7 @@ func TestRevocationCanaryInvalidSchedule(t *testing.T) {
 func TestRevocationCanaryMissingReferences(t *testing.T) {
 	f := newCanaryFixture(t, canaryRefs{persona: true}, nil)
 	cond := f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonCorpusNotFound)
-	if !containsAll(cond.Message, `"corpus"`, "spec.corpusRef") {
+	if !containsEvery(cond.Message, `"corpus"`, "spec.corpusRef") {
 		t.Errorf("message %q should name the corpus and the field to fix", cond.Message)
 	}
 	f.at(time.Hour + time.Second)
@@ -531,7 +531,7 @@ func TestRevocationCanaryMissingReferences(t *testing.T) {
 
 	f.createCorpus()
 	cond = f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonPersonaNotFound)
-	if !containsAll(cond.Message, `"mallory"`, "spec.controlPersonaRefs") {
+	if !containsEvery(cond.Message, `"mallory"`, "spec.controlPersonaRefs") {
 		t.Errorf("message %q should name the control persona and the field", cond.Message)
 	}
 	if runs := f.runs(); len(runs) != 0 {
@@ -547,7 +547,7 @@ func TestRevocationCanaryMissingReferences(t *testing.T) {
 // measurements reach status.lastRun, SLOMet follows its verdict, and the
 // verdict changing emits SLOBreached then Recovered.
 func TestRevocationCanaryLastRunAndSLOMet(t *testing.T) {
-	f := newCanaryFixture(t, allRefs, nil)
+	f := newCanaryFixture(t, allCanaryRefs, nil)
 	f.waitCondition(ConditionSLOMet, metav1.ConditionUnknown, ReasonNoRunFinished)
 
 	f.createOwnedRun("met")
@@ -586,7 +586,7 @@ func TestRevocationCanaryLastRunAndSLOMet(t *testing.T) {
 	f.createOwnedRun("breached")
 	f.finishRun("breached", v1alpha1.PhaseSucceeded, v1alpha1.VerdictSLOBreached, completed.Add(time.Hour))
 	cond := f.waitCondition(ConditionSLOMet, metav1.ConditionFalse, string(v1alpha1.VerdictSLOBreached))
-	if !containsAll(cond.Message, "breached") {
+	if !containsEvery(cond.Message, "breached") {
 		t.Errorf("SLOMet message %q should name the run", cond.Message)
 	}
 	f.waitEvent(string(v1alpha1.VerdictSLOBreached))
@@ -602,7 +602,7 @@ func TestRevocationCanaryLastRunAndSLOMet(t *testing.T) {
 // its own.
 func TestRevocationCanaryLongNameRuns(t *testing.T) {
 	long := "canary-" + strings.Repeat("x", 80)
-	f := newCanaryFixture(t, allRefs, func(c *v1alpha1.RevocationCanary) { c.Name = long })
+	f := newCanaryFixture(t, allCanaryRefs, func(c *v1alpha1.RevocationCanary) { c.Name = long })
 	f.waitNext(f.created.Add(time.Hour))
 	f.at(time.Hour + time.Second)
 	f.poke()
@@ -622,8 +622,8 @@ func TestRevocationCanaryLongNameRuns(t *testing.T) {
 	}
 }
 
-// containsAll reports whether s contains every part.
-func containsAll(s string, parts ...string) bool {
+// containsEvery reports whether s contains every part.
+func containsEvery(s string, parts ...string) bool {
 	for _, p := range parts {
 		if !strings.Contains(s, p) {
 			return false
