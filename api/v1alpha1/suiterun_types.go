@@ -26,9 +26,12 @@ type SuiteRunSpec struct {
 // Ratio is a metric with its numerator and denominator. value is unset when
 // the denominator is zero: an undefined metric is never reported as 0 or 1.
 type Ratio struct {
-	// numerator of the ratio.
+	// numerator of the ratio as a decimal string: a count for rates, the sum
+	// of the per-case values for means (mean recall 2.5/4), which is why it
+	// is not an integer.
 	// +optional
-	Numerator int32 `json:"numerator"`
+	// +kubebuilder:validation:MaxLength=24
+	Numerator string `json:"numerator"`
 	// denominator of the ratio.
 	// +optional
 	Denominator int32 `json:"denominator"`
