@@ -44,6 +44,10 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the driver contract cl
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC from markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=ragcanary-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	@# The chart ships the same CRDs and RBAC rules; make verify catches drift.
+	rm -f charts/ragcanary/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/ragcanary/crds/
+	cp config/rbac/role.yaml charts/ragcanary/files/role.yaml
 
 .PHONY: fmt
 fmt: ## Format Go code.
