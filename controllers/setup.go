@@ -1,10 +1,13 @@
 package controllers
 
 import (
+	"time"
+
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ragcanary/ragcanary/internal/corpusdriver"
+	"github.com/ragcanary/ragcanary/internal/probe"
 )
 
 // Options are the dependencies and operator settings shared by the reconcilers.
@@ -17,6 +20,13 @@ type Options struct {
 	// ScheduleClock decides when scheduled runs are due. Tests replace it with
 	// a fake clock to step through schedules without waiting.
 	ScheduleClock clock.Clock
+	// Probes runs canary probe loops. SetupAll creates one and adds it to
+	// the manager when nil; a caller passing one (to share its per-corpus
+	// rate limiters) adds it to the manager itself.
+	Probes *probe.Engine
+	// ProbeHeartbeat is how often probe results reach CanaryRun status
+	// between transitions; DefaultProbeHeartbeat when zero.
+	ProbeHeartbeat time.Duration
 }
 
 // SetupAll registers every reconciler with the manager. Both the manager
@@ -28,6 +38,12 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	if opts.ScheduleClock == nil {
 		opts.ScheduleClock = opts.Clock
 	}
+	if opts.Probes == nil {
+		opts.Probes = probe.NewEngine(opts.Clock, probe.NewLimiters(opts.Clock))
+		if err := mgr.Add(opts.Probes); err != nil {
+			return err
+		}
+	}
 	setups := []func() error{
 		func() error {
 			return (&PersonaReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
@@ -37,6 +53,11 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		},
 		func() error {
 			return (&CorpusReconciler{Client: mgr.GetClient(), Drivers: opts.Drivers, Clock: opts.Clock}).SetupWithManager(mgr)
+		},
+		func() error {
+			return (&CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Drivers: opts.Drivers,
+				Clock: opts.Clock, Probes: opts.Probes, Heartbeat: opts.ProbeHeartbeat,
+				Recorder: mgr.GetEventRecorder("canaryrun-controller")}).SetupWithManager(mgr)
 		},
 	}
 	for _, setup := range setups {

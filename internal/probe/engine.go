@@ -57,6 +57,8 @@ type Plan struct {
 type Engine struct {
 	clock    clock.WithTicker
 	limiters *Limiters
+
+	notifyMu sync.RWMutex
 	notify   func(types.NamespacedName)
 
 	base   context.Context
@@ -73,16 +75,30 @@ type loop struct {
 	done   chan struct{}
 }
 
-// NewEngine returns an engine. notify is called (from a probe goroutine)
-// when a run's state reached a transition the controller must persist
-// promptly; it may block briefly. It may be nil.
-func NewEngine(c clock.WithTicker, limiters *Limiters, notify func(types.NamespacedName)) *Engine {
+// NewEngine returns an engine drawing from limiters, with time from c.
+func NewEngine(c clock.WithTicker, limiters *Limiters) *Engine {
 	base, cancel := context.WithCancel(context.Background())
-	if notify == nil {
-		notify = func(types.NamespacedName) {}
-	}
-	return &Engine{clock: c, limiters: limiters, notify: notify, base: base, cancel: cancel,
+	return &Engine{clock: c, limiters: limiters, base: base, cancel: cancel,
 		loops: map[types.NamespacedName]*loop{}}
+}
+
+// OnTransition sets the function called (from a probe goroutine) when a
+// run reached a state the controller must persist promptly: visible on all
+// surfaces, exclusion confirmed or undone, a control persona sighting. It
+// may block briefly; the controller wires it to its event channel.
+func (e *Engine) OnTransition(fn func(types.NamespacedName)) {
+	e.notifyMu.Lock()
+	defer e.notifyMu.Unlock()
+	e.notify = fn
+}
+
+func (e *Engine) transition(key types.NamespacedName) {
+	e.notifyMu.RLock()
+	fn := e.notify
+	e.notifyMu.RUnlock()
+	if fn != nil {
+		fn(key)
+	}
 }
 
 // Limiters returns the engine's rate-limit registry.
@@ -151,6 +167,17 @@ func (e *Engine) State(key types.NamespacedName) (*State, bool) {
 	return l.state, true
 }
 
+// StateAt returns the state of key's loop if it runs at stage.
+func (e *Engine) StateAt(key types.NamespacedName, stage Stage) (*State, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, ok := e.loops[key]
+	if !ok || l.stage != stage {
+		return nil, false
+	}
+	return l.state, true
+}
+
 // Stop ends key's loop, if any, and waits until no probe of it is in flight.
 func (e *Engine) Stop(key types.NamespacedName) {
 	e.mu.Lock()
@@ -182,7 +209,7 @@ func (e *Engine) run(ctx context.Context, key types.NamespacedName, p Plan, st *
 		}
 		e.record(p, st, ch)
 		if ch.transition {
-			e.notify(key)
+			e.transition(key)
 		}
 		due = due.Add(e.jittered(p.Interval))
 		if now := e.clock.Now(); due.Before(now) {

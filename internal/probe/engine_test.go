@@ -85,7 +85,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestEngineVisibilityAndIsolation(t *testing.T) {
 	f := &fakeTarget{visible: map[driver.Token]bool{}}
 	var notified atomic.Int64
-	e := NewEngine(clock.RealClock{}, NewLimiters(clock.RealClock{}), func(types.NamespacedName) { notified.Add(1) })
+	e := NewEngine(clock.RealClock{}, NewLimiters(clock.RealClock{}))
+	e.OnTransition(func(types.NamespacedName) { notified.Add(1) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = e.Start(ctx) }()
@@ -115,7 +116,7 @@ func TestEngineVisibilityAndIsolation(t *testing.T) {
 
 func TestEngineErrorsAreNeverAbsences(t *testing.T) {
 	f := &fakeTarget{visible: map[driver.Token]bool{persona: true}}
-	e := NewEngine(clock.RealClock{}, NewLimiters(clock.RealClock{}), nil)
+	e := NewEngine(clock.RealClock{}, NewLimiters(clock.RealClock{}))
 	key := types.NamespacedName{Namespace: "ns", Name: "run"}
 	defer e.Stop(key)
 

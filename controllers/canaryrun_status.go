@@ -1,0 +1,240 @@
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/metrics"
+)
+
+// CanaryRun condition types.
+const (
+	// ConditionComplete is True once the run reached Succeeded or Failed;
+	// its reason is the verdict.
+	ConditionComplete = "Complete"
+	// ConditionCleanupPending is True while the canary document could not
+	// yet be removed from the target.
+	ConditionCleanupPending = "CleanupPending"
+	// ConditionWaiting is True while a referenced object is missing or
+	// unusable; the run waits instead of failing (see resolveRefs).
+	ConditionWaiting = "Waiting"
+)
+
+// CanaryRun condition and event reasons. Verdict names are reasons too, and
+// missing references use ReasonCorpusNotFound and ReasonPersonaNotFound.
+const (
+	ReasonCleanupFailed    = "CleanupFailed"
+	ReasonCleanedUp        = "CleanedUp"
+	ReasonCleanupAbandoned = "CleanupAbandoned"
+)
+
+// CanaryRunFinalizer removes the canary document from the target before a
+// run is deleted.
+const CanaryRunFinalizer = "ragcanary.dev/cleanup"
+
+// documentIDPrefix marks canary documents at the source.
+const documentIDPrefix = "rc-"
+
+// tokenSecretKey is the key of the token in the run's Secret.
+const tokenSecretKey = "token"
+
+// documentID derives the canary document ID from the run's UID, so a
+// retried step never creates a second document.
+func documentID(run *v1alpha1.CanaryRun) string {
+	return documentIDPrefix + string(run.UID)
+}
+
+// tokenSecretName is "<run>-token", shortened with a hash when the run name
+// leaves no room for the suffix.
+func tokenSecretName(run *v1alpha1.CanaryRun) string {
+	const suffix = "-token"
+	name := run.Name
+	if len(name)+len(suffix) > 253 {
+		sum := sha256.Sum256([]byte(name))
+		name = name[:253-len(suffix)-9] + "-" + hex.EncodeToString(sum[:4])
+	}
+	return name + suffix
+}
+
+// tokenHash is a short, non-reversible fingerprint for correlating a run
+// with its document; never the token.
+func tokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:6])
+}
+
+// Status timestamps are stored with one-second precision. Each is rounded
+// in the direction that can only widen what is derived from it: a request
+// time down (bounds measured from it grow), an acknowledgement or the end
+// of an observation up. A restart that rebuilds state from status thus
+// reports a wider interval, never a narrower one.
+func floorSecond(t time.Time) *metav1.Time {
+	return &metav1.Time{Time: t.Truncate(time.Second)}
+}
+
+func ceilSecond(t time.Time) *metav1.Time {
+	r := t.Truncate(time.Second)
+	if r.Before(t) {
+		r = r.Add(time.Second)
+	}
+	return &metav1.Time{Time: r}
+}
+
+// persistedSurfaces copies measurements for status, rounding the end of
+// the first negative probe up (see ceilSecond). The bounds were computed
+// from the precise times and are kept as they are.
+func persistedSurfaces(in []v1alpha1.SurfaceMeasurement) []v1alpha1.SurfaceMeasurement {
+	out := make([]v1alpha1.SurfaceMeasurement, 0, len(in))
+	for i := range in {
+		m := *in[i].DeepCopy()
+		if m.FirstNegativeEnd != nil {
+			m.FirstNegativeEnd = ceilSecond(m.FirstNegativeEnd.Time)
+		}
+		if m.LastPositiveStart != nil {
+			m.LastPositiveStart = floorSecond(m.LastPositiveStart.Time)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// phaseFor maps a verdict to the terminal phase: Succeeded when the run
+// produced a measurement (including bad news such as a breach, a token
+// still visible or a leak), Failed when it could not measure.
+func phaseFor(v v1alpha1.Verdict) v1alpha1.CanaryPhase {
+	switch v {
+	case v1alpha1.VerdictSetupFailed, v1alpha1.VerdictInconclusive:
+		return v1alpha1.PhaseFailed
+	default:
+		return v1alpha1.PhaseSucceeded
+	}
+}
+
+func isTerminal(p v1alpha1.CanaryPhase) bool {
+	return p == v1alpha1.PhaseSucceeded || p == v1alpha1.PhaseFailed
+}
+
+// eventType is Normal only for a met SLO: everything else deserves attention.
+func eventType(v v1alpha1.Verdict) string {
+	if v == v1alpha1.VerdictSLOMet {
+		return "Normal"
+	}
+	return "Warning"
+}
+
+func setCondition(run *v1alpha1.CanaryRun, condType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{
+		Type: condType, Status: status, Reason: reason, Message: truncate(message, 1024),
+		ObservedGeneration: run.Generation,
+	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// exclusionSLO is the objective for a surface: the canary's override, else
+// the corpus's; the answer surface uses the corpus's cache-invalidation SLO
+// when one is set. corpus may be nil when it can no longer be read.
+func exclusionSLO(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus, surface v1alpha1.Surface) time.Duration {
+	const fallback = 5 * time.Minute // the CRD default of freshness.exclusionSLO
+	slo := fallback
+	if corpus != nil && corpus.Spec.Freshness.ExclusionSLO != nil {
+		slo = corpus.Spec.Freshness.ExclusionSLO.Duration
+	}
+	if run.Spec.ExclusionSLO != nil {
+		slo = run.Spec.ExclusionSLO.Duration
+	}
+	if surface == v1alpha1.SurfaceAnswer && corpus != nil && corpus.Spec.Freshness.CacheInvalidationSLO != nil {
+		slo = corpus.Spec.Freshness.CacheInvalidationSLO.Duration
+	}
+	return slo
+}
+
+// metricsRun labels a run's series by its canary: the controlling
+// RevocationCanary, else the canary label, else empty for a run made by
+// hand. Never the run name: that would be one series per run.
+func metricsRun(run *v1alpha1.CanaryRun) metrics.Run {
+	canary := run.Labels[LabelCanary]
+	for _, ref := range run.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "RevocationCanary" {
+			canary = ref.Name
+		}
+	}
+	return metrics.Run{Namespace: run.Namespace, Canary: canary, Corpus: run.Spec.CorpusRef.Name}
+}
+
+// completion turns a finished run's status into what the metrics record.
+func completion(run *v1alpha1.CanaryRun, now time.Time) metrics.Completion {
+	c := metrics.Completion{Verdict: string(run.Status.Verdict), Finished: now}
+	if run.Status.TimeToVisibility != nil {
+		d := run.Status.TimeToVisibility.Duration
+		c.TimeToVisibility = &d
+	}
+	for _, m := range run.Status.Surfaces {
+		s := metrics.SurfaceResult{Surface: string(m.Surface)}
+		if m.Bounds != nil && m.Bounds.Lower != nil {
+			d := m.Bounds.Lower.Duration
+			s.Lower = &d
+		}
+		if m.Bounds != nil && m.Bounds.Upper != nil {
+			d := m.Bounds.Upper.Duration
+			s.Upper = &d
+		}
+		c.Surfaces = append(c.Surfaces, s)
+	}
+	return c
+}
+
+// probingSurfaces are the run's surfaces, Search when none are set.
+func probingSurfaces(run *v1alpha1.CanaryRun) []v1alpha1.Surface {
+	if len(run.Spec.Probing.Surfaces) == 0 {
+		return []v1alpha1.Surface{v1alpha1.SurfaceSearch}
+	}
+	return run.Spec.Probing.Surfaces
+}
+
+// Probing settings with the CRD defaults, for runs created by clients
+// that send zero values.
+func probeInterval(run *v1alpha1.CanaryRun) time.Duration {
+	if d := run.Spec.Probing.Interval.Duration; d > 0 {
+		return d
+	}
+	return 5 * time.Second
+}
+
+func confirmations(run *v1alpha1.CanaryRun) int32 {
+	if c := run.Spec.Probing.Confirmations; c > 0 {
+		return c
+	}
+	return 3
+}
+
+func visibilityTimeout(run *v1alpha1.CanaryRun) time.Duration {
+	if d := run.Spec.Probing.VisibilityTimeout.Duration; d > 0 {
+		return d
+	}
+	return 10 * time.Minute
+}
+
+func exclusionTimeout(run *v1alpha1.CanaryRun) time.Duration {
+	if d := run.Spec.Probing.ExclusionTimeout.Duration; d > 0 {
+		return d
+	}
+	return 30 * time.Minute
+}
+
+func revocationMethod(run *v1alpha1.CanaryRun) v1alpha1.RevocationMethod {
+	if m := run.Spec.Revocation.Method; m != "" {
+		return m
+	}
+	return v1alpha1.RevokeRemoveGrant
+}

@@ -1,0 +1,426 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/corpusdriver"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/measure"
+	"github.com/ragcanary/ragcanary/internal/probe"
+)
+
+// start (Pending) resolves the references and fixes the document and
+// Secret names. Nothing is written to the target yet.
+func (r *CanaryRunReconciler) start(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
+	run := rc.run
+	run.Status.Phase = v1alpha1.PhasePending
+	if run.Status.StartTime == nil {
+		run.Status.StartTime = floorSecond(rc.now)
+	}
+	deps, w, err := r.resolveRefs(ctx, run)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if w != nil {
+		return r.waitUntil(rc, w, r.setupDeadline(run))
+	}
+	r.clearWaiting(rc)
+	if msg := setupProblem(run, deps); msg != "" {
+		return r.conclude(rc, v1alpha1.VerdictSetupFailed, msg)
+	}
+	run.Status.DocumentID = documentID(run)
+	run.Status.TokenSecretName = tokenSecretName(run)
+	run.Status.Phase = v1alpha1.PhasePlanting
+	return ctrl.Result{}, nil
+}
+
+// setupDeadline is when a run that is still setting up gives up: its
+// visibility timeout after creation.
+func (r *CanaryRunReconciler) setupDeadline(run *v1alpha1.CanaryRun) time.Time {
+	return run.CreationTimestamp.Add(visibilityTimeout(run))
+}
+
+// plant (Planting) creates the token Secret and the canary document, which
+// no one may read yet. The finalizer goes on first, so nothing is ever
+// written to the target that deletion would not clean up.
+func (r *CanaryRunReconciler) plant(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
+	run := rc.run
+	deps, w, err := r.resolveDriver(ctx, run)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if w != nil {
+		return r.waitUntil(rc, w, r.setupDeadline(run))
+	}
+	r.clearWaiting(rc)
+	if err := r.addFinalizer(ctx, rc); err != nil {
+		return ctrl.Result{}, err
+	}
+	token, problem, err := r.ensureToken(ctx, run)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if problem != "" {
+		return r.conclude(rc, v1alpha1.VerdictSetupFailed, problem)
+	}
+	run.Status.TokenHash = tokenHash(token)
+	err = r.call(ctx, deps, func(ctx context.Context) error {
+		return deps.driver.CreateDocument(ctx, canaryDocument(run, token))
+	})
+	if res, stop, err := r.sourceResult(rc, "planting the canary document", err); stop {
+		return res, err
+	}
+	run.Status.Phase = v1alpha1.PhaseSharing
+	return ctrl.Result{}, nil
+}
+
+// share (Sharing) gives the persona access by the revocation method. The
+// share request time is persisted before the request is sent.
+func (r *CanaryRunReconciler) share(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
+	run := rc.run
+	deps, w, err := r.resolveRefs(ctx, run)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if w != nil {
+		return r.waitUntil(rc, w, r.setupDeadline(run))
+	}
+	r.clearWaiting(rc)
+	if run.Status.ShareRequestedTime == nil {
+		run.Status.ShareRequestedTime = floorSecond(r.Clock.Now())
+		if err := r.persist(ctx, rc); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	err = r.call(ctx, deps, func(ctx context.Context) error {
+		return shareCanary(ctx, deps.driver, run, deps.persona.Spec.Subject)
+	})
+	if res, stop, err := r.sourceResult(rc, "sharing the canary", err); stop {
+		return res, err
+	}
+	run.Status.Phase = v1alpha1.PhaseAwaitingVisibility
+	return ctrl.Result{}, nil
+}
+
+// shareCanary grants the persona (or, for RemoveFromGroup, adds it to the
+// group and grants the group). Control personas are never granted.
+func shareCanary(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string) error {
+	doc := run.Status.DocumentID
+	if revocationMethod(run) == v1alpha1.RevokeRemoveFromGroup {
+		group := run.Spec.Revocation.Group
+		if err := d.AddMember(ctx, group, subject); err != nil {
+			return err
+		}
+		return d.Grant(ctx, doc, group)
+	}
+	return d.Grant(ctx, doc, subject)
+}
+
+// awaitVisibility (AwaitingVisibility) lets the probe engine probe until the
+// persona sees the token on every surface, or the visibility timeout passes.
+func (r *CanaryRunReconciler) awaitVisibility(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
+	run := rc.run
+	if run.Status.ShareRequestedTime == nil {
+		run.Status.Phase = v1alpha1.PhaseSharing
+		return ctrl.Result{}, nil
+	}
+	deadline := run.Status.ShareRequestedTime.Add(visibilityTimeout(run))
+	if st, ok := r.Probes.StateAt(rc.key, probe.StageVisibility); ok {
+		r.recordViolations(rc, st.Snapshot().IsolationViolations)
+	}
+	if !rc.now.Before(deadline) {
+		r.Probes.Stop(rc.key)
+		return r.conclude(rc, v1alpha1.VerdictSetupFailed,
+			fmt.Sprintf("the canary did not become visible to the persona within %s", visibilityTimeout(run)))
+	}
+	st, res, err := r.ensureProbing(ctx, rc, probe.StageVisibility, deadline)
+	if st == nil {
+		return res, err
+	}
+	snap := st.Snapshot()
+	r.recordViolations(rc, snap.IsolationViolations)
+	if !snap.AllVisible {
+		return requeueBefore(rc.now, deadline, r.Heartbeat), nil
+	}
+	run.Status.VisibleTime = ceilSecond(snap.FirstVisibleEnd)
+	run.Status.TimeToVisibility = durationBetween(run.Status.ShareRequestedTime, run.Status.VisibleTime)
+	run.Status.Phase = v1alpha1.PhaseRevoking
+	return ctrl.Result{}, nil
+}
+
+// ensureProbing resolves the references and makes sure the run's probe
+// loop runs at stage. It returns a nil state with the result to return
+// when the run has to wait for a reference.
+func (r *CanaryRunReconciler) ensureProbing(ctx context.Context, rc *runCtx, stage probe.Stage, deadline time.Time) (*probe.State, ctrl.Result, error) {
+	deps, w, err := r.resolveRefs(ctx, rc.run)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	if w != nil {
+		res, err := r.waitUntil(rc, w, deadline)
+		return nil, res, err
+	}
+	r.clearWaiting(rc)
+	rc.deps = deps
+	r.Probes.Limiters().Set(corpusKey(rc.run), corpusLimit(deps.corpus))
+	if st, ok := r.Probes.StateAt(rc.key, stage); ok {
+		return st, ctrl.Result{}, nil
+	}
+	token, problem, err := r.readToken(ctx, rc.run)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	if problem != "" {
+		res, err := r.waitUntil(rc, &waiting{reason: "TokenUnavailable", message: problem}, deadline)
+		return nil, res, err
+	}
+	log.FromContext(ctx).V(1).Info("starting probe loop", "stage", int(stage))
+	return r.Probes.Ensure(rc.key, r.plan(rc, deps, stage, token)), ctrl.Result{}, nil
+}
+
+// plan builds the probe plan; it resumes from status after a restart.
+func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage, token string) probe.Plan {
+	run := rc.run
+	p := probe.Plan{
+		Stage: stage, Driver: deps.driver,
+		Corpus: corpusKey(run), Limit: corpusLimit(deps.corpus),
+		Timeout: corpusdriver.Timeout(deps.corpus), Interval: probeInterval(run),
+		Confirmations: confirmations(run), Surfaces: probingSurfaces(run),
+		Persona: deps.token,
+		Target:  probe.Target{DocumentID: run.Status.DocumentID, Token: token},
+		Metrics: metricsRun(run),
+		Resume:  run.Status.Surfaces, ResumeViolations: run.Status.IsolationViolations,
+	}
+	for _, c := range deps.controls {
+		p.Controls = append(p.Controls, c.token)
+	}
+	if ack := run.Status.RevokeAcknowledgedTime; ack != nil {
+		p.RevokeAcknowledged = ack.Time
+	}
+	return p
+}
+
+func corpusKey(run *v1alpha1.CanaryRun) string {
+	return run.Namespace + "/" + run.Spec.CorpusRef.Name
+}
+
+func corpusLimit(c *v1alpha1.Corpus) probe.Limit {
+	return probe.Limit{RequestsPerSecond: c.Spec.RateLimit.RequestsPerSecond, Burst: c.Spec.RateLimit.Burst}
+}
+
+// recordViolations raises the persisted count to what probing saw, with a
+// Warning event on the first one: a leak is worth knowing before the run ends.
+func (r *CanaryRunReconciler) recordViolations(rc *runCtx, seen int32) {
+	if seen <= rc.run.Status.IsolationViolations {
+		return
+	}
+	if rc.run.Status.IsolationViolations == 0 {
+		r.Recorder.Eventf(rc.run, nil, "Warning", string(v1alpha1.VerdictIsolationViolation), "Probe",
+			"a control persona saw the canary token")
+	}
+	rc.run.Status.IsolationViolations = seen
+}
+
+// revoke (Revoking) takes access away. The request time is persisted before
+// the request is sent and the acknowledgement right after it, before any
+// exclusion probe runs.
+func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
+	run := rc.run
+	// No visibility probe may straddle the revocation.
+	r.Probes.Stop(rc.key)
+	deps, w, err := r.resolveRefs(ctx, run)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if w != nil {
+		return r.waitUntil(rc, w, time.Time{})
+	}
+	r.clearWaiting(rc)
+	if run.Status.RevokeRequestedTime == nil {
+		run.Status.RevokeRequestedTime = floorSecond(r.Clock.Now())
+		if err := r.persist(ctx, rc); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if run.Status.RevokeAcknowledgedTime == nil {
+		err = r.call(ctx, deps, func(ctx context.Context) error {
+			return revokeCanary(ctx, deps.driver, run, deps.persona.Spec.Subject)
+		})
+		if res, stop, err := r.sourceResult(rc, "revoking access", err); stop {
+			return res, err
+		}
+		run.Status.RevokeAcknowledgedTime = ceilSecond(r.Clock.Now())
+	}
+	if len(run.Status.Surfaces) == 0 {
+		for _, s := range probingSurfaces(run) {
+			run.Status.Surfaces = append(run.Status.Surfaces, v1alpha1.SurfaceMeasurement{Surface: s})
+		}
+	}
+	run.Status.Phase = v1alpha1.PhaseAwaitingExclusion
+	return ctrl.Result{}, nil
+}
+
+func revokeCanary(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string) error {
+	switch revocationMethod(run) {
+	case v1alpha1.RevokeRemoveFromGroup:
+		return d.RemoveMember(ctx, run.Spec.Revocation.Group, subject)
+	case v1alpha1.RevokeDeleteDocument:
+		return d.DeleteDocument(ctx, run.Status.DocumentID)
+	default:
+		return d.Revoke(ctx, run.Status.DocumentID, subject)
+	}
+}
+
+// awaitExclusion (AwaitingExclusion) persists probe results on transitions
+// and heartbeats until every surface confirmed exclusion or the exclusion
+// timeout passes; then the verdict is decided and persisted together with
+// the measurements before CleaningUp starts.
+func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
+	run := rc.run
+	ack := run.Status.RevokeAcknowledgedTime
+	if ack == nil || run.Status.RevokeRequestedTime == nil {
+		run.Status.Phase = v1alpha1.PhaseRevoking
+		return ctrl.Result{}, nil
+	}
+	deadline := ack.Add(exclusionTimeout(run))
+	if !rc.now.Before(deadline) {
+		surfaces := run.Status.Surfaces
+		if st, ok := r.Probes.StateAt(rc.key, probe.StageExclusion); ok {
+			snap := st.Snapshot()
+			surfaces = snap.Surfaces
+			r.recordViolations(rc, snap.IsolationViolations)
+		}
+		return r.decideExclusion(ctx, rc, surfaces, nil)
+	}
+	st, res, err := r.ensureProbing(ctx, rc, probe.StageExclusion, deadline)
+	if st == nil {
+		return res, err
+	}
+	snap := st.Snapshot()
+	r.recordViolations(rc, snap.IsolationViolations)
+	if measure.AllExcluded(snap.Surfaces) {
+		return r.decideExclusion(ctx, rc, snap.Surfaces, rc.deps)
+	}
+	due, next := r.heartbeatDue(rc)
+	if due || excludedChanged(run.Status.Surfaces, snap.Surfaces) {
+		run.Status.Surfaces = persistedSurfaces(snap.Surfaces)
+		run.Status.LastHeartbeatTime = &metav1.Time{Time: rc.now}
+		next = r.Heartbeat
+	}
+	return requeueBefore(rc.now, deadline, next), nil
+}
+
+func excludedChanged(old, cur []v1alpha1.SurfaceMeasurement) bool {
+	if len(old) != len(cur) {
+		return true
+	}
+	for i := range cur {
+		if old[i].Excluded != cur[i].Excluded {
+			return true
+		}
+	}
+	return false
+}
+
+// decideExclusion finalizes the measurements, decides the verdict and
+// moves to CleaningUp. deps may be nil (at the timeout the corpus is read
+// only for its SLOs, and a missing corpus falls back to defaults).
+func (r *CanaryRunReconciler) decideExclusion(ctx context.Context, rc *runCtx, surfaces []v1alpha1.SurfaceMeasurement, deps *runDeps) (ctrl.Result, error) {
+	run := rc.run
+	rev := measure.Revocation{Requested: run.Status.RevokeRequestedTime.Time, Acknowledged: run.Status.RevokeAcknowledgedTime.Time}
+	final := make([]v1alpha1.SurfaceMeasurement, 0, len(surfaces))
+	for i := range surfaces {
+		m := *surfaces[i].DeepCopy()
+		measure.Finalize(&m, rev, exclusionTimeout(run))
+		final = append(final, m)
+	}
+	corpus := r.corpusForSLO(ctx, run, deps)
+	verdict, msg := measure.Verdict(measure.RunOutcome{
+		Surfaces: final, IsolationViolations: run.Status.IsolationViolations,
+		SLO: func(s v1alpha1.Surface) time.Duration { return exclusionSLO(run, corpus, s) },
+	})
+	run.Status.Surfaces = persistedSurfaces(final)
+	run.Status.LastHeartbeatTime = &metav1.Time{Time: rc.now}
+	return r.conclude(rc, verdict, msg)
+}
+
+func (r *CanaryRunReconciler) corpusForSLO(ctx context.Context, run *v1alpha1.CanaryRun, deps *runDeps) *v1alpha1.Corpus {
+	if deps != nil {
+		return deps.corpus
+	}
+	var c v1alpha1.Corpus
+	if err := r.Get(ctx, corpusName(run), &c); err != nil {
+		return nil
+	}
+	return &c
+}
+
+// conclude records the verdict and moves to CleaningUp, which always runs.
+func (r *CanaryRunReconciler) conclude(rc *runCtx, verdict v1alpha1.Verdict, message string) (ctrl.Result, error) {
+	if verdict == v1alpha1.VerdictSetupFailed && rc.run.Status.IsolationViolations > 0 {
+		verdict, message = measure.Verdict(measure.RunOutcome{IsolationViolations: rc.run.Status.IsolationViolations})
+	}
+	rc.run.Status.Verdict = verdict
+	rc.run.Status.Message = truncate(message, 1024)
+	rc.run.Status.Phase = v1alpha1.PhaseCleaningUp
+	return ctrl.Result{}, nil
+}
+
+// sourceResult maps a failed source-side step: a rejection (permanent, or
+// a refused source credential) is SetupFailed; anything else is transient
+// and retried with backoff, never a verdict. stop is false on success.
+func (r *CanaryRunReconciler) sourceResult(rc *runCtx, what string, err error) (ctrl.Result, bool, error) {
+	if err == nil {
+		return ctrl.Result{}, false, nil
+	}
+	if driver.IsPermanent(err) || driver.IsUnauthorized(err) {
+		// Driver errors are sanitized: no bodies, no credentials.
+		res, cerr := r.conclude(rc, v1alpha1.VerdictSetupFailed, fmt.Sprintf("the source rejected %s: %v", what, err))
+		return res, true, cerr
+	}
+	return ctrl.Result{}, true, fmt.Errorf("%s: %w", what, err)
+}
+
+// call bounds one source-side driver call, retries included.
+func (r *CanaryRunReconciler) call(ctx context.Context, deps *runDeps, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*corpusdriver.Timeout(deps.corpus))
+	defer cancel()
+	return fn(ctx)
+}
+
+// waitUntil shows a Waiting condition and re-checks later. Past deadline
+// (zero: none) a run that is still setting up fails as SetupFailed.
+func (r *CanaryRunReconciler) waitUntil(rc *runCtx, w *waiting, deadline time.Time) (ctrl.Result, error) {
+	if !deadline.IsZero() && !rc.now.Before(deadline) && rc.run.Status.Phase != v1alpha1.PhaseAwaitingExclusion {
+		return r.conclude(rc, v1alpha1.VerdictSetupFailed, w.message)
+	}
+	setCondition(rc.run, ConditionWaiting, metav1.ConditionTrue, w.reason, w.message)
+	rc.run.Status.Message = truncate(w.message, 1024)
+	next := waitRetry
+	if !deadline.IsZero() {
+		next = min(next, deadline.Sub(rc.now))
+	}
+	return ctrl.Result{RequeueAfter: max(next, 10*time.Millisecond)}, nil
+}
+
+func (r *CanaryRunReconciler) clearWaiting(rc *runCtx) {
+	c := meta.FindStatusCondition(rc.run.Status.Conditions, ConditionWaiting)
+	if c == nil {
+		return
+	}
+	if rc.run.Status.Message == c.Message {
+		rc.run.Status.Message = ""
+	}
+	meta.RemoveStatusCondition(&rc.run.Status.Conditions, ConditionWaiting)
+}
+
+var errTokenSecretRace = errors.New("token Secret was created concurrently; retrying")
