@@ -1,0 +1,168 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Label names of the suite metrics, in addition to LabelNamespace and
+// LabelCorpus.
+const (
+	LabelSuite   = "suite"
+	LabelPersona = "persona"
+	// LabelResult is "passed" or "failed".
+	LabelResult = "result"
+)
+
+// Suite run results.
+const (
+	ResultPassed = "passed"
+	ResultFailed = "failed"
+)
+
+var (
+	suiteLabels   = []string{LabelNamespace, LabelSuite, LabelCorpus}
+	personaLabels = []string{LabelNamespace, LabelSuite, LabelCorpus, LabelPersona}
+)
+
+// Suite metrics. Per-persona gauges hold the latest finished run's value and
+// exist only while the value is defined: an undefined ratio (zero
+// denominator) deletes the series rather than reporting 0 or 1.
+var (
+	SuiteUtility = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_utility_ratio",
+		Help: "Supported answers / answerable cases per persona in the suite's last finished run; absent when undefined.",
+	}, personaLabels)
+	SuiteDisclosureRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_disclosure_rate_ratio",
+		Help: "Disclosures / required-block cases per persona in the suite's last finished run; absent when undefined.",
+	}, personaLabels)
+	SuiteFalseBlockRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_false_block_rate_ratio",
+		Help: "False blocks / answerable cases per persona in the suite's last finished run; absent when undefined.",
+	}, personaLabels)
+	SuiteRecall = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_recall_at_k_ratio",
+		Help: "Mean recall@k per persona in the suite's last finished run; absent when undefined.",
+	}, personaLabels)
+	SuiteMRR = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_mrr_at_k_ratio",
+		Help: "Mean reciprocal rank at k per persona in the suite's last finished run; absent when undefined.",
+	}, personaLabels)
+	SuiteDisclosuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "suite_disclosures_total",
+		Help: "Suite executions that returned or cited evidence outside the persona's allowed set.",
+	}, personaLabels)
+	SuiteRunsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "suite_runs_total",
+		Help: "Finished suite runs by result (passed, failed).",
+	}, []string{LabelNamespace, LabelSuite, LabelCorpus, LabelResult})
+	SuiteLastCompletedRun = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_last_completed_run_timestamp_seconds",
+		Help: "Unix time the suite's last run finished.",
+	}, suiteLabels)
+)
+
+// suiteVecs lists every suite vector for registration and ForgetSuite.
+var suiteVecs = []interface {
+	prometheus.Collector
+	DeletePartialMatch(prometheus.Labels) int
+}{
+	SuiteUtility, SuiteDisclosureRate, SuiteFalseBlockRate, SuiteRecall, SuiteMRR,
+	SuiteDisclosuresTotal, SuiteRunsTotal, SuiteLastCompletedRun,
+}
+
+func init() {
+	for _, c := range suiteVecs {
+		crmetrics.Registry.MustRegister(c)
+	}
+}
+
+// Suite identifies the series of one EvalSuite.
+type Suite struct {
+	Namespace string
+	Suite     string
+	Corpus    string
+}
+
+func (s Suite) labels() prometheus.Labels {
+	return prometheus.Labels{LabelNamespace: s.Namespace, LabelSuite: s.Suite, LabelCorpus: s.Corpus}
+}
+
+func (s Suite) withPersona(persona string) prometheus.Labels {
+	l := s.labels()
+	l[LabelPersona] = persona
+	return l
+}
+
+// PersonaScores are one persona's results over all strata; nil is undefined.
+type PersonaScores struct {
+	Persona                                 string
+	Utility, DisclosureRate, FalseBlockRate *float64
+	Recall, MRR                             *float64
+	Disclosures                             int
+}
+
+// SuiteCompletion is what a finished suite run reports.
+type SuiteCompletion struct {
+	Passed   bool
+	Personas []PersonaScores
+	Finished time.Time
+}
+
+// RecordSuiteCompletion records a finished run: its result, disclosures,
+// the per-persona gauges and the completion time. Personas of an earlier run
+// that this run did not score lose their gauges, so a dashboard never mixes
+// two runs.
+func RecordSuiteCompletion(s Suite, c SuiteCompletion) {
+	result := ResultFailed
+	if c.Passed {
+		result = ResultPassed
+	}
+	l := s.labels()
+	l[LabelResult] = result
+	SuiteRunsTotal.With(l).Inc()
+	SuiteLastCompletedRun.With(s.labels()).Set(float64(c.Finished.Unix()))
+	for _, g := range personaGauges() {
+		g.DeletePartialMatch(s.labels())
+	}
+	for _, p := range c.Personas {
+		recordPersona(s, p)
+	}
+}
+
+func personaGauges() []*prometheus.GaugeVec {
+	return []*prometheus.GaugeVec{SuiteUtility, SuiteDisclosureRate, SuiteFalseBlockRate, SuiteRecall, SuiteMRR}
+}
+
+func recordPersona(s Suite, p PersonaScores) {
+	l := s.withPersona(p.Persona)
+	setDefined(SuiteUtility, l, p.Utility)
+	setDefined(SuiteDisclosureRate, l, p.DisclosureRate)
+	setDefined(SuiteFalseBlockRate, l, p.FalseBlockRate)
+	setDefined(SuiteRecall, l, p.Recall)
+	setDefined(SuiteMRR, l, p.MRR)
+	// Touch the counter so a persona with no disclosure still has a 0
+	// series that increase() and alerts can see.
+	SuiteDisclosuresTotal.With(l).Add(float64(max(p.Disclosures, 0)))
+}
+
+// setDefined sets the gauge, or deletes its series when v is undefined.
+func setDefined(g *prometheus.GaugeVec, l prometheus.Labels, v *float64) {
+	if v == nil {
+		g.Delete(l)
+		return
+	}
+	g.With(l).Set(*v)
+}
+
+// ForgetSuite deletes every series of a suite. Call it when the EvalSuite is
+// deleted so its series do not linger.
+func ForgetSuite(namespace, suite string) {
+	match := prometheus.Labels{LabelNamespace: namespace, LabelSuite: suite}
+	for _, c := range suiteVecs {
+		c.DeletePartialMatch(match)
+	}
+}

@@ -1,0 +1,97 @@
+package suite
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/ragcanary/ragcanary/internal/scoring"
+)
+
+// Keys of the report ConfigMap.
+const (
+	// ReportKey holds the scoring report, the same JSON schema as
+	// `ragcanary eval --format json`.
+	ReportKey = "report.json"
+	// ProbeErrorsKey lists the executions that got no reply, which the
+	// report cannot hold because they were never scored.
+	ProbeErrorsKey = "probe-errors.json"
+	// TruncatedKey is present only when the report was cut to fit, and says
+	// how many cases it still lists.
+	TruncatedKey = "truncated"
+)
+
+// MaxReportBytes keeps the ConfigMap under the API server's 1 MiB object
+// limit with room for metadata.
+const MaxReportBytes = 900 * 1024
+
+// ProbeError is one execution without a reply, as listed in the report.
+type ProbeError struct {
+	CaseID  string `json:"case_id"`
+	Persona string `json:"persona"`
+	Error   string `json:"error"`
+}
+
+// ReportData renders the report ConfigMap's data. When everything does not
+// fit in MaxReportBytes, the report keeps its summary and gates and lists
+// only as many cases as fit, in input order, and TruncatedKey says so.
+func ReportData(r Result) (map[string]string, error) {
+	errs := probeErrors(r)
+	errJSON, err := json.Marshal(errs)
+	if err != nil {
+		return nil, err
+	}
+	report := r.Report
+	full, err := json.Marshal(report)
+	if err != nil {
+		return nil, err
+	}
+	data := map[string]string{ProbeErrorsKey: string(errJSON)}
+	budget := MaxReportBytes - len(errJSON)
+	if len(full) <= budget {
+		data[ReportKey] = string(full)
+		return data, nil
+	}
+	cut, kept, err := truncateCases(report, budget)
+	if err != nil {
+		return nil, err
+	}
+	data[ReportKey] = cut
+	data[TruncatedKey] = fmt.Sprintf("TRUNCATED: %s lists the first %d of %d cases; summary and gates cover all of them",
+		ReportKey, kept, len(report.Cases))
+	return data, nil
+}
+
+// truncateCases finds, by bisection, the most cases that fit in budget.
+func truncateCases(report scoring.Report, budget int) (string, int, error) {
+	all := report.Cases
+	lo, hi := 0, len(all)
+	best := ""
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		report.Cases = all[:mid]
+		b, err := json.Marshal(report)
+		if err != nil {
+			return "", 0, err
+		}
+		if len(b) <= budget {
+			best, lo = string(b), mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best, hi, nil
+}
+
+func probeErrors(r Result) []ProbeError {
+	out := []ProbeError{}
+	for _, x := range r.Errored {
+		out = append(out, ProbeError{CaseID: x.CaseID, Persona: x.Persona, Error: ErrorText(x.Err)})
+	}
+	// Bound the list like the report: a suite failing everywhere must
+	// still produce a ConfigMap that fits.
+	const maxListed = 1000
+	if len(out) > maxListed {
+		out = out[:maxListed]
+	}
+	return out
+}

@@ -1,0 +1,123 @@
+package suite
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/scoring"
+)
+
+// Status bounds, matching the SuiteRun CRD's MaxItems: a longer list would
+// fail the status write and turn into a retry loop.
+const (
+	maxPersonaResults = 256
+	maxFailingCases   = 20
+	maxForbiddenIDs   = 10
+)
+
+// GateProbeErrors is the status-only gate for executions without a reply.
+// It is not in the report, whose gates are the offline engine's.
+const GateProbeErrors = "no_probe_errors"
+
+// PersonaResults is status.personas: every persona over all strata, then
+// every persona within each stratum, sorted, within the status bound.
+func PersonaResults(r Result) []v1alpha1.PersonaResult {
+	out := personaRows("", r.Report.Summary)
+	for _, stratum := range slices.Sorted(maps.Keys(r.Strata)) {
+		out = append(out, personaRows(stratum, r.Strata[stratum])...)
+	}
+	if len(out) > maxPersonaResults {
+		out = out[:maxPersonaResults]
+	}
+	return out
+}
+
+func personaRows(stratum string, s scoring.Summary) []v1alpha1.PersonaResult {
+	var out []v1alpha1.PersonaResult
+	for _, persona := range slices.Sorted(maps.Keys(s.Personas)) {
+		st := s.Personas[persona]
+		out = append(out, v1alpha1.PersonaResult{
+			Persona:        persona,
+			Stratum:        stratum,
+			Utility:        Ratio(st.Utility),
+			FalseBlockRate: Ratio(st.FalseBlockRate),
+			DisclosureRate: Ratio(st.DisclosureRate),
+			MeanRecall:     Ratio(st.RecallAtK),
+			MeanMRR:        Ratio(st.MRRAtK),
+		})
+	}
+	return out
+}
+
+// Ratio converts a scoring ratio; an undefined value stays unset.
+func Ratio(r scoring.Ratio) v1alpha1.Ratio {
+	out := v1alpha1.Ratio{Numerator: Decimal(r.Numerator), Denominator: int32(r.Denominator)}
+	if r.Value != nil {
+		v := Decimal(*r.Value)
+		out.Value = &v
+	}
+	return out
+}
+
+// Decimal formats v with at most four decimals and no trailing zeros, short
+// enough for the status fields ("0.6667", "1", "2.5").
+func Decimal(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 4, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	if s == "-0" {
+		return "0"
+	}
+	return s
+}
+
+// GateResults is status.gates: the report's gates and the probe-error gate.
+func GateResults(r Result) []v1alpha1.GateResult {
+	var out []v1alpha1.GateResult
+	for _, g := range r.Report.Gates {
+		gr := v1alpha1.GateResult{Name: g.Name, Passed: g.Passed, Threshold: Decimal(g.Threshold)}
+		if g.Value != nil {
+			gr.Value = Decimal(*g.Value)
+		}
+		out = append(out, gr)
+	}
+	errs := len(r.Errored)
+	return append(out, v1alpha1.GateResult{Name: GateProbeErrors, Passed: errs == 0,
+		Value: strconv.Itoa(errs), Threshold: "0"})
+}
+
+// FailingCases is status.failingCases: executions that failed a gate
+// (forbidden evidence, invalid citations, no reply) first, then the other
+// cases needing attention, each group in case order, within the bound.
+// Ordering this way keeps a disclosure from being crowded out of the list.
+func FailingCases(r Result) []v1alpha1.FailingCase {
+	var gate, other []v1alpha1.FailingCase
+	for _, s := range r.failing {
+		caseID, persona := splitKey(s.ID, s.Persona)
+		fc := v1alpha1.FailingCase{CaseID: caseID, Persona: persona, Outcome: string(s.Outcome),
+			ForbiddenIDs: firstN(s.ForbiddenIDs, maxForbiddenIDs)}
+		if len(s.ForbiddenIDs) > 0 || len(s.InvalidCitations) > 0 {
+			gate = append(gate, fc)
+		} else {
+			other = append(other, fc)
+		}
+	}
+	for _, x := range r.Errored {
+		gate = append(gate, v1alpha1.FailingCase{CaseID: x.CaseID, Persona: x.Persona, Outcome: OutcomeProbeError})
+	}
+	return firstN(append(gate, other...), maxFailingCases)
+}
+
+// splitKey recovers the case ID from a CaseKey; the persona is known.
+func splitKey(key, persona string) (string, string) {
+	return strings.TrimSuffix(key, "/"+persona), persona
+}
+
+func firstN[T any](s []T, n int) []T {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
