@@ -13,11 +13,13 @@ export GOTOOLCHAIN := local
 
 KUBERNETES_VERSION := v1.37.2
 CONTROLLER_TOOLS_VERSION := v0.23.0
+HELM_VERSION := v3.22.0
 
 KUBE_APISERVER := $(BIN)/kube-apiserver
 ETCD := $(BIN)/etcd
 KUBECTL := $(BIN)/kubectl
 CONTROLLER_GEN := $(BIN)/controller-gen
+HELM := $(BIN)/helm
 
 K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBERNETES_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
@@ -112,6 +114,20 @@ $(KUBECTL): hack/tools/kube-apiserver/go.mod
 $(ETCD): hack/tools/etcd/go.mod
 	@echo "building etcd from Go modules (first time: about 1-2 min)"
 	cd hack/tools/etcd && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ go.etcd.io/etcd/server/v3
+
+# helm's default Kubernetes version for 'helm template' comes from ldflags;
+# set it to the control plane we build so kubeVersion checks are meaningful.
+$(HELM):
+	@echo "building helm $(HELM_VERSION) from Go modules"
+	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -trimpath -ldflags "-s -w \
+		-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 \
+		-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37" \
+		helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+.PHONY: prometheus-tools
+prometheus-tools: ## Install prometheus and promtool from Debian's packages (needs root or sudo).
+	hack/install-prometheus.sh
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

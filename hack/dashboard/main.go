@@ -1,0 +1,138 @@
+// Command dashboard writes the Grafana dashboard shipped in the Helm chart
+// (charts/ragcanary/files/dashboard.json). Panels are declared here so the
+// JSON stays consistent; 'go generate ./...' (make generate) rewrites it and
+// make verify fails if the committed file differs.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+//go:generate go run . ../../charts/ragcanary/files/dashboard.json
+
+// sel is the label selector every panel applies from the template variables.
+const sel = `namespace=~"$namespace", corpus=~"$corpus"`
+
+type target struct {
+	Expr         string `json:"expr"`
+	LegendFormat string `json:"legendFormat,omitempty"`
+	RefID        string `json:"refId"`
+}
+
+type panel struct {
+	ID          int            `json:"id"`
+	Title       string         `json:"title"`
+	Description string         `json:"description,omitempty"`
+	Type        string         `json:"type"`
+	GridPos     map[string]int `json:"gridPos"`
+	Datasource  map[string]any `json:"datasource"`
+	Targets     []target       `json:"targets"`
+	FieldConfig map[string]any `json:"fieldConfig,omitempty"`
+}
+
+// spec declares one panel; panels are laid out two per row.
+type spec struct {
+	title, description, kind, unit string
+	queries                        [][2]string // expr, legend
+}
+
+var panels = []spec{
+	{"Time-to-exclusion vs SLO (last run, search)", "Interval-censored bounds of the last run per canary against its exclusion SLO: exclusion happened between lower and upper.", "timeseries", "s", [][2]string{
+		{`max by (namespace, canary, corpus) (ragcanary_last_run_exclusion_upper_bound_seconds{` + sel + `, surface="Search"})`, "{{canary}} upper"},
+		{`max by (namespace, canary, corpus) (ragcanary_last_run_exclusion_lower_bound_seconds{` + sel + `, surface="Search"})`, "{{canary}} lower"},
+		{`max by (namespace, canary, corpus) (ragcanary_canary_exclusion_slo_seconds{` + sel + `})`, "{{canary}} SLO"},
+	}},
+	{"Live exposure", "Seconds a revoked canary has still been visible in runs in progress; alertable before the run ends.", "timeseries", "s", [][2]string{
+		{`max by (namespace, canary, corpus, surface) (ragcanary_live_exposure_seconds{` + sel + `})`, "{{canary}} {{surface}}"},
+	}},
+	{"Time-to-exclusion p50 / p95 (upper bound)", "Distribution of confirmed exclusion upper bounds per corpus.", "timeseries", "s", [][2]string{
+		{`histogram_quantile(0.5, sum by (le, corpus) (rate(ragcanary_time_to_exclusion_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} p50"},
+		{`histogram_quantile(0.95, sum by (le, corpus) (rate(ragcanary_time_to_exclusion_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} p95"},
+	}},
+	{"Cache invalidation (answer surface)", "How long answers kept citing revoked content: last run's bounds and the p95 of upper bounds.", "timeseries", "s", [][2]string{
+		{`max by (namespace, canary, corpus) (ragcanary_last_run_exclusion_upper_bound_seconds{` + sel + `, surface="Answer"})`, "{{canary}} upper"},
+		{`histogram_quantile(0.95, sum by (le, corpus) (rate(ragcanary_cache_invalidation_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} p95"},
+	}},
+	{"Run verdicts", "Finished canary runs by verdict over the dashboard range.", "bargauge", "short", [][2]string{
+		{`sum by (verdict) (increase(ragcanary_runs_total{` + sel + `}[$__range]))`, "{{verdict}}"},
+	}},
+	{"Isolation violations", "Control personas that saw a canary. Anything above zero is a permission leak.", "stat", "short", [][2]string{
+		{`sum by (namespace, canary, corpus) (increase(ragcanary_isolation_violations_total{` + sel + `}[$__range]))`, "{{canary}}"},
+	}},
+	{"Reappearances", "Revoked content that came back after being absent: a lagging replica or cache.", "timeseries", "short", [][2]string{
+		{`sum by (corpus, surface) (increase(ragcanary_reappearances_total{` + sel + `}[$__rate_interval]))`, "{{corpus}} {{surface}}"},
+	}},
+	{"Time-to-visibility p50", "How soon a newly shared canary became retrievable.", "timeseries", "s", [][2]string{
+		{`histogram_quantile(0.5, sum by (le, corpus) (rate(ragcanary_time_to_visibility_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}}"},
+	}},
+	{"Suite utility per persona", "Supported answers over answerable cases in the latest suite run.", "timeseries", "percentunit", [][2]string{
+		{`max by (namespace, suite, persona) (ragcanary_suite_utility_ratio{` + sel + `, persona=~"$persona"})`, "{{suite}} {{persona}}"},
+	}},
+	{"Suite disclosure and false-block rates per persona", "Improper disclosures over required-block cases, and false blocks over answerable cases.", "timeseries", "percentunit", [][2]string{
+		{`max by (namespace, suite, persona) (ragcanary_suite_disclosure_rate_ratio{` + sel + `, persona=~"$persona"})`, "{{suite}} {{persona}} disclosure"},
+		{`max by (namespace, suite, persona) (ragcanary_suite_false_block_rate_ratio{` + sel + `, persona=~"$persona"})`, "{{suite}} {{persona}} false block"},
+	}},
+	{"Probe errors", "Probes that errored, timed out or got unparseable replies: the check is broken, not necessarily the target.", "timeseries", "reqps", [][2]string{
+		{`sum by (corpus, surface) (rate(ragcanary_probes_total{` + sel + `, outcome="error"}[$__rate_interval]))`, "{{corpus}} {{surface}} errors"},
+		{`sum by (corpus) (rate(ragcanary_probes_total{` + sel + `}[$__rate_interval]))`, "{{corpus}} all probes"},
+	}},
+	{"Probe scheduling lag p95", "Delay between a probe's due time and its start (rate limit and load). It widens the measured intervals.", "timeseries", "s", [][2]string{
+		{`histogram_quantile(0.95, sum by (le, corpus) (rate(ragcanary_probe_scheduling_lag_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}}"},
+	}},
+}
+
+func variable(name, query string) map[string]any {
+	return map[string]any{
+		"name": name, "label": name, "type": "query", "query": query,
+		"datasource": map[string]any{"type": "prometheus", "uid": "${datasource}"},
+		"includeAll": true, "multi": true, "allValue": ".*", "refresh": 2,
+		"current": map[string]any{"text": "All", "value": "$__all"},
+	}
+}
+
+func dashboard() map[string]any {
+	var out []panel
+	for i, p := range panels {
+		var targets []target
+		for j, q := range p.queries {
+			targets = append(targets, target{Expr: q[0], LegendFormat: q[1], RefID: string(rune('A' + j))})
+		}
+		out = append(out, panel{
+			ID: i + 1, Title: p.title, Description: p.description, Type: p.kind,
+			GridPos:     map[string]int{"h": 8, "w": 12, "x": (i % 2) * 12, "y": (i / 2) * 8},
+			Datasource:  map[string]any{"type": "prometheus", "uid": "${datasource}"},
+			Targets:     targets,
+			FieldConfig: map[string]any{"defaults": map[string]any{"unit": p.unit}, "overrides": []any{}},
+		})
+	}
+	return map[string]any{
+		"title": "ragcanary", "uid": "ragcanary-fleet", "schemaVersion": 39, "version": 1,
+		"tags": []string{"ragcanary", "rag", "permissions"}, "timezone": "utc", "refresh": "1m",
+		"time":   map[string]any{"from": "now-24h", "to": "now"},
+		"panels": out,
+		"templating": map[string]any{"list": []any{
+			map[string]any{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
+			variable("namespace", `label_values(ragcanary_canary_exclusion_slo_seconds, namespace)`),
+			variable("corpus", `label_values(ragcanary_canary_exclusion_slo_seconds{namespace=~"$namespace"}, corpus)`),
+			variable("persona", `label_values(ragcanary_suite_utility_ratio{namespace=~"$namespace"}, persona)`),
+		}},
+	}
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: dashboard OUTPUT.json")
+		os.Exit(2)
+	}
+	data, err := json.MarshalIndent(dashboard(), "", "  ")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := os.WriteFile(os.Args[1], append(data, '\n'), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

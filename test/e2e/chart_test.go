@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+)
+
+const (
+	chartDir         = "charts/ragcanary"
+	releaseNamespace = "ragcanary-system"
+	// prometheusOperatorModule ships the ServiceMonitor and PrometheusRule
+	// CRDs; the Go module proxy serves them with the module's source.
+	prometheusOperatorModule = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+)
+
+// allToggles turns on every optional part of the chart.
+var allToggles = []string{
+	"--set", "serviceMonitor.enabled=true",
+	"--set", "prometheusRule.enabled=true",
+	"--set", "grafanaDashboard.enabled=true",
+	"--set", "networkPolicy.enabled=true",
+	"--set", "replicaCount=2",
+	"--set", "secretNamespaces={team-a,team-b}",
+	"--set", "operator.allowedTargetURLs={https://rag.internal/}",
+}
+
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(env.root, "bin/helm"), args...)
+	cmd.Dir = env.root
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	err := cmd.Run()
+	if err != nil {
+		err = errors.New(strings.TrimSpace(stderr.String() + "\n" + out.String()))
+	}
+	return out.String(), err
+}
+
+func render(t *testing.T, extra ...string) string {
+	t.Helper()
+	args := append([]string{"template", "rc", chartDir, "--namespace", releaseNamespace, "--include-crds"}, extra...)
+	out, err := helm(t, args...)
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	return out
+}
+
+// TestHelmLint lints the chart with its defaults and with every toggle on.
+func TestHelmLint(t *testing.T) {
+	for _, args := range [][]string{nil, allToggles} {
+		if out, err := helm(t, append([]string{"lint", "--strict", chartDir}, args...)...); err != nil {
+			t.Errorf("helm lint %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// TestChartSchemaRejectsBadValues: values.schema.json turns mistakes into
+// errors at install time.
+func TestChartSchemaRejectsBadValues(t *testing.T) {
+	for _, bad := range [][]string{
+		{"--set", "replicaCount=-1"},
+		{"--set", "operator.allowedTargetURLs={ftp://x}"},
+		{"--set", "operator.rateLimit.requestsPerSecond=0"},
+		{"--set", "notAValue=true"},
+	} {
+		if _, err := helm(t, append([]string{"template", "rc", chartDir}, bad...)...); err == nil {
+			t.Errorf("helm template %v succeeded; want a schema error", bad)
+		}
+	}
+}
+
+// TestChartAppliesToControlPlane applies the rendered chart, every toggle on,
+// with a server-side dry run against the local control plane.
+func TestChartAppliesToControlPlane(t *testing.T) {
+	installMonitoringCRDs(t)
+	kubectl(t, nil, "create", "namespace", releaseNamespace)
+	kubectl(t, nil, "create", "namespace", "team-a")
+	kubectl(t, nil, "create", "namespace", "team-b")
+	manifest := render(t, allToggles...)
+	out := kubectl(t, strings.NewReader(manifest), "apply", "--dry-run=server", "-f", "-")
+	for _, kind := range []string{"deployment.apps/rc-ragcanary", "servicemonitor.monitoring.coreos.com/rc-ragcanary",
+		"prometheusrule.monitoring.coreos.com/rc-ragcanary", "configmap/rc-ragcanary-dashboard", "networkpolicy.networking.k8s.io/rc-ragcanary"} {
+		if !strings.Contains(out, kind) {
+			t.Errorf("dry-run output does not mention %s:\n%s", kind, out)
+		}
+	}
+}
+
+// TestChartPodIsRestricted evaluates the rendered pod template with the
+// Kubernetes Pod Security Standards checks at the restricted level, and the
+// hardening the restricted profile does not itself require.
+func TestChartPodIsRestricted(t *testing.T) {
+	dep := renderedDeployment(t)
+	evaluator, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := evaluator.EvaluatePod(psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()},
+		&dep.Spec.Template.ObjectMeta, &dep.Spec.Template.Spec)
+	if agg := policy.AggregateCheckResults(results); !agg.Allowed {
+		t.Errorf("pod violates the restricted profile: %s", agg.ForbiddenDetail())
+	}
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		sc := c.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			t.Errorf("container %s: root filesystem is writable", c.Name)
+		}
+	}
+}
+
+// TestChartBundlesGeneratedFiles: the chart ships exactly the CRDs and RBAC
+// rules generated from the API and controller markers.
+func TestChartBundlesGeneratedFiles(t *testing.T) {
+	for src, dst := range map[string]string{"config/rbac/role.yaml": "charts/ragcanary/files/role.yaml"} {
+		assertSameFile(t, src, dst)
+	}
+	crds, _ := filepath.Glob(filepath.Join(env.root, "config/crd/bases/*.yaml"))
+	if len(crds) != 6 {
+		t.Fatalf("found %d CRDs in config/crd/bases, want 6", len(crds))
+	}
+	for _, c := range crds {
+		assertSameFile(t, filepath.Join("config/crd/bases", filepath.Base(c)), filepath.Join("charts/ragcanary/crds", filepath.Base(c)))
+	}
+}
+
+func assertSameFile(t *testing.T, a, b string) {
+	t.Helper()
+	da, errA := os.ReadFile(filepath.Join(env.root, a))
+	db, errB := os.ReadFile(filepath.Join(env.root, b))
+	if errA != nil || errB != nil || !bytes.Equal(da, db) {
+		t.Errorf("%s and %s differ (run 'make manifests')", a, b)
+	}
+}
+
+func renderedDeployment(t *testing.T) *appsv1.Deployment {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(render(t, allToggles...)), 4096)
+	for {
+		var obj unstructured.Unstructured
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			t.Fatal("rendered chart has no Deployment")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obj.GetKind() != "Deployment" {
+			continue
+		}
+		raw, _ := json.Marshal(obj.Object)
+		var dep appsv1.Deployment
+		if err := json.Unmarshal(raw, &dep); err != nil {
+			t.Fatal(err)
+		}
+		return &dep
+	}
+}
+
+// installMonitoringCRDs installs the ServiceMonitor and PrometheusRule CRDs
+// from the prometheus-operator module, fetched through the Go module proxy.
+func installMonitoringCRDs(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "download", "-json", prometheusOperatorModule).Output()
+	if err != nil {
+		t.Fatalf("go mod download %s: %v", prometheusOperatorModule, err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go mod download %s: no module directory (%v)", prometheusOperatorModule, err)
+	}
+	for _, crd := range []string{"monitoring.coreos.com_servicemonitors.yaml", "monitoring.coreos.com_prometheusrules.yaml"} {
+		kubectl(t, nil, "apply", "--server-side", "-f", filepath.Join(mod.Dir, "example/prometheus-operator-crd", crd))
+	}
+	kubectl(t, nil, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
+}
+
+func kubectl(t *testing.T, stdin io.Reader, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(env.root, "bin/kubectl"), append([]string{"--kubeconfig", env.kubeconfig}, args...)...)
+	cmd.Stdin = stdin
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}

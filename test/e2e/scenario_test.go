@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
+)
+
+const scenarioNamespace = "e2e"
+
+// scenario creates, once, a canary and a suite against ragtarget and waits
+// until both have finished a run, so the operator has emitted every family
+// of metrics the alerts and dashboard use.
+var scenario struct {
+	once sync.Once
+	err  error
+}
+
+func ensureScenario(t *testing.T) {
+	t.Helper()
+	scenario.once.Do(func() { scenario.err = runScenario() })
+	if scenario.err != nil {
+		t.Fatalf("scenario: %v", scenario.err)
+	}
+}
+
+func runScenario() error {
+	ctx := context.Background()
+	if err := plantSuiteDocuments(ctx); err != nil {
+		return err
+	}
+	for _, obj := range scenarioObjects() {
+		if err := env.client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	if err := waitFor(4*time.Minute, "a finished canary run", func() (bool, error) {
+		var c v1alpha1.RevocationCanary
+		err := env.client.Get(ctx, client.ObjectKey{Namespace: scenarioNamespace, Name: "alice-grant"}, &c)
+		return err == nil && c.Status.LastRun != nil && c.Status.LastRun.Verdict != "", err
+	}); err != nil {
+		return err
+	}
+	return waitFor(2*time.Minute, "a finished suite run", func() (bool, error) {
+		var s v1alpha1.EvalSuite
+		err := env.client.Get(ctx, client.ObjectKey{Namespace: scenarioNamespace, Name: "isolation"}, &s)
+		return err == nil && s.Status.LastRun != nil, err
+	})
+}
+
+// plantSuiteDocuments writes the suite's evidence into ragtarget's source:
+// alice may read both documents, mallory only the handbook.
+func plantSuiteDocuments(ctx context.Context) error {
+	d, err := httpdriver.New(httpdriver.Config{BaseURL: env.ragtargetURL, SourceToken: sourceToken, Timeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	docs := []driver.Document{
+		{ID: "handbook", Title: "Employee handbook", Body: "The handbook explains holidays, expenses and the vpn setup for every employee.", Principals: []string{"alice@example.com", "mallory@example.com"}},
+		{ID: "salaries", Title: "Salary bands", Body: "Confidential salary bands for engineering levels and their yearly review.", Principals: []string{"alice@example.com"}},
+	}
+	for _, doc := range docs {
+		if err := d.CreateDocument(ctx, doc); err != nil {
+			return fmt.Errorf("planting %s: %w", doc.ID, err)
+		}
+	}
+	return nil
+}
+
+func scenarioObjects() []client.Object {
+	secret := func(name, value string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: name},
+			Data: map[string][]byte{"token": []byte(value)}}
+	}
+	persona := func(name, subject string) *v1alpha1.Persona {
+		return &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: name},
+			Spec: v1alpha1.PersonaSpec{Subject: subject, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name, Key: "token"}}}
+	}
+	ref := func(n string) v1alpha1.LocalObjectReference { return v1alpha1.LocalObjectReference{Name: n} }
+	dur := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
+	every := dur(20 * time.Second)
+	return []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scenarioNamespace}},
+		secret("source", sourceToken), secret("alice", aliceToken), secret("mallory", malloryToken),
+		&v1alpha1.Corpus{
+			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "kb"},
+			Spec: v1alpha1.CorpusSpec{
+				Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
+					URL: env.ragtargetURL, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
+				Freshness: v1alpha1.Freshness{ExclusionSLO: &metav1.Duration{Duration: 30 * time.Second}},
+			},
+		},
+		persona("alice", "alice@example.com"), persona("mallory", "mallory@example.com"),
+		&v1alpha1.RevocationCanary{
+			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "alice-grant",
+				Annotations: map[string]string{v1alpha1.RunNowAnnotation: "first"}},
+			Spec: v1alpha1.RevocationCanarySpec{
+				Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &every}},
+				CanarySpec: v1alpha1.CanarySpec{
+					CorpusRef: ref("kb"), PersonaRef: ref("alice"),
+					ControlPersonaRefs: []v1alpha1.LocalObjectReference{ref("mallory")},
+					Probing: v1alpha1.Probing{
+						Interval: dur(300 * time.Millisecond), Confirmations: 2,
+						VisibilityTimeout: dur(30 * time.Second), ExclusionTimeout: dur(60 * time.Second),
+						Surfaces: []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer},
+					},
+				},
+			},
+		},
+		&v1alpha1.EvalSuite{
+			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "isolation",
+				Annotations: map[string]string{v1alpha1.RunNowAnnotation: "first"}},
+			Spec: v1alpha1.EvalSuiteSpec{
+				CorpusRef: ref("kb"), K: 5,
+				Cases: []v1alpha1.EvalCase{{
+					ID: "salaries", Question: "salary bands engineering", AskAnswer: true,
+					Expectations: []v1alpha1.Expectation{
+						{Persona: "alice", RelevantIDs: []string{"salaries#0"}, AllowedIDs: []string{"salaries#0", "handbook#0"}},
+						{Persona: "mallory", AllowedIDs: []string{"handbook#0"}, MustAbstain: true},
+					},
+				}},
+			},
+		},
+	}
+}
+
+// waitFor polls cond until it holds or the bounded timeout passes.
+func waitFor(timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		last = err
+		<-time.After(500 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not reached within %s (last error: %v)", what, timeout, last)
+}
