@@ -1,0 +1,432 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
+	"github.com/ragcanary/ragcanary/internal/ragtarget"
+)
+
+// crTarget is a real ragtarget behind a thin test gate over real HTTP. The
+// gate is how the test knows the ground truth: the ragtarget's ACL sync
+// never ticks on its own; the test runs it, so it knows exactly when a
+// revocation reached the index. It also records document deletions and
+// can make persona calls fail after the revocation (fault injection).
+type crTarget struct {
+	t   *testing.T
+	svc *ragtarget.Service
+	url string
+
+	// mu is held across every test-driven ACL sync and while a revocation
+	// request is noted, so no periodic sync can apply a revocation early.
+	mu      sync.Mutex
+	revoked bool
+	// syncStart and syncEnd bracket the one ACL sync that applied the revocation.
+	syncStart, syncEnd time.Time
+
+	failPersonaAfterRevoke bool
+	failing                atomic.Bool
+	deletedDocs            sync.Map // document ID → true
+}
+
+// startCRTarget serves cfg with ACL sync only when the test runs it. lag is
+// how long after the revocation request the ACL sync applying it runs.
+func startCRTarget(t *testing.T, cfg ragtarget.Config, lag time.Duration, failAfterRevoke bool) *crTarget {
+	t.Helper()
+	cfg.SourceToken = testSourceToken
+	cfg.Tokens = map[string]string{testAliceToken: "alice@example.com", testMalloryToken: "mallory@example.com"}
+	if cfg.ContentSyncInterval == 0 {
+		cfg.ContentSyncInterval = 200 * time.Millisecond
+	}
+	cfg.ACLSyncInterval = time.Hour
+	svc, err := ragtarget.New(cfg)
+	if err != nil {
+		t.Fatalf("starting ragtarget: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	svc.Start(ctx)
+	tg := &crTarget{t: t, svc: svc, failPersonaAfterRevoke: failAfterRevoke}
+	srv := httptest.NewServer(tg.gate(svc.Handler()))
+	tg.url = srv.URL
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tg.driveACLSync(ctx, lag)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		srv.Close()
+		_ = svc.Close()
+	})
+	return tg
+}
+
+func (tg *crTarget) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.Path
+		switch {
+		case r.Method == http.MethodDelete && strings.Contains(path, "/grants/"):
+			tg.mu.Lock()
+			tg.revoked = true
+			tg.mu.Unlock()
+			if tg.failPersonaAfterRevoke {
+				tg.failing.Store(true)
+			}
+		case r.Method == http.MethodDelete && strings.HasPrefix(path, "/v1/documents/"):
+			tg.deletedDocs.Store(strings.TrimPrefix(path, "/v1/documents/"), true)
+		case tg.failing.Load() && (path == "/v1/search" || path == "/v1/answer"):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"code":"unavailable","message":"injected"}`))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// driveACLSync syncs ACLs every 100ms until a revocation arrives, then
+// applies it once, lag later, recording when.
+func (tg *crTarget) driveACLSync(ctx context.Context, lag time.Duration) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var revokedSeen time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		tg.mu.Lock()
+		switch {
+		case !tg.revoked:
+			_ = tg.svc.SyncNow(ragtarget.SyncACL)
+		case revokedSeen.IsZero():
+			revokedSeen = time.Now()
+		case tg.syncStart.IsZero() && time.Since(revokedSeen) >= lag:
+			tg.syncStart = time.Now()
+			_ = tg.svc.SyncNow(ragtarget.SyncACL)
+			tg.syncEnd = time.Now()
+		}
+		tg.mu.Unlock()
+	}
+}
+
+func (tg *crTarget) appliedRevocation() (start, end time.Time) {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return tg.syncStart, tg.syncEnd
+}
+
+func (tg *crTarget) deleted(doc string) bool {
+	_, ok := tg.deletedDocs.Load(doc)
+	return ok
+}
+
+// crFixture creates the corpus, personas and credentials a run needs.
+func crFixture(t *testing.T, tg *crTarget) string {
+	t.Helper()
+	ns := newNamespace(t)
+	createSecret(t, ns, "source", "token", testSourceToken)
+	createSecret(t, ns, "alice-cred", "token", testAliceToken)
+	createSecret(t, ns, "mallory-cred", "token", testMalloryToken)
+	corpus := &v1alpha1.Corpus{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"},
+		Spec: v1alpha1.CorpusSpec{Driver: v1alpha1.Driver{
+			Type: v1alpha1.DriverHTTP,
+			HTTP: &v1alpha1.HTTPDriver{URL: tg.url, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}},
+		}},
+	}
+	crCreate(t, corpus)
+	for _, p := range []struct{ name, subject string }{{"alice", "alice@example.com"}, {"mallory", "mallory@example.com"}} {
+		crCreate(t, &v1alpha1.Persona{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name},
+			Spec: v1alpha1.PersonaSpec{Subject: p.subject,
+				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: p.name + "-cred", Key: "token"}},
+		})
+	}
+	return ns
+}
+
+func crCreate(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8sClient.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// crRun creates a run probing every 200ms with two confirmations.
+func crRun(t *testing.T, ns string, exclusionTimeout time.Duration, surfaces ...v1alpha1.Surface) *v1alpha1.CanaryRun {
+	t.Helper()
+	run := &v1alpha1.CanaryRun{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "run"},
+		Spec: v1alpha1.CanaryRunSpec{CanarySpec: v1alpha1.CanarySpec{
+			CorpusRef:          v1alpha1.LocalObjectReference{Name: "target"},
+			PersonaRef:         v1alpha1.LocalObjectReference{Name: "alice"},
+			ControlPersonaRefs: []v1alpha1.LocalObjectReference{{Name: "mallory"}},
+			ExclusionSLO:       &metav1.Duration{Duration: 30 * time.Second},
+			Revocation:         v1alpha1.Revocation{Method: v1alpha1.RevokeRemoveGrant},
+			// Durations are structs: a typed client sends them even when
+			// zero, so the CRD defaults never apply. Set them all.
+			Probing: v1alpha1.Probing{
+				Interval:          metav1.Duration{Duration: 200 * time.Millisecond},
+				Confirmations:     2,
+				VisibilityTimeout: metav1.Duration{Duration: 20 * time.Second},
+				ExclusionTimeout:  metav1.Duration{Duration: exclusionTimeout},
+				Surfaces:          surfaces,
+			},
+		}},
+	}
+	crCreate(t, run)
+	return run
+}
+
+func crGet(t *testing.T, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
+	t.Helper()
+	var got v1alpha1.CanaryRun
+	if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(run), &got); err != nil {
+		t.Fatalf("reading run: %v", err)
+	}
+	return &got
+}
+
+// crWaitDone waits until the run reached Succeeded or Failed.
+func crWaitDone(t *testing.T, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
+	t.Helper()
+	var got *v1alpha1.CanaryRun
+	eventually(t, "run finished", func() error {
+		got = crGet(t, run)
+		if !isTerminal(got.Status.Phase) {
+			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
+		}
+		return nil
+	})
+	return got
+}
+
+// crToken reads the canary token from the run's Secret.
+func crToken(t *testing.T, run *v1alpha1.CanaryRun) string {
+	t.Helper()
+	var s corev1.Secret
+	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Status.TokenSecretName}
+	if err := k8sClient.Get(context.Background(), key, &s); err != nil {
+		t.Fatalf("reading token Secret: %v", err)
+	}
+	if !metav1.IsControlledBy(&s, run) {
+		t.Errorf("token Secret is not owned by the run")
+	}
+	return string(s.Data[tokenSecretKey])
+}
+
+// crAssertNoToken checks the token appears neither in status nor in events.
+func crAssertNoToken(t *testing.T, run *v1alpha1.CanaryRun) {
+	t.Helper()
+	token := crToken(t, run)
+	if len(token) < 16 {
+		t.Fatalf("token %d characters long, want a random token", len(token))
+	}
+	status, err := json.Marshal(run.Status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(status), token) {
+		t.Error("the canary token appears in status")
+	}
+	if run.Status.TokenHash == "" || strings.Contains(token, run.Status.TokenHash) {
+		t.Errorf("tokenHash %q is empty or part of the token", run.Status.TokenHash)
+	}
+	var list eventsv1.EventList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(run.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if strings.Contains(e.Note, token) {
+			t.Errorf("event %s carries the canary token", e.Reason)
+		}
+	}
+}
+
+func crSurface(t *testing.T, run *v1alpha1.CanaryRun, s v1alpha1.Surface) v1alpha1.SurfaceMeasurement {
+	t.Helper()
+	for _, m := range run.Status.Surfaces {
+		if m.Surface == s {
+			return m
+		}
+	}
+	t.Fatalf("no %s measurement in status", s)
+	return v1alpha1.SurfaceMeasurement{}
+}
+
+// TestCanaryRunMeasuresExclusion drives a run against a ragtarget whose
+// revocation reaches the index 2s after the request, at a moment the test
+// controls, and checks the measured interval contains that moment.
+func TestCanaryRunMeasuresExclusion(t *testing.T) {
+	tg := startCRTarget(t, ragtarget.Config{}, 2*time.Second, false)
+	ns := crFixture(t, tg)
+	run := crRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer)
+
+	got := crWaitDone(t, run)
+	if got.Status.Phase != v1alpha1.PhaseSucceeded || got.Status.Verdict != v1alpha1.VerdictSLOMet {
+		t.Fatalf("phase %s verdict %s (%s), want Succeeded SLOMet", got.Status.Phase, got.Status.Verdict, got.Status.Message)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, ConditionComplete); c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(v1alpha1.VerdictSLOMet) {
+		t.Errorf("Complete condition %+v", c)
+	}
+	if got.Status.DocumentID != "rc-"+string(got.UID) || got.Status.TimeToVisibility == nil || got.Status.IsolationViolations != 0 {
+		t.Errorf("documentID %q ttv %v violations %d", got.Status.DocumentID, got.Status.TimeToVisibility, got.Status.IsolationViolations)
+	}
+	s, e := tg.appliedRevocation()
+	if s.IsZero() {
+		t.Fatal("the revocation was never applied by the test's ACL sync")
+	}
+	req, ack := got.Status.RevokeRequestedTime.Time, got.Status.RevokeAcknowledgedTime.Time
+	for _, surface := range []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer} {
+		m := crSurface(t, got, surface)
+		if !m.Excluded || m.Bounds == nil || m.Bounds.Lower == nil || m.Bounds.Upper == nil {
+			t.Fatalf("%s: not excluded with both bounds: %+v", surface, m)
+		}
+		lower, upper := m.Bounds.Lower.Duration, m.Bounds.Upper.Duration
+		t.Logf("%s: applied [%s, %s] after request; measured lower %s (from ack %s) upper %s; probes %+v",
+			surface, s.Sub(req), e.Sub(req), lower, ack.Sub(req), upper, m.Probes)
+		// Exclusion happened inside [s, e]. Status rounds the request time
+		// down and the acknowledgement up, so ack+lower is the last
+		// positive probe's start and req+upper the first negative's end.
+		if ack.Add(lower).After(e) {
+			t.Errorf("%s: lower bound %s puts exclusion after the ACL sync ended", surface, lower)
+		}
+		if req.Add(upper).Before(s) {
+			t.Errorf("%s: upper bound %s puts exclusion before the ACL sync started", surface, upper)
+		}
+		// And the interval is tight: within about one probe round either side.
+		if ack.Add(lower).Before(s.Add(-time.Second)) || req.Add(upper).After(e.Add(1500*time.Millisecond)) {
+			t.Errorf("%s: interval [%s, %s] is loose around the sync at %s", surface, lower, upper, s.Sub(req))
+		}
+		if m.Probes.Positive == 0 || m.Probes.Negative < 2 || m.Reappearances != 0 {
+			t.Errorf("%s: probe counts %+v reappearances %d", surface, m.Probes, m.Reappearances)
+		}
+	}
+	if controllerutil.ContainsFinalizer(got, CanaryRunFinalizer) {
+		t.Error("finalizer kept after cleanup")
+	}
+	if !tg.deleted(got.Status.DocumentID) {
+		t.Error("the canary document was not deleted during CleaningUp")
+	}
+	crAssertNoToken(t, got)
+}
+
+// TestCanaryRunTargetFailingIsNeverExcluded: after the revocation every
+// persona call fails. The content really is excluded at the target, but
+// ragcanary could not observe it: errors must never count as absences.
+func TestCanaryRunTargetFailingIsNeverExcluded(t *testing.T) {
+	tg := startCRTarget(t, ragtarget.Config{}, 0, true)
+	ns := crFixture(t, tg)
+	run := crRun(t, ns, 3*time.Second, v1alpha1.SurfaceSearch)
+
+	got := crWaitDone(t, run)
+	if got.Status.Verdict == v1alpha1.VerdictSLOMet || got.Status.Verdict != v1alpha1.VerdictInconclusive {
+		t.Fatalf("verdict %s (%s), want Inconclusive", got.Status.Verdict, got.Status.Message)
+	}
+	if got.Status.Phase != v1alpha1.PhaseFailed {
+		t.Errorf("phase %s, want Failed", got.Status.Phase)
+	}
+	m := crSurface(t, got, v1alpha1.SurfaceSearch)
+	if m.Excluded || m.Probes.Errors == 0 || m.Probes.Negative != 0 || (m.Bounds != nil && m.Bounds.Upper != nil) {
+		t.Errorf("measurement %+v: want errors counted, no negatives, no upper bound", m)
+	}
+	if !tg.deleted(got.Status.DocumentID) {
+		t.Error("cleanup did not run after an inconclusive run")
+	}
+}
+
+// TestCanaryRunIsolationViolation: a target that ignores access lists shows
+// the canary to the control persona, which outranks any timing result.
+func TestCanaryRunIsolationViolation(t *testing.T) {
+	tg := startCRTarget(t, ragtarget.Config{FilterMode: ragtarget.FilterNone}, 0, false)
+	ns := crFixture(t, tg)
+	run := crRun(t, ns, 2*time.Second, v1alpha1.SurfaceSearch)
+
+	got := crWaitDone(t, run)
+	if got.Status.Verdict != v1alpha1.VerdictIsolationViolation || got.Status.IsolationViolations == 0 {
+		t.Fatalf("verdict %s violations %d (%s), want IsolationViolation", got.Status.Verdict, got.Status.IsolationViolations, got.Status.Message)
+	}
+	eventually(t, "IsolationViolation event", func() error {
+		var list eventsv1.EventList
+		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(list.Items, func(e eventsv1.Event) bool {
+			return e.Reason == string(v1alpha1.VerdictIsolationViolation) && e.Type == "Warning"
+		}) {
+			return fmt.Errorf("no IsolationViolation warning among %d events", len(list.Items))
+		}
+		return nil
+	})
+	crAssertNoToken(t, got)
+}
+
+// TestCanaryRunDeletedMidFlightRemovesDocument: a run deleted while it
+// waits for visibility revokes and deletes its document before it goes.
+func TestCanaryRunDeletedMidFlightRemovesDocument(t *testing.T) {
+	// Content never syncs on its own: the run stays in AwaitingVisibility.
+	tg := startCRTarget(t, ragtarget.Config{ContentSyncInterval: time.Hour}, 0, false)
+	ns := crFixture(t, tg)
+	run := crRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch)
+
+	var doc string
+	eventually(t, "awaiting visibility with a finalizer", func() error {
+		got := crGet(t, run)
+		if got.Status.Phase != v1alpha1.PhaseAwaitingVisibility || !controllerutil.ContainsFinalizer(got, CanaryRunFinalizer) {
+			return fmt.Errorf("phase %q finalizers %v", got.Status.Phase, got.Finalizers)
+		}
+		doc = got.Status.DocumentID
+		return nil
+	})
+	if err := k8sClient.Delete(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "run deleted", func() error {
+		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(run), &v1alpha1.CanaryRun{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still present: %v", err)
+	})
+	if !tg.deleted(doc) {
+		t.Fatal("the finalizer did not delete the canary document")
+	}
+	// Had the document survived, alice (granted) would see it once content syncs.
+	if err := tg.svc.SyncNow(ragtarget.SyncContent); err != nil {
+		t.Fatal(err)
+	}
+	d, err := httpdriver.New(httpdriver.Config{BaseURL: tg.url, SourceToken: testSourceToken, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := d.Search(context.Background(), driver.Token(testAliceToken), "ragcanary revocation canary", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(hits, func(h driver.Hit) bool { return h.DocumentID == doc }) {
+		t.Error("the canary document is still retrievable after the run was deleted")
+	}
+}
