@@ -18,13 +18,22 @@ type laggingReplica struct {
 	clock  clock.WithDelayedExecution
 	logger *slog.Logger
 
+	// onApplied invalidates answers a lagging replica may have fed into the
+	// shared cache while it still served the old state.
+	onApplied func(affected map[string]struct{})
+
 	mu      sync.Mutex
-	pending []change
+	pending []pendingChange
 }
 
-func (l *laggingReplica) enqueue(ch change) {
+type pendingChange struct {
+	ch       change
+	affected map[string]struct{}
+}
+
+func (l *laggingReplica) enqueue(ch change, affected map[string]struct{}) {
 	l.mu.Lock()
-	l.pending = append(l.pending, ch)
+	l.pending = append(l.pending, pendingChange{ch: ch, affected: affected})
 	l.mu.Unlock()
 	// The callback may run under a fake clock's lock, so the work happens in
 	// its own goroutine.
@@ -37,11 +46,14 @@ func (l *laggingReplica) applyOldest() {
 	if len(l.pending) == 0 {
 		return
 	}
-	ch := l.pending[0]
-	if err := l.apply(ch); err != nil {
+	next := l.pending[0]
+	if err := l.apply(next.ch); err != nil {
 		l.logger.Error("replica apply failed", "error", err)
 	}
 	l.pending = l.pending[1:]
+	if l.onApplied != nil {
+		l.onApplied(next.affected)
+	}
 }
 
 // backlog is the number of changes not yet applied.

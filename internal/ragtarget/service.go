@@ -71,7 +71,7 @@ func (s *Service) buildReplicas() error {
 		}
 		s.replicas = append(s.replicas, r)
 		if i > 0 {
-			s.lagging = append(s.lagging, &laggingReplica{replica: r, lag: s.cfg.ReplicaLag, clock: s.cfg.Clock, logger: s.cfg.Logger})
+			s.lagging = append(s.lagging, &laggingReplica{replica: r, lag: s.cfg.ReplicaLag, clock: s.cfg.Clock, logger: s.cfg.Logger, onApplied: s.invalidateCache})
 		}
 	}
 	return nil

@@ -26,7 +26,8 @@ type indexer struct {
 	lagging           []*laggingReplica
 	chunkWords        int
 	groupsAtQueryTime bool
-	// onApplied is told which principals' visible content changed on the primary.
+	// onApplied is told which principals' visible content changed whenever the
+	// primary or a lagging replica applies a change.
 	onApplied func(affected map[string]struct{})
 
 	contentSyncs atomic.Uint64
@@ -130,7 +131,7 @@ func (ix *indexer) publish(ch change) error {
 		ix.onApplied(affected)
 	}
 	for _, l := range ix.lagging {
-		l.enqueue(ch)
+		l.enqueue(ch, affected)
 	}
 	return nil
 }
