@@ -73,7 +73,10 @@ func (b *Builder) ForCorpus(ctx context.Context, corpus *v1alpha1.Corpus) (drive
 			BaseURL:     spec.HTTP.URL,
 			SourceToken: string(token),
 			Timeout:     Timeout(corpus),
-			Retries:     2,
+			// No driver-level retries: a retried probe would stretch the
+			// probe's [start, end] window and widen every measured bound.
+			// Lifecycle steps are retried by the controllers' own backoff.
+			Retries: 0,
 		})
 	default:
 		return nil, &ConfigError{Reason: ReasonDriverUnsupported,
