@@ -59,6 +59,16 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 				Clock: opts.Clock, Probes: opts.Probes, Heartbeat: opts.ProbeHeartbeat,
 				Recorder: mgr.GetEventRecorder("canaryrun-controller")}).SetupWithManager(mgr)
 		},
+		func() error {
+			return (&EvalSuiteReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock,
+				Recorder: mgr.GetEventRecorder("evalsuite-controller")}).SetupWithManager(mgr)
+		},
+		func() error {
+			// Suites draw from the same per-corpus limiters as the canary probes.
+			return (&SuiteRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Drivers: opts.Drivers,
+				Limiters: opts.Probes.Limiters(), Clock: opts.Clock,
+				Recorder: mgr.GetEventRecorder("suiterun-controller")}).SetupWithManager(mgr)
+		},
 	}
 	for _, setup := range setups {
 		if err := setup(); err != nil {

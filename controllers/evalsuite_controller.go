@@ -1,0 +1,354 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/metrics"
+	"github.com/ragcanary/ragcanary/internal/schedule"
+	"github.com/ragcanary/ragcanary/internal/suite"
+)
+
+// LabelSuite on a SuiteRun and its report ConfigMap names the EvalSuite
+// (schedule.LabelValue of the name). Listing also checks the controller
+// owner reference, so the label only narrows the query.
+const LabelSuite = "ragcanary.dev/suite"
+
+// ConditionPassed on an EvalSuite reports its latest finished run; on a
+// SuiteRun, whether the run passed.
+const ConditionPassed = "Passed"
+
+// Reasons on EvalSuite and SuiteRun conditions and events.
+const (
+	// ReasonOnDemand: the suite has no schedule and runs only on run-now.
+	ReasonOnDemand = "OnDemand"
+	// ReasonSuitePassed: every gate passed and every execution got a reply.
+	ReasonSuitePassed = "SuitePassed"
+	// ReasonSuiteFailed: the run finished and did not pass.
+	ReasonSuiteFailed = "SuiteFailed"
+	// ReasonDisclosureDetected: a persona got evidence outside its allowed set.
+	ReasonDisclosureDetected = "DisclosureDetected"
+	// ReasonProbeErrors: some executions got no usable reply, so the run
+	// cannot claim a pass.
+	ReasonProbeErrors = "ProbeErrors"
+	// ReasonGatesFailed: a quality or citation gate failed.
+	ReasonGatesFailed = "GatesFailed"
+)
+
+// Field indexes on EvalSuite, so a Corpus or case ConfigMap appearing or
+// changing re-evaluates the suites that reference it.
+const (
+	suiteCorpusIndex    = "evalsuite.spec.corpusRef.name"
+	suiteConfigMapIndex = "evalsuite.spec.caseSources.configMapRef.name"
+)
+
+// EvalSuiteReconciler creates SuiteRuns on an EvalSuite's schedule or on
+// request, keeps the run history bounded and summarises the latest finished
+// run. It validates the cases (the same loader the runs use) so a suite
+// that cannot run says why instead of producing failed runs.
+type EvalSuiteReconciler struct {
+	client.Client
+	// APIReader lists runs straight from the API server (see listChildRuns).
+	APIReader client.Reader
+	// Clock decides when runs are due; tests replace it.
+	Clock clock.PassiveClock
+	// Recorder emits events on transitions only.
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=evalsuites,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=evalsuites/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=suiteruns,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=corpora;personas,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile evaluates one EvalSuite and writes its status once.
+func (r *EvalSuiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var s v1alpha1.EvalSuite
+	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			// Gone: runs are garbage collected with it; drop its series.
+			metrics.ForgetSuite(req.Namespace, req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !s.DeletionTimestamp.IsZero() {
+		metrics.ForgetSuite(s.Namespace, s.Name)
+		return ctrl.Result{}, nil
+	}
+	before := s.DeepCopy()
+	result, err := r.reconcileSuite(ctx, &s)
+	if err == nil {
+		s.Status.ObservedGeneration = s.Generation
+	}
+	patchErr := patchStatus(ctx, r.Client, before, &s, before.Status, s.Status)
+	return result, errors.Join(err, patchErr)
+}
+
+// reconcileSuite runs the steps in order. Observing and pruning runs come
+// first because they do not depend on the spec being usable: a suite with
+// broken cases still reports its last result.
+func (r *EvalSuiteReconciler) reconcileSuite(ctx context.Context, s *v1alpha1.EvalSuite) (ctrl.Result, error) {
+	runs, err := listChildRuns(ctx, r.APIReader, &v1alpha1.SuiteRunList{}, s, LabelSuite, describeSuiteRun)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	observeSuiteRuns(s, runs)
+	sched := runScheduler{client: r.Client, recorder: r.Recorder, now: r.Clock.Now()}
+	if err := sched.prune(ctx, runs, s.Spec.SuccessfulRunsHistoryLimit, s.Spec.FailedRunsHistoryLimit); err != nil {
+		return ctrl.Result{}, err
+	}
+	parsed, ready, err := r.readiness(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	meta.SetStatusCondition(&s.Status.Conditions, ready)
+	if ready.Status != metav1.ConditionTrue {
+		// The user must fix the spec, a ConfigMap or a reference; the
+		// watches bring the suite back. No requeue, so no hot loop.
+		log.FromContext(ctx).Info("suite not ready", "reason", ready.Reason)
+		return ctrl.Result{}, nil
+	}
+	return sched.schedule(ctx, suiteParent(s, parsed), runs, func(planned *schedule.Run) client.Object {
+		return newSuiteRun(s, planned)
+	})
+}
+
+// describeSuiteRun tells the shared scheduling code about one SuiteRun.
+// Success is a passed run, matching successfulRunsHistoryLimit.
+func describeSuiteRun(obj client.Object) childRun {
+	run := obj.(*v1alpha1.SuiteRun)
+	return childRun{
+		obj:        run,
+		finished:   suiteRunFinished(run),
+		succeeded:  run.Status.Phase == v1alpha1.SuiteRunSucceeded,
+		completion: completionOr(run.Status.CompletionTime, run),
+	}
+}
+
+func suiteRunFinished(run *v1alpha1.SuiteRun) bool {
+	return run.Status.Phase == v1alpha1.SuiteRunSucceeded || run.Status.Phase == v1alpha1.SuiteRunFailed
+}
+
+// suiteParent adapts the suite to the shared scheduler. Suites never
+// overlap runs: Forbid is their fixed policy.
+func suiteParent(s *v1alpha1.EvalSuite, sched *schedule.Schedule) scheduledParent {
+	return scheduledParent{
+		obj:       s,
+		sched:     sched,
+		suspended: ptrTrue(s.Spec.Suspend),
+		policy:    v1alpha1.ForbidConcurrent,
+		status: schedulingStatus{
+			active:           &s.Status.Active,
+			lastScheduleTime: &s.Status.LastScheduleTime,
+			nextScheduleTime: &s.Status.NextScheduleTime,
+			lastRunNowToken:  &s.Status.LastRunNowToken,
+		},
+	}
+}
+
+// newSuiteRun builds a run of the suite. The run reads the suite's cases
+// when it starts.
+func newSuiteRun(s *v1alpha1.EvalSuite, planned *schedule.Run) *v1alpha1.SuiteRun {
+	return &v1alpha1.SuiteRun{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      planned.Name,
+			Namespace: s.Namespace,
+			Labels:    map[string]string{LabelSuite: schedule.LabelValue(s.Name)},
+		},
+		Spec: v1alpha1.SuiteRunSpec{SuiteRef: v1alpha1.LocalObjectReference{Name: s.Name}},
+	}
+}
+
+// observeSuiteRuns recomputes status.active, status.lastRun and the Passed
+// condition from the runs.
+func observeSuiteRuns(s *v1alpha1.EvalSuite, runs childRuns) {
+	s.Status.Active = runs.activeRefs()
+	if latest, ok := runs.newest().(*v1alpha1.SuiteRun); ok && latest != nil && suiteSummaryOutdated(latest, s.Status.LastRun) {
+		s.Status.LastRun = summariseSuiteRun(latest)
+	}
+	meta.SetStatusCondition(&s.Status.Conditions, suitePassedCondition(s.Status.LastRun, s.Generation))
+}
+
+// suiteSummaryOutdated reports whether run should replace the summary. The
+// summary outlives its run (a history limit of 0 deletes it), so an older
+// run never overwrites a newer summary.
+func suiteSummaryOutdated(run *v1alpha1.SuiteRun, summary *v1alpha1.SuiteRunSummary) bool {
+	if summary == nil || summary.Name == run.Name || summary.CompletionTime == nil {
+		return true
+	}
+	return !completionOr(run.Status.CompletionTime, run).Before(summary.CompletionTime.Time)
+}
+
+func summariseSuiteRun(run *v1alpha1.SuiteRun) *v1alpha1.SuiteRunSummary {
+	return &v1alpha1.SuiteRunSummary{
+		Name:           run.Name,
+		Passed:         run.Status.Phase == v1alpha1.SuiteRunSucceeded,
+		Disclosures:    run.Status.Disclosures,
+		CompletionTime: run.Status.CompletionTime.DeepCopy(),
+	}
+}
+
+// suitePassedCondition: Unknown before any run finished, then the latest
+// finished run's verdict.
+func suitePassedCondition(last *v1alpha1.SuiteRunSummary, generation int64) metav1.Condition {
+	c := metav1.Condition{Type: ConditionPassed, ObservedGeneration: generation}
+	switch {
+	case last == nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonNoRunFinished, "no suite run has finished yet"
+	case last.Passed:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonSuitePassed, fmt.Sprintf("run %s passed every gate", last.Name)
+	default:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonSuiteFailed
+		c.Message = fmt.Sprintf("run %s did not pass (%d disclosures); see its status and report", last.Name, last.Disclosures)
+	}
+	return c
+}
+
+// readiness parses the schedule and resolves the cases and references with
+// the same loader the runs use. A problem the user must fix is a False
+// condition, not an error.
+func (r *EvalSuiteReconciler) readiness(ctx context.Context, s *v1alpha1.EvalSuite) (*schedule.Schedule, metav1.Condition, error) {
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: s.Generation, Status: metav1.ConditionFalse}
+	var sched *schedule.Schedule
+	if s.Spec.Schedule != nil {
+		parsed, err := schedule.Parse(*s.Spec.Schedule)
+		var invalid *schedule.InvalidError
+		if errors.As(err, &invalid) {
+			cond.Reason, cond.Message = ReasonInvalidSchedule, invalid.Message
+			return nil, cond, nil
+		}
+		sched = &parsed
+	}
+	if _, err := suite.Resolve(ctx, r.Client, s); err != nil {
+		return nil, cond, userProblem(err, &cond)
+	}
+	if _, err := suite.ParseGates(s.Spec.Gates); err != nil {
+		return nil, cond, userProblem(err, &cond)
+	}
+	cond.Status = metav1.ConditionTrue
+	switch {
+	case ptrTrue(s.Spec.Suspend):
+		cond.Reason, cond.Message = ReasonSuspended, "the suite is suspended: no new runs are created"
+	case sched == nil:
+		cond.Reason, cond.Message = ReasonOnDemand, fmt.Sprintf("no schedule: set the %s annotation to run", v1alpha1.RunNowAnnotation)
+	default:
+		cond.Reason, cond.Message = ReasonScheduled, fmt.Sprintf("runs are scheduled by %s", sched)
+	}
+	return sched, cond, nil
+}
+
+// userProblem copies a *suite.Problem into cond and returns nil, or returns
+// any other (transient) error unchanged.
+func userProblem(err error, cond *metav1.Condition) error {
+	var p *suite.Problem
+	if errors.As(err, &p) {
+		cond.Reason, cond.Message = p.Reason, truncateMessage(p.Message)
+		return nil
+	}
+	return err
+}
+
+// maxConditionMessage keeps messages well inside the API's 32 KiB limit.
+const maxConditionMessage = 1024
+
+func truncateMessage(s string) string {
+	if len(s) <= maxConditionMessage {
+		return s
+	}
+	return s[:maxConditionMessage-3] + "..."
+}
+
+// SetupWithManager registers the controller. The suite is reconciled on
+// spec and annotation (run-now) changes, not its own status writes; on its
+// runs changing phase; on a case ConfigMap changing; and on a Corpus or
+// Persona appearing or disappearing.
+func (r *EvalSuiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := r.indexReferences(mgr); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.EvalSuite{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&v1alpha1.SuiteRun{}, builder.WithPredicates(suiteRunPhaseChanged())).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.suitesFor(suiteConfigMapIndex))).
+		Watches(&v1alpha1.Corpus{}, handler.EnqueueRequestsFromMapFunc(r.suitesFor(suiteCorpusIndex)),
+			builder.WithPredicates(existenceChanged())).
+		// Personas named inside ConfigMaps cannot be indexed, so a Persona
+		// re-evaluates every suite in its namespace; they are few.
+		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(r.suitesFor("")),
+			builder.WithPredicates(existenceChanged())).
+		Named("evalsuite").
+		Complete(r)
+}
+
+func (r *EvalSuiteReconciler) indexReferences(mgr ctrl.Manager) error {
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(context.Background(), &v1alpha1.EvalSuite{}, suiteCorpusIndex,
+		func(o client.Object) []string {
+			return []string{o.(*v1alpha1.EvalSuite).Spec.CorpusRef.Name}
+		}); err != nil {
+		return err
+	}
+	return indexer.IndexField(context.Background(), &v1alpha1.EvalSuite{}, suiteConfigMapIndex,
+		func(o client.Object) []string {
+			var names []string
+			for _, src := range o.(*v1alpha1.EvalSuite).Spec.CaseSources {
+				names = append(names, src.ConfigMapRef.Name)
+			}
+			return names
+		})
+}
+
+// suitesFor maps an object to the suites in its namespace that reference it
+// through index, or to every suite there when index is "".
+func (r *EvalSuiteReconciler) suitesFor(index string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []ctrl.Request {
+		opts := []client.ListOption{client.InNamespace(obj.GetNamespace())}
+		if index != "" {
+			opts = append(opts, client.MatchingFields{index: obj.GetName()})
+		}
+		var list v1alpha1.EvalSuiteList
+		if err := r.List(ctx, &list, opts...); err != nil {
+			log.FromContext(ctx).Error(err, "listing suites for a reference", "index", index)
+			return nil
+		}
+		reqs := make([]ctrl.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	}
+}
+
+// suiteRunPhaseChanged passes run updates that change the phase or start a
+// deletion.
+func suiteRunPhaseChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldRun, okOld := e.ObjectOld.(*v1alpha1.SuiteRun)
+			newRun, okNew := e.ObjectNew.(*v1alpha1.SuiteRun)
+			if !okOld || !okNew {
+				return true
+			}
+			return oldRun.Status.Phase != newRun.Status.Phase ||
+				oldRun.DeletionTimestamp.IsZero() != newRun.DeletionTimestamp.IsZero()
+		},
+	}
+}

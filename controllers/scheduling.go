@@ -1,0 +1,278 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/schedule"
+)
+
+// This file is the CronJob-like machinery shared by the scheduling kinds
+// (RevocationCanary → CanaryRun, EvalSuite → SuiteRun): listing a parent's
+// runs, pruning history, and acting on the pure decisions of
+// internal/schedule. Each kind supplies only what differs: how to read a
+// run's phase and how to build a new run.
+
+// childRun is what scheduling needs to know about one run of any kind.
+type childRun struct {
+	obj client.Object
+	// finished runs count against history limits; others are active.
+	finished bool
+	// succeeded selects the successful or the failed history limit.
+	succeeded bool
+	// completion orders finished runs; the creation time when unrecorded.
+	completion time.Time
+}
+
+// childRuns are a parent's runs, split by whether they finished.
+type childRuns struct {
+	// active runs, oldest first.
+	active []childRun
+	// finished runs, in no particular order.
+	finished []childRun
+	// lastScheduled is the newest scheduled-time annotation among them.
+	lastScheduled time.Time
+}
+
+// listChildRuns lists, straight from the API server, the runs that owner
+// controls. The cache may not yet hold a run this controller just created,
+// and "no overlapping runs" must not start a second one because of that lag.
+// The label only narrows the query; the controller reference decides.
+func listChildRuns(ctx context.Context, reader client.Reader, list client.ObjectList, owner client.Object,
+	label string, describe func(client.Object) childRun) (childRuns, error) {
+	if err := reader.List(ctx, list, client.InNamespace(owner.GetNamespace()),
+		client.MatchingLabels{label: schedule.LabelValue(owner.GetName())}); err != nil {
+		return childRuns{}, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return childRuns{}, err
+	}
+	var runs childRuns
+	for _, item := range items {
+		obj, ok := item.(client.Object)
+		if !ok || !metav1.IsControlledBy(obj, owner) {
+			continue
+		}
+		runs.add(describe(obj))
+	}
+	slices.SortFunc(runs.active, func(a, b childRun) int {
+		if c := a.obj.GetCreationTimestamp().Compare(b.obj.GetCreationTimestamp().Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.obj.GetName(), b.obj.GetName())
+	})
+	return runs, nil
+}
+
+func (r *childRuns) add(run childRun) {
+	if t, err := time.Parse(time.RFC3339, run.obj.GetAnnotations()[AnnotationScheduledTime]); err == nil && t.After(r.lastScheduled) {
+		r.lastScheduled = t
+	}
+	if run.finished {
+		r.finished = append(r.finished, run)
+	} else {
+		r.active = append(r.active, run)
+	}
+}
+
+// activeRefs names the active runs, keeping the newest that fit status.
+func (r childRuns) activeRefs() []v1alpha1.LocalObjectReference {
+	active := r.active
+	if len(active) > maxActiveInStatus {
+		active = active[len(active)-maxActiveInStatus:]
+	}
+	var refs []v1alpha1.LocalObjectReference
+	for _, run := range active {
+		refs = append(refs, v1alpha1.LocalObjectReference{Name: run.obj.GetName()})
+	}
+	return refs
+}
+
+// newest is the finished run that completed last, or nil.
+func (r childRuns) newest() client.Object {
+	var newest *childRun
+	for i := range r.finished {
+		run := &r.finished[i]
+		if newest == nil || run.completion.After(newest.completion) ||
+			(run.completion.Equal(newest.completion) && run.obj.GetName() > newest.obj.GetName()) {
+			newest = run
+		}
+	}
+	if newest == nil {
+		return nil
+	}
+	return newest.obj
+}
+
+// completionOr is a run's recorded completion time, or its creation time
+// for a run that finished without recording when.
+func completionOr(completion *metav1.Time, obj client.Object) time.Time {
+	if completion != nil {
+		return completion.Time
+	}
+	return obj.GetCreationTimestamp().Time
+}
+
+// schedulingStatus points at the status fields every scheduling kind has.
+type schedulingStatus struct {
+	active           *[]v1alpha1.LocalObjectReference
+	lastScheduleTime **metav1.Time
+	nextScheduleTime **metav1.Time
+	lastRunNowToken  *string
+}
+
+// scheduledParent is a scheduling object as the shared code sees it.
+type scheduledParent struct {
+	obj client.Object
+	// sched is nil when runs are only created on request (run-now).
+	sched     *schedule.Schedule
+	suspended bool
+	policy    v1alpha1.ConcurrencyPolicy
+	jitter    time.Duration
+	status    schedulingStatus
+}
+
+// runScheduler acts on scheduling decisions for one kind of parent.
+type runScheduler struct {
+	client   client.Client
+	recorder events.EventRecorder
+	now      time.Time
+}
+
+// prune deletes finished runs beyond the history limits.
+func (s runScheduler) prune(ctx context.Context, runs childRuns, successfulLimit, failedLimit *int32) error {
+	byName := make(map[string]client.Object, len(runs.finished))
+	candidates := make([]schedule.FinishedRun, 0, len(runs.finished))
+	for _, run := range runs.finished {
+		byName[run.obj.GetName()] = run.obj
+		candidates = append(candidates, schedule.FinishedRun{
+			Name: run.obj.GetName(), CompletionTime: run.completion, Succeeded: run.succeeded,
+		})
+	}
+	for _, name := range schedule.Prune(candidates, historyLimit(successfulLimit), historyLimit(failedLimit)) {
+		if err := s.deleteChild(ctx, byName[name]); err != nil {
+			return err
+		}
+		log.FromContext(ctx).V(1).Info("pruned run", "run", name)
+	}
+	return nil
+}
+
+// historyLimit applies the CRD default to objects stored before it existed.
+func historyLimit(limit *int32) int32 {
+	if limit == nil {
+		return defaultHistoryLimit
+	}
+	return *limit
+}
+
+// deleteChild deletes a run; one already gone or going is fine.
+func (s runScheduler) deleteChild(ctx context.Context, obj client.Object) error {
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	return client.IgnoreNotFound(s.client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+}
+
+// schedule decides with the pure schedule package and acts on it: replace
+// active runs, create the due run (built by build), record what it
+// consumed and when to come back.
+func (s runScheduler) schedule(ctx context.Context, p scheduledParent, runs childRuns,
+	build func(*schedule.Run) client.Object) (ctrl.Result, error) {
+	plan := schedule.Decide(s.input(p, runs))
+	logger := log.FromContext(ctx)
+	if plan.Missed.Skipped > 0 {
+		logger.Info("skipped missed schedule times", "skipped", plan.Missed.Skipped, "truncated", plan.Missed.Truncated)
+	}
+	if plan.Blocked != schedule.NotBlocked {
+		logger.V(1).Info("due run held back", "blocked", plan.Blocked)
+	}
+	if plan.ReplaceActive {
+		for _, run := range runs.active {
+			if err := s.deleteChild(ctx, run.obj); err != nil {
+				return ctrl.Result{}, err
+			}
+			logger.Info("replaced active run", "run", run.obj.GetName())
+		}
+	}
+	if plan.Create != nil {
+		if err := s.create(ctx, p, plan.Create, build(plan.Create)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	*p.status.nextScheduleTime = optionalTime(plan.NextTime)
+	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+}
+
+// input gathers the decision input. The last schedule time is the newer of
+// status and the runs' annotations: if status was lost or read stale, the
+// runs still say which time already ran.
+func (s runScheduler) input(p scheduledParent, runs childRuns) schedule.Input {
+	last := runs.lastScheduled
+	if t := *p.status.lastScheduleTime; t != nil && t.After(last) {
+		last = t.Time
+	}
+	return schedule.Input{
+		Parent:           p.obj.GetName(),
+		Key:              string(p.obj.GetUID()),
+		Schedule:         p.sched,
+		MaxJitter:        p.jitter,
+		Created:          p.obj.GetCreationTimestamp().Time,
+		LastScheduled:    last,
+		Now:              s.now,
+		Suspended:        p.suspended,
+		Policy:           p.policy,
+		Active:           len(runs.active),
+		RunNowAnnotation: p.obj.GetAnnotations()[v1alpha1.RunNowAnnotation],
+		LastRunNowToken:  *p.status.lastRunNowToken,
+	}
+}
+
+// create creates the planned run, owned by the parent, and records what it
+// consumed. The name is deterministic, so AlreadyExists means an earlier
+// reconcile created it: the run happened, only the status record was missing.
+func (s runScheduler) create(ctx context.Context, p scheduledParent, planned *schedule.Run, run client.Object) error {
+	if !planned.Scheduled.IsZero() {
+		annotations := run.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[AnnotationScheduledTime] = planned.Scheduled.UTC().Format(time.RFC3339)
+		run.SetAnnotations(annotations)
+	}
+	if err := controllerutil.SetControllerReference(p.obj, run, s.client.Scheme()); err != nil {
+		return err
+	}
+	err := s.client.Create(ctx, run)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		log.FromContext(ctx).V(1).Info("run already exists", "run", run.GetName())
+	case err != nil:
+		return err
+	default:
+		log.FromContext(ctx).Info("created run", "run", run.GetName())
+		s.recorder.Eventf(p.obj, run, corev1.EventTypeNormal, ReasonRunCreated, "CreateRun", "created run %s", run.GetName())
+		*p.status.active = appendActive(*p.status.active, run.GetName())
+	}
+	if !planned.Scheduled.IsZero() {
+		*p.status.lastScheduleTime = &metav1.Time{Time: planned.Scheduled}
+	}
+	if planned.RunNowToken != "" {
+		*p.status.lastRunNowToken = planned.RunNowToken
+	}
+	return nil
+}

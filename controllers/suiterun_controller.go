@@ -1,0 +1,141 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/corpusdriver"
+	"github.com/ragcanary/ragcanary/internal/probe"
+)
+
+// conditionRunComplete on a SuiteRun is True once the run finished, passed
+// or not. (The same type name as the CanaryRun's Complete condition.)
+const conditionRunComplete = "Complete"
+
+// Reasons on SuiteRun conditions.
+const (
+	// ReasonRunning: executions are in progress.
+	ReasonRunning = "Running"
+	// ReasonFinished: every execution was attempted and scored.
+	ReasonFinished = "Finished"
+	// ReasonSuiteNotFound: the run's suite does not exist.
+	ReasonSuiteNotFound = "SuiteNotFound"
+)
+
+// suiteNotFoundGrace is how long a run waits for its suite before failing:
+// a suite and a hand-written run applied together may arrive in any order.
+const suiteNotFoundGrace = 10 * time.Second
+
+// defaultSuiteRunWorkers is how many runs execute at once. Executions are
+// network-bound and every run draws from its corpus's shared rate limit.
+const defaultSuiteRunWorkers = 4
+
+// SuiteRunReconciler executes one SuiteRun: it loads the suite's cases,
+// asks every case as every persona through the corpus driver, scores the
+// replies with the scoring engine and records the verdict. A run is one
+// reconcile between two status writes (Running, then finished); after an
+// operator restart a Running run simply executes again, which is safe
+// because executions only read, and nothing was counted before the end.
+type SuiteRunReconciler struct {
+	client.Client
+	// APIReader reads Secrets and report ConfigMaps uncached.
+	APIReader client.Reader
+	Drivers   corpusdriver.Factory
+	// Limiters are the per-corpus rate limiters shared with the canary probes.
+	Limiters *probe.Limiters
+	// Clock stamps start and completion times.
+	Clock    clock.PassiveClock
+	Recorder events.EventRecorder
+	// Workers bounds concurrently executing runs; defaultSuiteRunWorkers when zero.
+	Workers int
+}
+
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=suiteruns,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=suiteruns/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=evalsuites;corpora;personas,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile starts, executes and finishes one run.
+func (r *SuiteRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var run v1alpha1.SuiteRun
+	if err := r.Get(ctx, req.NamespacedName, &run); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !run.DeletionTimestamp.IsZero() || suiteRunFinished(&run) {
+		return ctrl.Result{}, nil
+	}
+	s, wait, err := r.suiteOf(ctx, &run)
+	if err != nil || wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, err
+	}
+	if err := r.start(ctx, &run); err != nil {
+		return ctrl.Result{}, err
+	}
+	var done *runOutcome
+	if s == nil {
+		done = failedOutcome(ReasonSuiteNotFound, "EvalSuite %q does not exist in namespace %q", run.Spec.SuiteRef.Name, run.Namespace)
+	} else if done, err = r.execute(ctx, &run, s); err != nil {
+		// Transient: nothing was recorded, so the retry starts afresh.
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.finish(ctx, &run, s, done)
+}
+
+// suiteOf reads the run's suite. A missing suite gets a grace period,
+// without any status write, then the run fails with SuiteNotFound (s nil).
+func (r *SuiteRunReconciler) suiteOf(ctx context.Context, run *v1alpha1.SuiteRun) (*v1alpha1.EvalSuite, time.Duration, error) {
+	var s v1alpha1.EvalSuite
+	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SuiteRef.Name}, &s)
+	if client.IgnoreNotFound(err) != nil {
+		return nil, 0, err
+	}
+	if err == nil {
+		return &s, 0, nil
+	}
+	if wait := run.CreationTimestamp.Add(suiteNotFoundGrace).Sub(r.Clock.Now()); wait > 0 && run.Status.Phase == "" {
+		log.FromContext(ctx).V(1).Info("waiting for the suite", "suite", run.Spec.SuiteRef.Name)
+		return nil, wait, nil
+	}
+	return nil, 0, nil
+}
+
+// start records that the run is executing, once: the start time cannot be
+// re-observed, so it is persisted before any execution.
+func (r *SuiteRunReconciler) start(ctx context.Context, run *v1alpha1.SuiteRun) error {
+	if run.Status.Phase == v1alpha1.SuiteRunRunning {
+		log.FromContext(ctx).Info("resuming suite run: executing again")
+		return nil
+	}
+	before := run.DeepCopy()
+	run.Status.Phase = v1alpha1.SuiteRunRunning
+	run.Status.StartTime = &metav1.Time{Time: r.Clock.Now()}
+	setRunCondition(run, conditionRunComplete, metav1.ConditionFalse, ReasonRunning, "executing the suite's cases")
+	return patchStatus(ctx, r.Client, before, run, before.Status, run.Status)
+}
+
+// SetupWithManager registers the controller. Runs are reconciled when
+// created (or listed again after a restart), not on their own status writes.
+func (r *SuiteRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	workers := r.Workers
+	if workers <= 0 {
+		workers = defaultSuiteRunWorkers
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.SuiteRun{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Named("suiterun").
+		Complete(r)
+}

@@ -1,0 +1,490 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
+	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/schedule"
+	"github.com/ragcanary/ragcanary/internal/suite"
+)
+
+// Principals the test ragtarget knows the personas by.
+const (
+	aliceSubject   = "alice@example.com"
+	mallorySubject = "mallory@example.com"
+)
+
+// Evidence planted in every suite test's ragtarget: alice may read both
+// documents, mallory only the handbook. Short bodies are one chunk each.
+const (
+	salaryChunk   = "salary#0"
+	handbookChunk = "handbook#0"
+)
+
+// suiteFixture is one test's ragtarget, corpus, personas and suite in a
+// fresh namespace.
+type suiteFixture struct {
+	t     *testing.T
+	ns    string
+	svc   *ragtarget.Service
+	suite *v1alpha1.EvalSuite
+	// created is the suite's creation time: schedules count from it.
+	created time.Time
+}
+
+// newSuiteFixture starts a ragtarget with cfg, plants the documents,
+// creates the corpus and personas, and the suite built by goldenSuite and
+// then mutate.
+func newSuiteFixture(t *testing.T, cfg ragtarget.Config, mutate func(*v1alpha1.EvalSuite)) *suiteFixture {
+	t.Helper()
+	f := &suiteFixture{t: t, ns: newNamespace(t)}
+	svc, url := startRagtarget(t, cfg)
+	f.svc = svc
+	f.plant(url)
+	createSecret(t, f.ns, "corpus-source", "token", testSourceToken)
+	createSecret(t, f.ns, "alice-cred", "token", testAliceToken)
+	createSecret(t, f.ns, "mallory-cred", "token", testMalloryToken)
+	f.create(&v1alpha1.Corpus{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "corpus"},
+		Spec: v1alpha1.CorpusSpec{
+			Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{URL: url,
+				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "corpus-source", Key: "token"}},
+				Timeout: &metav1.Duration{Duration: 5 * time.Second}},
+			RateLimit: v1alpha1.RateLimit{RequestsPerSecond: 200, Burst: 200},
+		},
+	})
+	f.createPersona("alice", aliceSubject)
+	f.createPersona("mallory", mallorySubject)
+	s := goldenSuite(f.ns)
+	if mutate != nil {
+		mutate(s)
+	}
+	scheduleClock.SetTime(time.Now())
+	f.create(s)
+	t.Cleanup(func() {
+		// Stop the suite so a later test moving the shared clock does not
+		// make it create runs.
+		_ = k8sClient.Delete(context.Background(), s)
+	})
+	f.suite, f.created = s, s.CreationTimestamp.UTC()
+	return f
+}
+
+// plant writes the documents through the http driver with the source
+// credential and syncs them into the index at once.
+func (f *suiteFixture) plant(url string) {
+	f.t.Helper()
+	d, err := httpdriver.New(httpdriver.Config{BaseURL: url, SourceToken: testSourceToken, Timeout: 5 * time.Second})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	docs := []driver.Document{
+		{ID: "salary", Title: "Salary bands", Body: "Salary bands for 2026: engineers earn between 100k and 200k.",
+			Principals: []string{aliceSubject}},
+		{ID: "handbook", Title: "Handbook", Body: "Vacation policy: employees receive twenty paid vacation days yearly.",
+			Principals: []string{aliceSubject, mallorySubject}},
+	}
+	for _, doc := range docs {
+		if err := d.CreateDocument(context.Background(), doc); err != nil {
+			f.t.Fatalf("planting %s: %v", doc.ID, err)
+		}
+	}
+	for _, kind := range []ragtarget.SyncKind{ragtarget.SyncContent, ragtarget.SyncACL} {
+		if err := f.svc.SyncNow(kind); err != nil {
+			f.t.Fatalf("syncing %s: %v", kind, err)
+		}
+	}
+}
+
+func (f *suiteFixture) create(obj client.Object) {
+	f.t.Helper()
+	if err := k8sClient.Create(context.Background(), obj); err != nil {
+		f.t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func (f *suiteFixture) createPersona(name, subject string) {
+	f.t.Helper()
+	f.create(&v1alpha1.Persona{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		Spec: v1alpha1.PersonaSpec{Subject: subject,
+			CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name + "-cred", Key: "token"}},
+	})
+}
+
+// goldenSuite asks about salaries (hr: alice answers, mallory must be
+// blocked, through the answer surface) and vacation (policy: both find the
+// handbook, search only). On demand only, no schedule.
+func goldenSuite(ns string) *v1alpha1.EvalSuite {
+	return &v1alpha1.EvalSuite{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "isolation"},
+		Spec: v1alpha1.EvalSuiteSpec{
+			CorpusRef:   v1alpha1.LocalObjectReference{Name: "corpus"},
+			K:           5,
+			Parallelism: 4,
+			Cases: []v1alpha1.EvalCase{
+				{ID: "salary-bands", Question: "What are the salary bands for engineers?", Stratum: "hr", AskAnswer: true,
+					Expectations: []v1alpha1.Expectation{
+						{Persona: "alice", RelevantIDs: []string{salaryChunk}, AllowedIDs: []string{salaryChunk, handbookChunk}},
+						{Persona: "mallory", AllowedIDs: []string{handbookChunk}, MustAbstain: true},
+					}},
+				{ID: "vacation", Question: "How many vacation days?", Stratum: "policy",
+					Expectations: []v1alpha1.Expectation{
+						{Persona: "alice", RelevantIDs: []string{handbookChunk}, AllowedIDs: []string{salaryChunk, handbookChunk}},
+						{Persona: "mallory", RelevantIDs: []string{handbookChunk}, AllowedIDs: []string{handbookChunk}},
+					}},
+			},
+		},
+	}
+}
+
+// runNow sets the run-now annotation to token.
+func (f *suiteFixture) runNow(token string) {
+	f.t.Helper()
+	f.patchSuite(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.RunNowAnnotation, token))
+}
+
+// poke changes an unrelated annotation so the controller reconciles now.
+func (f *suiteFixture) poke() {
+	f.t.Helper()
+	f.patchSuite(fmt.Sprintf(`{"metadata":{"annotations":{"test.ragcanary.dev/poke":%q}}}`, strconv.FormatInt(time.Now().UnixNano(), 10)))
+}
+
+func (f *suiteFixture) patchSuite(patch string) {
+	f.t.Helper()
+	if err := k8sClient.Patch(context.Background(), f.suite, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		f.t.Fatalf("patching suite: %v", err)
+	}
+}
+
+func (f *suiteFixture) getSuite() *v1alpha1.EvalSuite {
+	f.t.Helper()
+	var s v1alpha1.EvalSuite
+	if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(f.suite), &s); err != nil {
+		f.t.Fatalf("reading suite: %v", err)
+	}
+	return &s
+}
+
+// runs lists the suite's runs with the direct client.
+func (f *suiteFixture) runs() []v1alpha1.SuiteRun {
+	f.t.Helper()
+	var list v1alpha1.SuiteRunList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(f.ns)); err != nil {
+		f.t.Fatalf("listing runs: %v", err)
+	}
+	return list.Items
+}
+
+// waitFinishedRun waits until the named run finished and returns it.
+func (f *suiteFixture) waitFinishedRun(name string) *v1alpha1.SuiteRun {
+	f.t.Helper()
+	var run v1alpha1.SuiteRun
+	eventually(f.t, "run "+name+" finished", func() error {
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: name}, &run); err != nil {
+			return err
+		}
+		if !suiteRunFinished(&run) {
+			return fmt.Errorf("phase is %q", run.Status.Phase)
+		}
+		return nil
+	})
+	return &run
+}
+
+// runOnce asks for a run with token and returns it finished.
+func (f *suiteFixture) runOnce(token string) *v1alpha1.SuiteRun {
+	f.t.Helper()
+	f.runNow(token)
+	return f.waitFinishedRun(runNowName(f.suite.Name, token))
+}
+
+func runNowName(suiteName, token string) string {
+	return schedule.RunNowName(suiteName, token)
+}
+
+func personaRow(t *testing.T, run *v1alpha1.SuiteRun, persona, stratum string) v1alpha1.PersonaResult {
+	t.Helper()
+	for _, p := range run.Status.Personas {
+		if p.Persona == persona && p.Stratum == stratum {
+			return p
+		}
+	}
+	t.Fatalf("no persona row %s/%q in %+v", persona, stratum, run.Status.Personas)
+	return v1alpha1.PersonaResult{}
+}
+
+func requireCondition(t *testing.T, conds []metav1.Condition, condType string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	c := meta.FindStatusCondition(conds, condType)
+	if c == nil || c.Status != status || c.Reason != reason {
+		t.Fatalf("condition %s = %+v, want %s/%s", condType, c, status, reason)
+	}
+}
+
+// TestSuiteRunPassesWhenEveryPersonaSeesItsEvidence runs the golden suite
+// against a correctly filtering ragtarget: the run passes, every ratio
+// carries its counts, undefined ones stay unset, and the report ConfigMap
+// holds the offline JSON schema.
+func TestSuiteRunPassesWhenEveryPersonaSeesItsEvidence(t *testing.T) {
+	f := newSuiteFixture(t, ragtarget.Config{}, nil)
+	run := f.runOnce("pass")
+
+	if run.Status.Phase != v1alpha1.SuiteRunSucceeded {
+		t.Fatalf("phase = %s, want Succeeded; status %+v", run.Status.Phase, run.Status)
+	}
+	requireCondition(t, run.Status.Conditions, ConditionPassed, metav1.ConditionTrue, ReasonSuitePassed)
+	requireCondition(t, run.Status.Conditions, conditionRunComplete, metav1.ConditionTrue, ReasonFinished)
+	if run.Status.Executions != 4 || run.Status.Disclosures != 0 || run.Status.ProbeErrors != 0 {
+		t.Errorf("executions/disclosures/probeErrors = %d/%d/%d, want 4/0/0",
+			run.Status.Executions, run.Status.Disclosures, run.Status.ProbeErrors)
+	}
+	for _, g := range run.Status.Gates {
+		if !g.Passed {
+			t.Errorf("gate %s failed: %+v", g.Name, g)
+		}
+	}
+
+	alice := personaRow(t, run, "alice", "")
+	if alice.MeanRecall.Value == nil || *alice.MeanRecall.Value != "1" || alice.MeanRecall.Denominator != 2 {
+		t.Errorf("alice recall = %+v, want 1 over 2 cases", alice.MeanRecall)
+	}
+	if alice.Utility.Numerator != "2" || alice.Utility.Denominator != 2 {
+		t.Errorf("alice utility = %+v, want 2/2", alice.Utility)
+	}
+	// alice has no required-block case: her disclosure rate is undefined.
+	if alice.DisclosureRate.Value != nil || alice.DisclosureRate.Denominator != 0 {
+		t.Errorf("alice disclosure rate = %+v, want undefined (no value, 0 denominator)", alice.DisclosureRate)
+	}
+	// Within the hr stratum mallory only has a required-block case: every
+	// answerable ratio is undefined, the disclosure rate is 0/1.
+	malloryHR := personaRow(t, run, "mallory", "hr")
+	for name, r := range map[string]v1alpha1.Ratio{"utility": malloryHR.Utility, "falseBlockRate": malloryHR.FalseBlockRate,
+		"meanRecall": malloryHR.MeanRecall, "meanMRR": malloryHR.MeanMRR} {
+		if r.Value != nil {
+			t.Errorf("mallory/hr %s = %q, want unset (undefined)", name, *r.Value)
+		}
+	}
+	if r := malloryHR.DisclosureRate; r.Value == nil || *r.Value != "0" || r.Denominator != 1 {
+		t.Errorf("mallory/hr disclosure rate = %+v, want 0/1", r)
+	}
+
+	checkReport(t, f.ns, run, []string{"salary-bands/alice", "salary-bands/mallory", "vacation/alice", "vacation/mallory"})
+	checkPersonaGauge(t, "ragcanary_suite_utility_ratio", f.ns, "alice", ptr.To(1.0))
+	checkPersonaGauge(t, "ragcanary_suite_disclosure_rate_ratio", f.ns, "alice", nil)
+
+	// The suite summarises its latest run.
+	eventually(t, "suite lastRun and Passed", func() error {
+		s := f.getSuite()
+		if s.Status.LastRun == nil || s.Status.LastRun.Name != run.Name || !s.Status.LastRun.Passed {
+			return fmt.Errorf("lastRun is %+v", s.Status.LastRun)
+		}
+		if !meta.IsStatusConditionTrue(s.Status.Conditions, ConditionPassed) {
+			return fmt.Errorf("conditions are %+v", s.Status.Conditions)
+		}
+		return nil
+	})
+
+	// Deleting the suite drops its series.
+	if err := k8sClient.Delete(context.Background(), f.suite); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "suite series forgotten", func() error {
+		if n := len(gatherSeries(t, "ragcanary_suite_runs_total", f.ns)); n != 0 {
+			return fmt.Errorf("%d series left", n)
+		}
+		return nil
+	})
+}
+
+// checkReport reads the run's report ConfigMap and checks it is valid JSON
+// with the offline report's keys and the expected case IDs.
+func checkReport(t *testing.T, ns string, run *v1alpha1.SuiteRun, wantCases []string) map[string]any {
+	t.Helper()
+	if run.Status.ReportConfigMapRef == nil {
+		t.Fatal("status.reportConfigMapRef is unset")
+	}
+	var cm corev1.ConfigMap
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: run.Status.ReportConfigMapRef.Name}, &cm); err != nil {
+		t.Fatalf("reading report: %v", err)
+	}
+	if !metav1.IsControlledBy(&cm, run) {
+		t.Error("report ConfigMap is not owned by the run")
+	}
+	var report map[string]any
+	if err := json.Unmarshal([]byte(cm.Data[suite.ReportKey]), &report); err != nil {
+		t.Fatalf("report is not JSON: %v", err)
+	}
+	for _, key := range []string{"k", "passed", "gates", "summary", "cases"} {
+		if _, ok := report[key]; !ok {
+			t.Errorf("report lacks key %q", key)
+		}
+	}
+	var got []string
+	cases, _ := report["cases"].([]any)
+	for _, c := range cases {
+		m, _ := c.(map[string]any)
+		id, _ := m["id"].(string)
+		got = append(got, id)
+	}
+	if !slices.Equal(got, wantCases) {
+		t.Errorf("report cases = %v, want %v", got, wantCases)
+	}
+	return report
+}
+
+// TestSuiteRunFailsWhenTheTargetLeaks runs the same suite against a
+// ragtarget that ignores access lists: mallory retrieves the salary chunk,
+// the run fails with the disclosure counted and the case listed.
+func TestSuiteRunFailsWhenTheTargetLeaks(t *testing.T) {
+	f := newSuiteFixture(t, ragtarget.Config{FilterMode: ragtarget.FilterNone}, nil)
+	run := f.runOnce("leak")
+
+	if run.Status.Phase != v1alpha1.SuiteRunFailed {
+		t.Fatalf("phase = %s, want Failed", run.Status.Phase)
+	}
+	requireCondition(t, run.Status.Conditions, ConditionPassed, metav1.ConditionFalse, ReasonDisclosureDetected)
+	if run.Status.Disclosures < 1 {
+		t.Errorf("disclosures = %d, want ≥ 1", run.Status.Disclosures)
+	}
+	mallory := personaRow(t, run, "mallory", "")
+	if r := mallory.DisclosureRate; r.Value == nil || *r.Value != "1" || r.Numerator != "1" || r.Denominator != 1 {
+		t.Errorf("mallory disclosure rate = %+v, want 1/1", r)
+	}
+	found := false
+	for _, fc := range run.Status.FailingCases {
+		if fc.CaseID == "salary-bands" && fc.Persona == "mallory" && slices.Contains(fc.ForbiddenIDs, salaryChunk) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("failingCases %+v do not list salary-bands/mallory with %s", run.Status.FailingCases, salaryChunk)
+	}
+	if g := gate(run, "no_forbidden"); g == nil || g.Passed {
+		t.Errorf("no_forbidden gate = %+v, want failed", g)
+	}
+	checkPersonaGauge(t, "ragcanary_suite_disclosure_rate_ratio", f.ns, "mallory", ptr.To(1.0))
+	waitEvent(t, f.ns, run.Name, ReasonDisclosureDetected)
+}
+
+// TestSuiteRunProbeErrorsNeverPass injects a 503 into every persona call:
+// the executions are probe errors, not empty results, and the run fails.
+func TestSuiteRunProbeErrorsNeverPass(t *testing.T) {
+	f := newSuiteFixture(t, ragtarget.Config{Faults: ragtarget.Faults{ErrorRate: 1, Scope: ragtarget.FaultScopePersona}}, nil)
+	run := f.runOnce("faulty")
+
+	if run.Status.Phase != v1alpha1.SuiteRunFailed {
+		t.Fatalf("phase = %s, want Failed", run.Status.Phase)
+	}
+	requireCondition(t, run.Status.Conditions, ConditionPassed, metav1.ConditionFalse, ReasonProbeErrors)
+	if run.Status.ProbeErrors != 4 || run.Status.Executions != 4 {
+		t.Errorf("probeErrors/executions = %d/%d, want 4/4", run.Status.ProbeErrors, run.Status.Executions)
+	}
+	// Nothing was scored: no persona row may exist, so nothing can read as
+	// "abstained correctly".
+	if len(run.Status.Personas) != 0 {
+		t.Errorf("personas = %+v, want none: failed executions are never scored", run.Status.Personas)
+	}
+	if g := gate(run, suite.GateProbeErrors); g == nil || g.Passed || g.Value != "4" {
+		t.Errorf("probe error gate = %+v, want failed with 4", g)
+	}
+	report := checkReport(t, f.ns, run, nil)
+	if report["passed"] != false {
+		t.Errorf("report passed = %v, want false", report["passed"])
+	}
+}
+
+func gate(run *v1alpha1.SuiteRun, name string) *v1alpha1.GateResult {
+	for i := range run.Status.Gates {
+		if run.Status.Gates[i].Name == name {
+			return &run.Status.Gates[i]
+		}
+	}
+	return nil
+}
+
+// waitEvent waits for an event with reason about the named object.
+func waitEvent(t *testing.T, ns, name, reason string) {
+	t.Helper()
+	eventually(t, "event "+reason, func() error {
+		var list eventsv1.EventList
+		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == name && e.Reason == reason {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event among %d", reason, len(list.Items))
+	})
+}
+
+// checkPersonaGauge checks a per-persona suite gauge for the namespace:
+// want nil means the series must be absent.
+func checkPersonaGauge(t *testing.T, name, ns, persona string, want *float64) {
+	t.Helper()
+	var got *float64
+	for _, m := range gatherSeries(t, name, ns) {
+		if labelValue(m, "persona") == persona {
+			v := m.GetGauge().GetValue()
+			got = &v
+		}
+	}
+	switch {
+	case want == nil && got != nil:
+		t.Errorf("%s{persona=%s} = %v, want absent", name, persona, *got)
+	case want != nil && (got == nil || *got != *want):
+		t.Errorf("%s{persona=%s} = %v, want %v", name, persona, got, *want)
+	}
+}
+
+// gatherSeries reads the series of one metric for a namespace from the
+// manager's registry.
+func gatherSeries(t *testing.T, name, ns string) []*dto.Metric {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gathering metrics: %v", err)
+	}
+	var out []*dto.Metric
+	for _, fam := range families {
+		if fam.GetName() != name {
+			continue
+		}
+		for _, m := range fam.GetMetric() {
+			if labelValue(m, "namespace") == ns {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,171 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/corpusdriver"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/scoring"
+	"github.com/ragcanary/ragcanary/internal/secretref"
+	"github.com/ragcanary/ragcanary/internal/suite"
+)
+
+// runOutcome is how a run ended: scored, or unable to execute.
+type runOutcome struct {
+	// result is set when the cases were executed and scored.
+	result *suite.Result
+	// corpus names the corpus for metrics; empty when never resolved.
+	corpus string
+	// reason and message explain a run that could not execute.
+	reason, message string
+}
+
+func failedOutcome(reason, format string, args ...any) *runOutcome {
+	return &runOutcome{reason: reason, message: truncateMessage(fmt.Sprintf(format, args...))}
+}
+
+// execute resolves the suite as it is now, runs every case × persona and
+// scores the replies. Problems the user must fix end the run with a reason;
+// other errors are returned and retried.
+func (r *SuiteRunReconciler) execute(ctx context.Context, run *v1alpha1.SuiteRun, s *v1alpha1.EvalSuite) (*runOutcome, error) {
+	def, err := suite.Resolve(ctx, r.Client, s)
+	if out, err := userOutcome(err); out != nil || err != nil {
+		return out, err
+	}
+	gates, err := suite.ParseGates(s.Spec.Gates)
+	if out, err := userOutcome(err); out != nil || err != nil {
+		return out, err
+	}
+	target, out, err := r.target(ctx, s, def)
+	if out != nil || err != nil {
+		if out != nil {
+			out.corpus = def.Corpus.Name
+		}
+		return out, err
+	}
+	execs, err := suite.Execute(ctx, target, def.Cases)
+	if err != nil {
+		return nil, err
+	}
+	result, err := suite.Score(def.Cases, execs, target.K, gates)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.writeReport(ctx, run, result); errors.Is(err, errReportTaken) {
+		return failedOutcome(ReasonReportConflict, "ConfigMap %q exists and is not this run's report: delete or rename it", reportName(run)), nil
+	} else if err != nil {
+		return nil, err
+	}
+	return &runOutcome{result: &result, corpus: def.Corpus.Name}, nil
+}
+
+// userOutcome turns a *suite.Problem into a failed outcome and passes
+// other errors through.
+func userOutcome(err error) (*runOutcome, error) {
+	var cond metav1.Condition
+	if err == nil {
+		return nil, nil
+	}
+	if userProblem(err, &cond) == nil {
+		return failedOutcome(cond.Reason, "%s", cond.Message), nil
+	}
+	return nil, err
+}
+
+// target builds the execution target: the corpus driver, every persona's
+// credential, the corpus's shared rate limiter and its per-call timeout.
+func (r *SuiteRunReconciler) target(ctx context.Context, s *v1alpha1.EvalSuite, def *suite.Definition) (suite.Target, *runOutcome, error) {
+	d, err := r.Drivers.ForCorpus(ctx, def.Corpus)
+	if reason, message, ok := corpusdriver.IsUserProblem(err); ok {
+		return suite.Target{}, failedOutcome(reason, "Corpus %q: %s", def.Corpus.Name, message), nil
+	}
+	if err != nil {
+		return suite.Target{}, nil, err
+	}
+	tokens := make(map[string]driver.Token, len(def.Personas))
+	for name, p := range def.Personas {
+		value, err := secretref.Resolve(ctx, r.APIReader, p.Namespace, p.Spec.CredentialSecretRef)
+		var sp *secretref.Problem
+		if errors.As(err, &sp) {
+			return suite.Target{}, failedOutcome(sp.Reason, "Persona %q: %s", name, sp.Message), nil
+		}
+		if err != nil {
+			return suite.Target{}, nil, err
+		}
+		tokens[name] = driver.Token(value)
+	}
+	key := def.Corpus.Namespace + "/" + def.Corpus.Name
+	r.Limiters.Set(key, probe.Limit{RequestsPerSecond: def.Corpus.Spec.RateLimit.RequestsPerSecond, Burst: def.Corpus.Spec.RateLimit.Burst})
+	return suite.Target{
+		Searcher:    d,
+		Answerer:    d,
+		Tokens:      tokens,
+		Wait:        func(ctx context.Context) error { return r.Limiters.Wait(ctx, key) },
+		Timeout:     corpusdriver.Timeout(def.Corpus),
+		K:           suiteK(s),
+		Parallelism: int(max(s.Spec.Parallelism, 1)),
+	}, nil, nil
+}
+
+// suiteK is the retrieval depth, defaulted like the CRD.
+func suiteK(s *v1alpha1.EvalSuite) int {
+	if s.Spec.K <= 0 {
+		return scoring.DefaultK
+	}
+	return int(s.Spec.K)
+}
+
+// ReasonReportConflict: the report ConfigMap's name is taken by another object.
+const ReasonReportConflict = "ReportConflict"
+
+// errReportTaken means the report ConfigMap name belongs to something else;
+// the user must resolve it, so the run fails instead of retrying.
+var errReportTaken = errors.New("report ConfigMap name is taken")
+
+// reportName is the run's report ConfigMap: run names are at most 63
+// characters, so the suffix always fits.
+func reportName(run *v1alpha1.SuiteRun) string { return run.Name + "-report" }
+
+// writeReport creates or replaces the run's report ConfigMap, owned by the
+// run so it goes with it. Replacing covers a run executed again after a
+// restart: the newer report wins, and status points at the same name.
+func (r *SuiteRunReconciler) writeReport(ctx context.Context, run *v1alpha1.SuiteRun, result suite.Result) error {
+	data, err := suite.ReportData(result)
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: reportName(run), Namespace: run.Namespace,
+			Labels: map[string]string{LabelSuite: run.Labels[LabelSuite]}},
+		Data: data,
+	}
+	if cm.Labels[LabelSuite] == "" {
+		cm.Labels = nil
+	}
+	if err := controllerutil.SetControllerReference(run, cm, r.Scheme()); err != nil {
+		return err
+	}
+	err = r.Create(ctx, cm)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	var existing corev1.ConfigMap
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), &existing); err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(&existing, run) {
+		return errReportTaken
+	}
+	existing.Data, existing.BinaryData = data, nil
+	return r.Update(ctx, &existing)
+}

@@ -1,0 +1,158 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/metrics"
+	"github.com/ragcanary/ragcanary/internal/scoring"
+	"github.com/ragcanary/ragcanary/internal/suite"
+)
+
+// finish writes the finished run in one status write, then, once it is
+// stored, emits the completion events and records the metrics: a failed
+// write re-executes the run, and must not count it twice.
+func (r *SuiteRunReconciler) finish(ctx context.Context, run *v1alpha1.SuiteRun, s *v1alpha1.EvalSuite, out *runOutcome) error {
+	before := run.DeepCopy()
+	finishedStatus(run, out, metav1.Time{Time: r.Clock.Now()})
+	if err := patchStatus(ctx, r.Client, before, run, before.Status, run.Status); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	passed := meta.IsStatusConditionTrue(run.Status.Conditions, ConditionPassed)
+	log.FromContext(ctx).Info("suite run finished", "passed", passed, "executions", run.Status.Executions,
+		"disclosures", run.Status.Disclosures, "probeErrors", run.Status.ProbeErrors)
+	r.completionEvents(run)
+	recordSuiteMetrics(run, s, out)
+	return nil
+}
+
+// finishedStatus fills the status of a finished run from its outcome.
+func finishedStatus(run *v1alpha1.SuiteRun, out *runOutcome, now metav1.Time) {
+	st := &run.Status
+	st.CompletionTime = &now
+	st.ObservedGeneration = run.Generation
+	setRunCondition(run, conditionRunComplete, metav1.ConditionTrue, ReasonFinished, "the run finished")
+	if out.result == nil {
+		st.Phase = v1alpha1.SuiteRunFailed
+		setRunCondition(run, ConditionPassed, metav1.ConditionFalse, out.reason, out.message)
+		return
+	}
+	res := out.result
+	st.Executions = int32(res.Executions)
+	st.Disclosures = int32(res.Disclosures)
+	st.ProbeErrors = int32(len(res.Errored))
+	st.Personas = suite.PersonaResults(*res)
+	st.Gates = suite.GateResults(*res)
+	st.FailingCases = suite.FailingCases(*res)
+	st.ReportConfigMapRef = &v1alpha1.LocalObjectReference{Name: reportName(run)}
+	reason, message := passedReason(*res)
+	if res.Passed {
+		st.Phase = v1alpha1.SuiteRunSucceeded
+		setRunCondition(run, ConditionPassed, metav1.ConditionTrue, reason, message)
+		return
+	}
+	st.Phase = v1alpha1.SuiteRunFailed
+	setRunCondition(run, ConditionPassed, metav1.ConditionFalse, reason, message)
+}
+
+// passedReason explains the verdict. A disclosure outranks probe errors,
+// which outrank other gates: a leak is a finding whatever else went wrong,
+// and without replies no other verdict can be trusted.
+func passedReason(res suite.Result) (string, string) {
+	failed := failedGates(res)
+	switch {
+	case res.Passed:
+		return ReasonSuitePassed, fmt.Sprintf("all %d executions replied and every gate passed", res.Executions)
+	case res.Disclosures > 0 && slices.Contains(failed, scoring.GateNoForbidden):
+		return ReasonDisclosureDetected, fmt.Sprintf("%d of %d executions returned or cited forbidden evidence; see failingCases",
+			res.Disclosures, res.Executions)
+	case len(res.Errored) > 0:
+		return ReasonProbeErrors, fmt.Sprintf("%d of %d executions got no usable reply; they were not scored and the run cannot pass",
+			len(res.Errored), res.Executions)
+	default:
+		return ReasonGatesFailed, fmt.Sprintf("gates failed: %v", failed)
+	}
+}
+
+func failedGates(res suite.Result) []string {
+	var names []string
+	for _, g := range res.Report.Gates {
+		if !g.Passed {
+			names = append(names, g.Name)
+		}
+	}
+	return names
+}
+
+func setRunCondition(run *v1alpha1.SuiteRun, condType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&run.Status.Conditions, metav1.Condition{
+		Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: run.Generation,
+	})
+}
+
+// completionEvents emits the run's verdict once, at completion, with
+// constant reasons; a disclosure gets its own warning so it can be alerted
+// on apart from other failures.
+func (r *SuiteRunReconciler) completionEvents(run *v1alpha1.SuiteRun) {
+	cond := meta.FindStatusCondition(run.Status.Conditions, ConditionPassed)
+	if cond == nil {
+		return
+	}
+	if cond.Status == metav1.ConditionTrue {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, ReasonSuitePassed, "RunFinished", "%s", cond.Message)
+		return
+	}
+	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ReasonSuiteFailed, "RunFinished", "%s: %s", cond.Reason, cond.Message)
+	if run.Status.Disclosures > 0 {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ReasonDisclosureDetected, "RunFinished",
+			"%d executions disclosed forbidden evidence", run.Status.Disclosures)
+	}
+}
+
+// recordSuiteMetrics records the finished run under its suite's series.
+func recordSuiteMetrics(run *v1alpha1.SuiteRun, s *v1alpha1.EvalSuite, out *runOutcome) {
+	corpus := out.corpus
+	if corpus == "" && s != nil {
+		corpus = s.Spec.CorpusRef.Name
+	}
+	c := metrics.SuiteCompletion{
+		Passed:   run.Status.Phase == v1alpha1.SuiteRunSucceeded,
+		Finished: run.Status.CompletionTime.Time,
+	}
+	if out.result != nil {
+		c.Personas = personaScores(*out.result)
+	}
+	metrics.RecordSuiteCompletion(metrics.Suite{Namespace: run.Namespace, Suite: run.Spec.SuiteRef.Name, Corpus: corpus}, c)
+}
+
+// personaScores are the per-persona values over all strata, with each
+// persona's count of executions with forbidden evidence.
+func personaScores(res suite.Result) []metrics.PersonaScores {
+	disclosures := map[string]int{}
+	for _, cs := range res.Report.Cases {
+		if len(cs.ForbiddenIDs) > 0 {
+			disclosures[cs.Persona]++
+		}
+	}
+	var out []metrics.PersonaScores
+	for persona, st := range res.Report.Summary.Personas {
+		out = append(out, metrics.PersonaScores{
+			Persona:        persona,
+			Utility:        st.Utility.Value,
+			DisclosureRate: st.DisclosureRate.Value,
+			FalseBlockRate: st.FalseBlockRate.Value,
+			Recall:         st.RecallAtK.Value,
+			MRR:            st.MRRAtK.Value,
+			Disclosures:    disclosures[persona],
+		})
+	}
+	return out
+}
