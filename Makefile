@@ -67,12 +67,17 @@ verify: generate manifests ## Regenerate everything and fail if anything differs
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 
 .PHONY: test
-test: envtest-assets ## Run unit and envtest integration tests (builds kube-apiserver and etcd on first use).
-	$(GO) test ./... -count=1
+test: envtest-assets $(KUBECTL) $(HELM) prometheus-tools test-alerts ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end (builds its tools on first use).
+	$(GO) test ./... -count=1 -timeout 30m
+
+.PHONY: test-alerts
+test-alerts: prometheus-tools ## Unit-test the alert rules with promtool.
+	promtool check rules charts/ragcanary/files/alerts.yaml
+	promtool test rules test/prometheus/alerts_test.yaml
 
 .PHONY: test-e2e
-test-e2e: envtest-assets ## Run end-to-end tests (control plane, ragtarget, manager).
-	$(GO) test -tags e2e ./test/... -count=1 -v
+test-e2e: envtest-assets $(KUBECTL) $(HELM) prometheus-tools ## Run only the end-to-end tests (control plane, ragtarget, manager, Prometheus, chart).
+	$(GO) test ./test/... -count=1 -v -timeout 30m
 
 .PHONY: bench
 bench: ## Run benchmarks and print figures.
