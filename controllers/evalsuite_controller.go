@@ -138,7 +138,7 @@ func describeSuiteRun(obj client.Object) childRun {
 		obj:        run,
 		finished:   suiteRunFinished(run),
 		succeeded:  run.Status.Phase == v1alpha1.SuiteRunSucceeded,
-		completion: completionOr(run.Status.CompletionTime, run),
+		completion: preciseCompletion(run),
 	}
 }
 
@@ -193,7 +193,7 @@ func suiteSummaryOutdated(run *v1alpha1.SuiteRun, summary *v1alpha1.SuiteRunSumm
 	if summary == nil || summary.Name == run.Name || summary.CompletionTime == nil {
 		return true
 	}
-	return !completionOr(run.Status.CompletionTime, run).Before(summary.CompletionTime.Time)
+	return !preciseCompletion(run).Before(summary.CompletionTime.Time)
 }
 
 func summariseSuiteRun(run *v1alpha1.SuiteRun) *v1alpha1.SuiteRunSummary {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,8 +22,12 @@ import (
 // stored, emits the completion events and records the metrics: a failed
 // write re-executes the run, and must not count it twice.
 func (r *SuiteRunReconciler) finish(ctx context.Context, run *v1alpha1.SuiteRun, s *v1alpha1.EvalSuite, out *runOutcome) error {
+	now := r.Clock.Now()
+	if err := r.annotateCompletion(ctx, run, now); err != nil {
+		return client.IgnoreNotFound(err)
+	}
 	before := run.DeepCopy()
-	finishedStatus(run, out, metav1.Time{Time: r.Clock.Now()})
+	finishedStatus(run, out, metav1.Time{Time: now})
 	if err := patchStatus(ctx, r.Client, before, run, before.Status, run.Status); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -32,6 +37,34 @@ func (r *SuiteRunReconciler) finish(ctx context.Context, run *v1alpha1.SuiteRun,
 	r.completionEvents(run)
 	recordSuiteMetrics(run, s, out)
 	return nil
+}
+
+// AnnotationCompletedAt on a finished SuiteRun is its completion time with
+// sub-second precision. status.completionTime has whole seconds, and two
+// runs finishing within one second (run-now in quick succession) must
+// still be ordered, or history pruning could delete the newest run.
+const AnnotationCompletedAt = "ragcanary.dev/completed-at"
+
+// annotateCompletion records the precise completion time before the status
+// write that finishes the run.
+func (r *SuiteRunReconciler) annotateCompletion(ctx context.Context, run *v1alpha1.SuiteRun, now time.Time) error {
+	before := run.DeepCopy()
+	if run.Annotations == nil {
+		run.Annotations = map[string]string{}
+	}
+	run.Annotations[AnnotationCompletedAt] = now.UTC().Format(time.RFC3339Nano)
+	return r.Patch(ctx, run, client.MergeFrom(before))
+}
+
+// preciseCompletion is a finished run's completion time, refined by the
+// completed-at annotation when it agrees with status to the second.
+func preciseCompletion(run *v1alpha1.SuiteRun) time.Time {
+	coarse := completionOr(run.Status.CompletionTime, run)
+	precise, err := time.Parse(time.RFC3339Nano, run.Annotations[AnnotationCompletedAt])
+	if err != nil || !precise.Truncate(time.Second).Equal(coarse.Truncate(time.Second)) {
+		return coarse
+	}
+	return precise
 }
 
 // finishedStatus fills the status of a finished run from its outcome.
