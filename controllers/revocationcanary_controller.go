@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
 
@@ -97,6 +98,10 @@ type RevocationCanaryReconciler struct {
 func (r *RevocationCanaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var canary v1alpha1.RevocationCanary
 	if err := r.Get(ctx, req.NamespacedName, &canary); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted: its series must not linger on dashboards and alerts.
+			metrics.Forget(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !canary.DeletionTimestamp.IsZero() {
@@ -138,7 +143,27 @@ func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary
 		canary.Status.NextScheduleTime = nil
 		return ctrl.Result{}, nil
 	}
+	if err := r.publishInfo(ctx, canary, sched); err != nil {
+		return ctrl.Result{}, err
+	}
 	return r.scheduleRuns(ctx, canary, sched, runs)
+}
+
+// publishInfo exports the canary's SLO and schedule period, which the
+// alert rules compare measurements against.
+func (r *RevocationCanaryReconciler) publishInfo(ctx context.Context, canary *v1alpha1.RevocationCanary, sched schedule.Schedule) error {
+	var corpus v1alpha1.Corpus
+	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.CorpusRef.Name}, &corpus); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	run := &v1alpha1.CanaryRun{Spec: v1alpha1.CanaryRunSpec{CanarySpec: canary.Spec.CanarySpec}}
+	var period time.Duration
+	if canary.Spec.Suspend == nil || !*canary.Spec.Suspend {
+		period = sched.Period(r.Clock.Now())
+	}
+	metrics.SetCanaryInfo(metrics.Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name},
+		exclusionSLO(run, &corpus, v1alpha1.SurfaceSearch), period)
+	return nil
 }
 
 // canaryRuns are the runs a canary controls, split by whether they finished.

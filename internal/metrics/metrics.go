@@ -118,6 +118,7 @@ var all = []interface {
 	TimeToVisibility, TimeToExclusion, CacheInvalidation, ExclusionLowerBound, ExclusionUpperBound,
 	LiveExposure, RunsTotal, IsolationViolationsTotal, ReappearancesTotal, ProbesTotal,
 	ProbeDuration, ProbeSchedulingLag, LastCompletedRun,
+	CanaryExclusionSLO, CanarySchedulePeriod,
 }
 
 func init() {

@@ -188,7 +188,7 @@ func (in Input) since() time.Time {
 // a delayed run never slides past its successor.
 func (in Input) jitter(t time.Time) time.Duration {
 	limit := in.MaxJitter
-	if p := in.Schedule.period(t); p > 0 && p < limit {
+	if p := in.Schedule.Period(t); p > 0 && p < limit {
 		limit = p
 	}
 	return Jitter(in.Key, t, limit)

@@ -200,9 +200,10 @@ func (s Schedule) lastIn(from, now time.Time) time.Time {
 	return last
 }
 
-// period is the gap between scheduled time t and the one after it; it caps
-// jitter so a delayed run never slides past its successor.
-func (s Schedule) period(t time.Time) time.Duration {
+// Period is the gap between scheduled time t and the one after it. It caps
+// jitter so a delayed run never slides past its successor, and tells
+// alerting how often a canary should complete.
+func (s Schedule) Period(t time.Time) time.Duration {
 	if s.every > 0 {
 		return s.every
 	}
