@@ -122,7 +122,10 @@ func (r *EvalSuiteReconciler) reconcileSuite(ctx context.Context, s *v1alpha1.Ev
 	if ready.Status != metav1.ConditionTrue {
 		// The user must fix the spec, a ConfigMap or a reference; the
 		// watches bring the suite back. No requeue, so no hot loop.
+		// No run will be created while it is not Ready, so no next time
+		// may be shown either.
 		log.FromContext(ctx).Info("suite not ready", "reason", ready.Reason)
+		s.Status.NextScheduleTime = nil
 		return ctrl.Result{}, nil
 	}
 	return sched.schedule(ctx, suiteParent(s, parsed), runs, func(planned *schedule.Run) client.Object {
