@@ -206,8 +206,8 @@ func deletionStarted() predicate.Funcs {
 	}
 }
 
-// timeSince is a helper for durations between persisted times.
-func durationBetween(from, to *metav1.Time) *metav1.Duration {
+// durationBetween is the non-negative duration between two persisted times.
+func durationBetween(from, to *metav1.MicroTime) *metav1.Duration {
 	if from == nil || to == nil {
 		return nil
 	}

@@ -28,50 +28,83 @@ import (
 )
 
 // crTarget is a real ragtarget behind a thin test gate over real HTTP. The
-// gate is how the test knows the ground truth: the ragtarget's ACL sync
-// never ticks on its own; the test runs it, so it knows exactly when a
-// revocation reached the index. It also records document deletions and
-// can make persona calls fail after the revocation (fault injection).
+// gate is how the test knows the ground truth: the ragtarget sync that
+// applies a revocation (ACL sync for a removed grant or membership, content
+// sync for a deleted document) never ticks on its own; the test runs it, so
+// it knows exactly when a revocation reached the index. It also records
+// document deletions and group membership changes, can make persona calls
+// fail after the revocation (fault injection) and can replace the target's
+// capabilities reply.
 type crTarget struct {
-	t   *testing.T
-	svc *ragtarget.Service
-	url string
+	t    *testing.T
+	svc  *ragtarget.Service
+	url  string
+	opts crTargetOptions
 
-	// mu is held across every test-driven ACL sync and while a revocation
+	// mu is held across every test-driven sync and while a revocation
 	// request is noted, so no periodic sync can apply a revocation early.
 	mu      sync.Mutex
 	revoked bool
-	// syncStart and syncEnd bracket the one ACL sync that applied the revocation.
+	// syncStart and syncEnd bracket the one sync that applied the revocation.
 	syncStart, syncEnd time.Time
+	// revocations counts revocation requests.
+	revocations int
+	// membership logs group membership requests as "PUT|DELETE group/principal".
+	membership []string
 
-	failPersonaAfterRevoke bool
-	failing                atomic.Bool
-	deletedDocs            sync.Map // document ID → true
+	failing     atomic.Bool
+	deletedDocs sync.Map // document ID → true
+}
+
+// crTargetOptions shape a crTarget.
+type crTargetOptions struct {
+	// lag is how long after the revocation request the sync applying it runs.
+	lag time.Duration
+	// failAfterRevoke fails every persona call once the revocation was requested.
+	failAfterRevoke bool
+	// revokeSync is the sync that applies the revocation: SyncACL (default)
+	// for a grant or membership, SyncContent for a deleted document.
+	revokeSync ragtarget.SyncKind
+	// capabilities, when set, is served as the GET /v1/capabilities reply.
+	capabilities string
 }
 
 // startCRTarget serves cfg with ACL sync only when the test runs it. lag is
 // how long after the revocation request the ACL sync applying it runs.
 func startCRTarget(t *testing.T, cfg ragtarget.Config, lag time.Duration, failAfterRevoke bool) *crTarget {
 	t.Helper()
+	return startCRTargetWith(t, cfg, crTargetOptions{lag: lag, failAfterRevoke: failAfterRevoke})
+}
+
+// startCRTargetWith serves cfg with the revocation's sync only when the test
+// runs it; see crTargetOptions.
+func startCRTargetWith(t *testing.T, cfg ragtarget.Config, opts crTargetOptions) *crTarget {
+	t.Helper()
+	if opts.revokeSync == "" {
+		opts.revokeSync = ragtarget.SyncACL
+	}
 	cfg.SourceToken = testSourceToken
 	cfg.Tokens = map[string]string{testAliceToken: "alice@example.com", testMalloryToken: "mallory@example.com"}
 	if cfg.ContentSyncInterval == 0 {
 		cfg.ContentSyncInterval = 200 * time.Millisecond
 	}
 	cfg.ACLSyncInterval = time.Hour
+	if opts.revokeSync == ragtarget.SyncContent {
+		cfg.ContentSyncInterval = time.Hour
+	}
 	svc, err := ragtarget.New(cfg)
 	if err != nil {
 		t.Fatalf("starting ragtarget: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	svc.Start(ctx)
-	tg := &crTarget{t: t, svc: svc, failPersonaAfterRevoke: failAfterRevoke}
+	tg := &crTarget{t: t, svc: svc, opts: opts}
 	srv := httptest.NewServer(tg.gate(svc.Handler()))
 	tg.url = srv.URL
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tg.driveACLSync(ctx, lag)
+		tg.driveSync(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -85,15 +118,25 @@ func startCRTarget(t *testing.T, cfg ragtarget.Config, lag time.Duration, failAf
 func (tg *crTarget) gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := r.URL.Path
-		switch {
-		case r.Method == http.MethodDelete && strings.Contains(path, "/grants/"):
+		if tg.isRevocation(r) {
 			tg.mu.Lock()
 			tg.revoked = true
+			tg.revocations++
 			tg.mu.Unlock()
-			if tg.failPersonaAfterRevoke {
+			if tg.opts.failAfterRevoke {
 				tg.failing.Store(true)
 			}
-		case r.Method == http.MethodDelete && strings.HasPrefix(path, "/v1/documents/"):
+		}
+		switch {
+		case r.Method == http.MethodGet && path == "/v1/capabilities" && tg.opts.capabilities != "":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(tg.opts.capabilities))
+			return
+		case strings.HasPrefix(path, "/v1/groups/"):
+			tg.mu.Lock()
+			tg.membership = append(tg.membership, r.Method+" "+strings.Replace(strings.TrimPrefix(path, "/v1/groups/"), "/members/", "/", 1))
+			tg.mu.Unlock()
+		case r.Method == http.MethodDelete && strings.HasPrefix(path, "/v1/documents/") && !strings.Contains(path, "/grants/"):
 			tg.deletedDocs.Store(strings.TrimPrefix(path, "/v1/documents/"), true)
 		case tg.failing.Load() && (path == "/v1/search" || path == "/v1/answer"):
 			w.Header().Set("Content-Type", "application/json")
@@ -105,9 +148,23 @@ func (tg *crTarget) gate(next http.Handler) http.Handler {
 	})
 }
 
-// driveACLSync syncs ACLs every 100ms until a revocation arrives, then
-// applies it once, lag later, recording when.
-func (tg *crTarget) driveACLSync(ctx context.Context, lag time.Duration) {
+// isRevocation reports whether r is the request the revocation method
+// sends: removing a grant, removing a group member, or deleting a canary
+// document. The corpus's credential check deletes another document ID.
+func (tg *crTarget) isRevocation(r *http.Request) bool {
+	if r.Method != http.MethodDelete {
+		return false
+	}
+	path := r.URL.Path
+	return strings.Contains(path, "/grants/") ||
+		(strings.HasPrefix(path, "/v1/groups/") && strings.Contains(path, "/members/")) ||
+		strings.HasPrefix(path, "/v1/documents/"+documentIDPrefix)
+}
+
+// driveSync syncs ACLs (and content, when a content sync applies the
+// revocation) every 100ms until a revocation arrives, then applies it once
+// with the revocation's sync, lag later, recording when.
+func (tg *crTarget) driveSync(ctx context.Context) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var revokedSeen time.Time
@@ -121,15 +178,32 @@ func (tg *crTarget) driveACLSync(ctx context.Context, lag time.Duration) {
 		switch {
 		case !tg.revoked:
 			_ = tg.svc.SyncNow(ragtarget.SyncACL)
+			if tg.opts.revokeSync == ragtarget.SyncContent {
+				_ = tg.svc.SyncNow(ragtarget.SyncContent)
+			}
 		case revokedSeen.IsZero():
 			revokedSeen = time.Now()
-		case tg.syncStart.IsZero() && time.Since(revokedSeen) >= lag:
+		case tg.syncStart.IsZero() && time.Since(revokedSeen) >= tg.opts.lag:
 			tg.syncStart = time.Now()
-			_ = tg.svc.SyncNow(ragtarget.SyncACL)
+			_ = tg.svc.SyncNow(tg.opts.revokeSync)
 			tg.syncEnd = time.Now()
 		}
 		tg.mu.Unlock()
 	}
+}
+
+// revocationRequests is how many revocation requests the target received.
+func (tg *crTarget) revocationRequests() int {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return tg.revocations
+}
+
+// membershipLog is the group membership requests so far, in order.
+func (tg *crTarget) membershipLog() []string {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return slices.Clone(tg.membership)
 }
 
 func (tg *crTarget) appliedRevocation() (start, end time.Time) {
@@ -147,9 +221,19 @@ func (tg *crTarget) deleted(doc string) bool {
 func crFixture(t *testing.T, tg *crTarget) string {
 	t.Helper()
 	ns := newNamespace(t)
-	createSecret(t, ns, "source", "token", testSourceToken)
-	createSecret(t, ns, "alice-cred", "token", testAliceToken)
-	createSecret(t, ns, "mallory-cred", "token", testMalloryToken)
+	crFixtureIn(t, k8sClient, ns, tg)
+	return ns
+}
+
+// crFixtureIn creates the fixture in namespace ns through c.
+func crFixtureIn(t *testing.T, c client.Client, ns string, tg *crTarget) {
+	t.Helper()
+	for _, s := range []struct{ name, value string }{
+		{"source", testSourceToken}, {"alice-cred", testAliceToken}, {"mallory-cred", testMalloryToken},
+	} {
+		crCreateIn(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s.name},
+			Data: map[string][]byte{"token": []byte(s.value)}})
+	}
 	corpus := &v1alpha1.Corpus{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"},
 		Spec: v1alpha1.CorpusSpec{Driver: v1alpha1.Driver{
@@ -157,20 +241,24 @@ func crFixture(t *testing.T, tg *crTarget) string {
 			HTTP: &v1alpha1.HTTPDriver{URL: tg.url, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}},
 		}},
 	}
-	crCreate(t, corpus)
+	crCreateIn(t, c, corpus)
 	for _, p := range []struct{ name, subject string }{{"alice", "alice@example.com"}, {"mallory", "mallory@example.com"}} {
-		crCreate(t, &v1alpha1.Persona{
+		crCreateIn(t, c, &v1alpha1.Persona{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name},
 			Spec: v1alpha1.PersonaSpec{Subject: p.subject,
 				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: p.name + "-cred", Key: "token"}},
 		})
 	}
-	return ns
 }
 
 func crCreate(t *testing.T, obj client.Object) {
 	t.Helper()
-	if err := k8sClient.Create(context.Background(), obj); err != nil {
+	crCreateIn(t, k8sClient, obj)
+}
+
+func crCreateIn(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(context.Background(), obj); err != nil {
 		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
 	}
 }
@@ -178,7 +266,15 @@ func crCreate(t *testing.T, obj client.Object) {
 // crRun creates a run probing every 200ms with two confirmations.
 func crRun(t *testing.T, ns string, exclusionTimeout time.Duration, surfaces ...v1alpha1.Surface) *v1alpha1.CanaryRun {
 	t.Helper()
-	run := &v1alpha1.CanaryRun{
+	run := crRunSpec(ns, exclusionTimeout, surfaces...)
+	crCreate(t, run)
+	return run
+}
+
+// crRunSpec is a run revoking alice's grant, probing every 200ms with two
+// confirmations and mallory as the control persona.
+func crRunSpec(ns string, exclusionTimeout time.Duration, surfaces ...v1alpha1.Surface) *v1alpha1.CanaryRun {
+	return &v1alpha1.CanaryRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "run"},
 		Spec: v1alpha1.CanaryRunSpec{CanarySpec: v1alpha1.CanarySpec{
 			CorpusRef:          v1alpha1.LocalObjectReference{Name: "target"},
@@ -197,14 +293,17 @@ func crRun(t *testing.T, ns string, exclusionTimeout time.Duration, surfaces ...
 			},
 		}},
 	}
-	crCreate(t, run)
-	return run
 }
 
 func crGet(t *testing.T, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
 	t.Helper()
+	return crGetIn(t, k8sClient, run)
+}
+
+func crGetIn(t *testing.T, c client.Client, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
+	t.Helper()
 	var got v1alpha1.CanaryRun
-	if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(run), &got); err != nil {
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(run), &got); err != nil {
 		t.Fatalf("reading run: %v", err)
 	}
 	return &got
@@ -213,9 +312,14 @@ func crGet(t *testing.T, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
 // crWaitDone waits until the run reached Succeeded or Failed.
 func crWaitDone(t *testing.T, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
 	t.Helper()
+	return crWaitDoneIn(t, k8sClient, run)
+}
+
+func crWaitDoneIn(t *testing.T, c client.Client, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
+	t.Helper()
 	var got *v1alpha1.CanaryRun
 	eventually(t, "run finished", func() error {
-		got = crGet(t, run)
+		got = crGetIn(t, c, run)
 		if !isTerminal(got.Status.Phase) {
 			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
 		}
@@ -308,9 +412,9 @@ func TestCanaryRunMeasuresExclusion(t *testing.T) {
 		lower, upper := m.Bounds.Lower.Duration, m.Bounds.Upper.Duration
 		t.Logf("%s: applied [%s, %s] after request; measured lower %s (from ack %s) upper %s; probes %+v",
 			surface, s.Sub(req), e.Sub(req), lower, ack.Sub(req), upper, m.Probes)
-		// Exclusion happened inside [s, e]. Status rounds the request time
-		// down and the acknowledgement up, so ack+lower is the last
-		// positive probe's start and req+upper the first negative's end.
+		// Exclusion happened inside [s, e]. ack+lower is the last positive
+		// probe's start and req+upper the first negative's end, to the
+		// microsecond status stores.
 		if ack.Add(lower).After(e) {
 			t.Errorf("%s: lower bound %s puts exclusion after the ACL sync ended", surface, lower)
 		}

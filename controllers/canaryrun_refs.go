@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -102,16 +103,37 @@ func (r *CanaryRunReconciler) resolvePersona(ctx context.Context, ns, name strin
 	return &p, driver.Token(cred), nil, nil
 }
 
-// setupProblem reports a configuration that cannot produce a valid
-// measurement, or "" when there is none.
-func setupProblem(run *v1alpha1.CanaryRun, deps *runDeps) string {
+// capabilities are what the target supports: as the corpus status last
+// reported them, or asked of the target while the corpus has not been
+// checked yet, so a run created together with its corpus is checked too.
+// A target that cannot be asked makes the run wait.
+func (r *CanaryRunReconciler) capabilities(ctx context.Context, deps *runDeps) (*v1alpha1.CorpusCapabilities, *waiting) {
 	if caps := deps.corpus.Status.Capabilities; caps != nil {
-		if slices.Contains(probingSurfaces(run), v1alpha1.SurfaceAnswer) && !caps.AnswerSurface {
-			return fmt.Sprintf("Corpus %q has no answer surface; remove Answer from probing.surfaces", deps.corpus.Name)
-		}
-		if m := revocationMethod(run); len(caps.RevocationMethods) > 0 && !slices.Contains(caps.RevocationMethods, m) {
-			return fmt.Sprintf("Corpus %q does not support revocation method %s", deps.corpus.Name, m)
-		}
+		return caps, nil
+	}
+	var caps driver.Capabilities
+	err := r.call(ctx, deps, func(ctx context.Context) error {
+		var err error
+		caps, err = deps.driver.Capabilities(ctx)
+		return err
+	})
+	if err != nil {
+		// Driver errors are sanitized: operation, kind and status code only.
+		return nil, &waiting{v1alpha1.ReasonUnreachable,
+			fmt.Sprintf("Corpus %q: capabilities check failed: %v", deps.corpus.Name, err)}
+	}
+	return toCorpusCapabilities(caps), nil
+}
+
+// setupProblem reports a configuration that cannot produce a valid
+// measurement on a target with caps, or "" when there is none.
+func setupProblem(run *v1alpha1.CanaryRun, deps *runDeps, caps *v1alpha1.CorpusCapabilities) string {
+	if slices.Contains(probingSurfaces(run), v1alpha1.SurfaceAnswer) && !caps.AnswerSurface {
+		return fmt.Sprintf("Corpus %q has no answer surface; remove Answer from probing.surfaces", deps.corpus.Name)
+	}
+	if m := revocationMethod(run); !slices.Contains(caps.RevocationMethods, m) {
+		return fmt.Sprintf("Corpus %q does not support revocation method %s (it supports %s)",
+			deps.corpus.Name, m, methodList(caps.RevocationMethods))
 	}
 	for _, c := range deps.controls {
 		// A control persona sharing the subject or the revocation group would
@@ -125,4 +147,15 @@ func setupProblem(run *v1alpha1.CanaryRun, deps *runDeps) string {
 		}
 	}
 	return ""
+}
+
+func methodList(ms []v1alpha1.RevocationMethod) string {
+	if len(ms) == 0 {
+		return "none"
+	}
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = string(m)
+	}
+	return strings.Join(out, ", ")
 }

@@ -68,39 +68,12 @@ func tokenHash(token string) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// Status timestamps are stored with one-second precision. Each is rounded
-// in the direction that can only widen what is derived from it: a request
-// time down (bounds measured from it grow), an acknowledgement or the end
-// of an observation up. A restart that rebuilds state from status thus
-// reports a wider interval, never a narrower one.
+// floorSecond rounds a whole-second status timestamp (metav1.Time) down,
+// so the in-memory value is what status will hold. Timestamps a measurement
+// is derived from are metav1.MicroTime instead, rounded by measure.FloorMicro
+// and measure.CeilMicro.
 func floorSecond(t time.Time) *metav1.Time {
 	return &metav1.Time{Time: t.Truncate(time.Second)}
-}
-
-func ceilSecond(t time.Time) *metav1.Time {
-	r := t.Truncate(time.Second)
-	if r.Before(t) {
-		r = r.Add(time.Second)
-	}
-	return &metav1.Time{Time: r}
-}
-
-// persistedSurfaces copies measurements for status, rounding the end of
-// the first negative probe up (see ceilSecond). The bounds were computed
-// from the precise times and are kept as they are.
-func persistedSurfaces(in []v1alpha1.SurfaceMeasurement) []v1alpha1.SurfaceMeasurement {
-	out := make([]v1alpha1.SurfaceMeasurement, 0, len(in))
-	for i := range in {
-		m := *in[i].DeepCopy()
-		if m.FirstNegativeEnd != nil {
-			m.FirstNegativeEnd = ceilSecond(m.FirstNegativeEnd.Time)
-		}
-		if m.LastPositiveStart != nil {
-			m.LastPositiveStart = floorSecond(m.LastPositiveStart.Time)
-		}
-		out = append(out, m)
-	}
-	return out
 }
 
 // phaseFor maps a verdict to the terminal phase: Succeeded when the run

@@ -33,8 +33,12 @@ func (r *CanaryRunReconciler) start(ctx context.Context, rc *runCtx) (ctrl.Resul
 	if w != nil {
 		return r.waitUntil(rc, w, r.setupDeadline(run))
 	}
+	caps, w := r.capabilities(ctx, deps)
+	if w != nil {
+		return r.waitUntil(rc, w, r.setupDeadline(run))
+	}
 	r.clearWaiting(rc)
-	if msg := setupProblem(run, deps); msg != "" {
+	if msg := setupProblem(run, deps, caps); msg != "" {
 		return r.conclude(rc, v1alpha1.VerdictSetupFailed, msg)
 	}
 	run.Status.DocumentID = documentID(run)
@@ -96,7 +100,7 @@ func (r *CanaryRunReconciler) share(ctx context.Context, rc *runCtx) (ctrl.Resul
 	}
 	r.clearWaiting(rc)
 	if run.Status.ShareRequestedTime == nil {
-		run.Status.ShareRequestedTime = floorSecond(r.Clock.Now())
+		run.Status.ShareRequestedTime = measure.FloorMicro(r.Clock.Now())
 		if err := r.persist(ctx, rc); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -151,7 +155,7 @@ func (r *CanaryRunReconciler) awaitVisibility(ctx context.Context, rc *runCtx) (
 	if !snap.AllVisible {
 		return requeueBefore(rc.now, deadline, r.Heartbeat), nil
 	}
-	run.Status.VisibleTime = ceilSecond(snap.FirstVisibleEnd)
+	run.Status.VisibleTime = measure.CeilMicro(snap.FirstVisibleEnd)
 	run.Status.TimeToVisibility = durationBetween(run.Status.ShareRequestedTime, run.Status.VisibleTime)
 	run.Status.Phase = v1alpha1.PhaseRevoking
 	return ctrl.Result{}, nil
@@ -246,7 +250,7 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 	}
 	r.clearWaiting(rc)
 	if run.Status.RevokeRequestedTime == nil {
-		run.Status.RevokeRequestedTime = floorSecond(r.Clock.Now())
+		run.Status.RevokeRequestedTime = measure.FloorMicro(r.Clock.Now())
 		if err := r.persist(ctx, rc); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -258,7 +262,7 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 		if res, stop, err := r.sourceResult(rc, "revoking access", err); stop {
 			return res, err
 		}
-		run.Status.RevokeAcknowledgedTime = ceilSecond(r.Clock.Now())
+		run.Status.RevokeAcknowledgedTime = measure.CeilMicro(r.Clock.Now())
 	}
 	if len(run.Status.Surfaces) == 0 {
 		for _, s := range probingSurfaces(run) {
@@ -312,7 +316,7 @@ func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (c
 	}
 	due, next := r.heartbeatDue(rc)
 	if due || excludedChanged(run.Status.Surfaces, snap.Surfaces) {
-		run.Status.Surfaces = persistedSurfaces(snap.Surfaces)
+		run.Status.Surfaces = snap.Surfaces
 		run.Status.LastHeartbeatTime = &metav1.Time{Time: rc.now}
 		next = r.Heartbeat
 	}
@@ -348,7 +352,7 @@ func (r *CanaryRunReconciler) decideExclusion(ctx context.Context, rc *runCtx, s
 		Surfaces: final, IsolationViolations: run.Status.IsolationViolations,
 		SLO: func(s v1alpha1.Surface) time.Duration { return exclusionSLO(run, corpus, s) },
 	})
-	run.Status.Surfaces = persistedSurfaces(final)
+	run.Status.Surfaces = final
 	run.Status.LastHeartbeatTime = &metav1.Time{Time: rc.now}
 	return r.conclude(rc, verdict, msg)
 }

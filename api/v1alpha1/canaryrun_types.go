@@ -51,12 +51,12 @@ type SurfaceMeasurement struct {
 
 	// lastPositiveStart is the start of the latest probe that saw the token.
 	// +optional
-	LastPositiveStart *metav1.Time `json:"lastPositiveStart,omitempty"`
+	LastPositiveStart *metav1.MicroTime `json:"lastPositiveStart,omitempty"`
 
 	// firstNegativeEnd is the end of the first probe of the current run of
 	// consecutive negative probes.
 	// +optional
-	FirstNegativeEnd *metav1.Time `json:"firstNegativeEnd,omitempty"`
+	FirstNegativeEnd *metav1.MicroTime `json:"firstNegativeEnd,omitempty"`
 
 	// negativeStreak is the number of consecutive negative probes so far.
 	// +optional
@@ -128,11 +128,11 @@ type CanaryRunStatus struct {
 
 	// shareRequestedTime is when the share request was sent.
 	// +optional
-	ShareRequestedTime *metav1.Time `json:"shareRequestedTime,omitempty"`
+	ShareRequestedTime *metav1.MicroTime `json:"shareRequestedTime,omitempty"`
 
 	// visibleTime is the end of the first probe that saw the token.
 	// +optional
-	VisibleTime *metav1.Time `json:"visibleTime,omitempty"`
+	VisibleTime *metav1.MicroTime `json:"visibleTime,omitempty"`
 
 	// timeToVisibility is visibleTime minus shareRequestedTime.
 	// +optional
@@ -140,11 +140,11 @@ type CanaryRunStatus struct {
 
 	// revokeRequestedTime is when the revocation request was sent.
 	// +optional
-	RevokeRequestedTime *metav1.Time `json:"revokeRequestedTime,omitempty"`
+	RevokeRequestedTime *metav1.MicroTime `json:"revokeRequestedTime,omitempty"`
 
 	// revokeAcknowledgedTime is when the source acknowledged the revocation.
 	// +optional
-	RevokeAcknowledgedTime *metav1.Time `json:"revokeAcknowledgedTime,omitempty"`
+	RevokeAcknowledgedTime *metav1.MicroTime `json:"revokeAcknowledgedTime,omitempty"`
 
 	// surfaces holds the exclusion measurement per probed surface.
 	// +optional

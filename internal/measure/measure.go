@@ -47,6 +47,27 @@ func (o Outcome) String() string {
 	}
 }
 
+// Timestamps are held at the precision status stores them (microseconds,
+// metav1.MicroTime) from the moment they are captured, rounded in the
+// direction that can only widen an interval derived from them: the start of
+// an observation or a request down, the end of an observation or an
+// acknowledgement up. Bounds computed from live probe state are therefore
+// exactly the bounds rebuilt from status after a restart.
+
+// FloorMicro is t rounded down to the microsecond, without a monotonic reading.
+func FloorMicro(t time.Time) *metav1.MicroTime {
+	return &metav1.MicroTime{Time: t.Truncate(time.Microsecond)}
+}
+
+// CeilMicro is t rounded up to the microsecond, without a monotonic reading.
+func CeilMicro(t time.Time) *metav1.MicroTime {
+	r := t.Truncate(time.Microsecond)
+	if r.Before(t) {
+		r = r.Add(time.Microsecond)
+	}
+	return &metav1.MicroTime{Time: r}
+}
+
 // Revocation holds the run's revocation timestamps the bounds are measured from.
 type Revocation struct {
 	// Requested is when the revocation request was sent.
@@ -81,8 +102,8 @@ func recordPresent(m *v1alpha1.SurfaceMeasurement, start time.Time) {
 	m.FirstNegativeEnd = nil
 	m.Excluded = false
 	m.Bounds = nil
-	if m.LastPositiveStart == nil || start.After(m.LastPositiveStart.Time) {
-		m.LastPositiveStart = &metav1.Time{Time: start}
+	if s := FloorMicro(start); m.LastPositiveStart == nil || s.After(m.LastPositiveStart.Time) {
+		m.LastPositiveStart = s
 	}
 }
 
@@ -93,7 +114,7 @@ func recordAbsent(m *v1alpha1.SurfaceMeasurement, end time.Time, confirmations i
 		return
 	}
 	if m.NegativeStreak == 0 {
-		m.FirstNegativeEnd = &metav1.Time{Time: end}
+		m.FirstNegativeEnd = CeilMicro(end)
 	}
 	m.NegativeStreak++
 	if m.NegativeStreak >= max(confirmations, 1) {

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -189,12 +190,12 @@ func TestResumeDropsUnconfirmedStreak(t *testing.T) {
 	}{
 		{
 			name:       "partial streak restarts after a restart",
-			in:         v1alpha1.SurfaceMeasurement{NegativeStreak: 1, FirstNegativeEnd: &metav1.Time{Time: at(12)}},
+			in:         v1alpha1.SurfaceMeasurement{NegativeStreak: 1, FirstNegativeEnd: &metav1.MicroTime{Time: at(12)}},
 			wantStreak: 0, wantFirstNeg: false,
 		},
 		{
 			name:       "confirmed exclusion survives",
-			in:         v1alpha1.SurfaceMeasurement{NegativeStreak: 2, Excluded: true, FirstNegativeEnd: &metav1.Time{Time: at(12)}},
+			in:         v1alpha1.SurfaceMeasurement{NegativeStreak: 2, Excluded: true, FirstNegativeEnd: &metav1.MicroTime{Time: at(12)}},
 			wantStreak: 2, wantFirstNeg: true,
 		},
 	}
@@ -290,5 +291,80 @@ func TestLiveExposure(t *testing.T) {
 				t.Errorf("exposure %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestMicroRoundingWidens(t *testing.T) {
+	tests := []struct {
+		name string
+		// in is the captured time.
+		in time.Time
+		// wantFloor and wantCeil are the rounded times.
+		wantFloor, wantCeil time.Time
+	}{
+		{name: "whole microsecond unchanged", in: t0.Add(5 * time.Microsecond),
+			wantFloor: t0.Add(5 * time.Microsecond), wantCeil: t0.Add(5 * time.Microsecond)},
+		{name: "one nanosecond past", in: t0.Add(5*time.Microsecond + 1),
+			wantFloor: t0.Add(5 * time.Microsecond), wantCeil: t0.Add(6 * time.Microsecond)},
+		{name: "one nanosecond short", in: t0.Add(6*time.Microsecond - 1),
+			wantFloor: t0.Add(5 * time.Microsecond), wantCeil: t0.Add(6 * time.Microsecond)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := FloorMicro(tc.in).Time; !got.Equal(tc.wantFloor) {
+				t.Errorf("FloorMicro = %s, want %s", got, tc.wantFloor)
+			}
+			if got := CeilMicro(tc.in).Time; !got.Equal(tc.wantCeil) {
+				t.Errorf("CeilMicro = %s, want %s", got, tc.wantCeil)
+			}
+		})
+	}
+}
+
+// TestBoundsSurviveStatusRoundTrip: probe times with nanoseconds and a
+// monotonic clock reading give exactly the same bounds after the
+// measurement and the revocation times went through status JSON, as an
+// operator restart rebuilds them, and the bounds are never narrower than
+// the unrounded times would give.
+func TestBoundsSurviveStatusRoundTrip(t *testing.T) {
+	base := time.Now() // has a monotonic reading, like the probe clock's times
+	at := func(s float64, ns time.Duration) time.Time { return base.Add(secs(s) + ns) }
+	type persisted struct {
+		Requested    *metav1.MicroTime           `json:"requested"`
+		Acknowledged *metav1.MicroTime           `json:"acknowledged"`
+		Surface      v1alpha1.SurfaceMeasurement `json:"surface"`
+	}
+	live := persisted{Requested: FloorMicro(at(0, 123)), Acknowledged: CeilMicro(at(0.05, 456))}
+	Record(&live.Surface, Present, at(1, 789), at(1.1, 1), 2)
+	Record(&live.Surface, Absent, at(1.2, 999), at(1.3, 7), 2)
+	Record(&live.Surface, Absent, at(1.4, 3), at(1.5, 5), 2)
+	liveRev := Revocation{Requested: live.Requested.Time, Acknowledged: live.Acknowledged.Time}
+	liveBounds := Bounds(&live.Surface, liveRev)
+	if liveBounds == nil {
+		t.Fatal("exclusion not confirmed")
+	}
+
+	raw, err := json.Marshal(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back persisted
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	Resume(&back.Surface)
+	backBounds := Bounds(&back.Surface, Revocation{Requested: back.Requested.Time, Acknowledged: back.Acknowledged.Time})
+	if backBounds == nil || *backBounds.Lower != *liveBounds.Lower || *backBounds.Upper != *liveBounds.Upper {
+		t.Fatalf("bounds from status %+v differ from live bounds %+v", backBounds, liveBounds)
+	}
+
+	exactLower := at(1, 789).Sub(at(0.05, 456))
+	exactUpper := at(1.3, 7).Sub(at(0, 123))
+	if liveBounds.Lower.Duration > exactLower || liveBounds.Upper.Duration < exactUpper {
+		t.Errorf("bounds [%s, %s] narrower than the unrounded [%s, %s]",
+			liveBounds.Lower.Duration, liveBounds.Upper.Duration, exactLower, exactUpper)
+	}
+	if liveBounds.Lower.Duration%time.Microsecond != 0 || liveBounds.Upper.Duration%time.Microsecond != 0 {
+		t.Errorf("bounds [%s, %s] are not whole microseconds", liveBounds.Lower.Duration, liveBounds.Upper.Duration)
 	}
 }

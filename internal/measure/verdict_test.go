@@ -16,7 +16,7 @@ func TestVerdict(t *testing.T) {
 	}
 	visible := v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceAnswer,
 		Bounds: &v1alpha1.ExclusionBounds{Lower: dur(30)}}
-	visible.LastPositiveStart = &metav1.Time{Time: at(39)}
+	visible.LastPositiveStart = &metav1.MicroTime{Time: at(39)}
 	undetermined := v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceSearch, NegativeStreak: 1,
 		Probes: v1alpha1.ProbeCounts{Negative: 1, Errors: 5}}
 	// errorsOnly never saw anything after revocation: all probes failed.

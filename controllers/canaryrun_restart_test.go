@@ -1,0 +1,220 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/corpusdriver"
+	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/ragtarget"
+)
+
+// startOwnAPIServer starts a kube-apiserver and etcd for one test. The
+// suite's manager reconciles every CanaryRun on the shared API server, so a
+// test that stops and restarts "the operator" needs a server only its own
+// operators watch.
+func startOwnAPIServer(t *testing.T) (*rest.Config, client.Client) {
+	t.Helper()
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                testScheme,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting a second envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the second envtest: %v", err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{Scheme: testScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, c
+}
+
+// testOperator is one operator process: a manager running the CanaryRun
+// controller with its own probe engine and cache. Stopping it drops every
+// in-memory probe state, as a crash or a rollout would; a new one can only
+// rebuild from status.
+type testOperator struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+func startTestOperator(t *testing.T, cfg *rest.Config, heartbeat time.Duration) *testOperator {
+	t.Helper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 testScheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// The suite's manager already registered the controller name.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.RealClock{}
+	engine := probe.NewEngine(clk, probe.NewLimiters(clk))
+	if err := mgr.Add(engine); err != nil {
+		t.Fatal(err)
+	}
+	r := &CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Drivers: &corpusdriver.Builder{Reader: mgr.GetAPIReader()}, Clock: clk, Probes: engine,
+		Heartbeat: heartbeat, Recorder: mgr.GetEventRecorder("canaryrun-controller")}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	op := &testOperator{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(op.done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("operator stopped: %v", err)
+		}
+	}()
+	t.Cleanup(op.stop)
+	return op
+}
+
+// stop ends the operator and waits until no reconcile or probe is in flight.
+func (op *testOperator) stop() {
+	op.once.Do(func() {
+		op.cancel()
+		<-op.done
+	})
+}
+
+// TestCanaryRunRestartDuringExclusionLosesNoMeasurement stops the operator
+// while the run awaits exclusion and the revoked token is still visible;
+// the revocation reaches the index while no operator runs; a fresh operator
+// rebuilds the run from status. The interval must still contain the true
+// exclusion time, be computed from the persisted timestamps to the
+// microsecond, and be wider only by the time nothing was observed.
+func TestCanaryRunRestartDuringExclusionLosesNoMeasurement(t *testing.T) {
+	const (
+		heartbeat = 250 * time.Millisecond
+		interval  = 200 * time.Millisecond // crRunSpec's probe interval
+		// The revocation reaches the index this long after the request: after
+		// the first operator stopped.
+		lag = 2 * time.Second
+	)
+	cfg, c := startOwnAPIServer(t)
+	tg := startCRTarget(t, ragtarget.Config{}, lag, false)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "restart-"}}
+	crCreateIn(t, c, ns)
+	crFixtureIn(t, c, ns.Name, tg)
+	run := crRunSpec(ns.Name, 20*time.Second, v1alpha1.SurfaceSearch)
+	crCreateIn(t, c, run)
+
+	first := startTestOperator(t, cfg, heartbeat)
+	eventually(t, "a sighting after the revocation persisted", func() error {
+		got := crGetIn(t, c, run)
+		if got.Status.Phase != v1alpha1.PhaseAwaitingExclusion {
+			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
+		}
+		if len(got.Status.Surfaces) == 0 || got.Status.Surfaces[0].LastPositiveStart == nil {
+			return fmt.Errorf("no sighting persisted yet: %+v", got.Status.Surfaces)
+		}
+		return nil
+	})
+	first.stop()
+	stoppedAt := time.Now()
+	// What the restart can rebuild from: status as the first operator left it.
+	before := crGetIn(t, c, run)
+	if s, _ := tg.appliedRevocation(); !s.IsZero() {
+		t.Fatalf("the revocation reached the index %s before the operator stopped; the run would not straddle the restart", stoppedAt.Sub(s))
+	}
+	eventually(t, "the revocation reached the index while the operator was down", func() error {
+		if s, _ := tg.appliedRevocation(); s.IsZero() {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	restartedAt := time.Now()
+	startTestOperator(t, cfg, heartbeat)
+
+	got := crWaitDoneIn(t, c, run)
+	crAssertSLOMet(t, got)
+	// Timestamps that cannot be re-observed survive unchanged: the restart
+	// neither re-shared nor re-revoked.
+	for _, ts := range []struct {
+		name          string
+		before, after *metav1.MicroTime
+	}{
+		{"shareRequestedTime", before.Status.ShareRequestedTime, got.Status.ShareRequestedTime},
+		{"visibleTime", before.Status.VisibleTime, got.Status.VisibleTime},
+		{"revokeRequestedTime", before.Status.RevokeRequestedTime, got.Status.RevokeRequestedTime},
+		{"revokeAcknowledgedTime", before.Status.RevokeAcknowledgedTime, got.Status.RevokeAcknowledgedTime},
+	} {
+		if ts.before == nil || ts.after == nil || !ts.before.Equal(ts.after) {
+			t.Errorf("%s changed across the restart: %v → %v", ts.name, ts.before, ts.after)
+		}
+	}
+
+	pre, m := crSurface(t, before, v1alpha1.SurfaceSearch), crSurface(t, got, v1alpha1.SurfaceSearch)
+	if m.Bounds == nil || m.Bounds.Lower == nil || m.Bounds.Upper == nil || m.FirstNegativeEnd == nil {
+		t.Fatalf("no complete measurement: %+v", m)
+	}
+	req, ack := got.Status.RevokeRequestedTime.Time, got.Status.RevokeAcknowledgedTime.Time
+	// The lower bound comes from the sighting persisted before the stop, to
+	// the microsecond; the upper bound from a negative the new operator saw.
+	if m.LastPositiveStart == nil || !m.LastPositiveStart.Equal(pre.LastPositiveStart) {
+		t.Errorf("lastPositiveStart %v, want %v as persisted before the restart", m.LastPositiveStart, pre.LastPositiveStart)
+	}
+	if want := pre.LastPositiveStart.Sub(ack); m.Bounds.Lower.Duration != want {
+		t.Errorf("lower bound %s, want %s from the persisted sighting", m.Bounds.Lower.Duration, want)
+	}
+	if want := m.FirstNegativeEnd.Sub(req); m.Bounds.Upper.Duration != want {
+		t.Errorf("upper bound %s, want %s from the persisted first negative", m.Bounds.Upper.Duration, want)
+	}
+	if !m.FirstNegativeEnd.After(restartedAt) {
+		t.Errorf("first negative ended %s before the restart: nothing was probing then", restartedAt.Sub(m.FirstNegativeEnd.Time))
+	}
+
+	// The interval contains the true exclusion time.
+	s, e := tg.appliedRevocation()
+	lastSeen, firstGone := ack.Add(m.Bounds.Lower.Duration), req.Add(m.Bounds.Upper.Duration)
+	if lastSeen.After(s) || firstGone.Before(e) {
+		t.Errorf("interval [%s, %s] after the request does not contain the sync at [%s, %s]",
+			lastSeen.Sub(req), firstGone.Sub(req), s.Sub(req), e.Sub(req))
+	}
+	// It is wider only by the time nothing durable was observed: since the
+	// last persisted sighting (at most a heartbeat and a probe round before
+	// the stop), the downtime, and the new operator's start and first probe.
+	// The slack absorbs scheduling on a loaded machine.
+	const slack = time.Second
+	unpersisted, downtime, resume := stoppedAt.Sub(lastSeen), restartedAt.Sub(stoppedAt), firstGone.Sub(restartedAt)
+	width := firstGone.Sub(lastSeen)
+	t.Logf("interval width %s = unpersisted %s + downtime %s + first probe after restart %s; true exclusion window %s",
+		width, unpersisted, downtime, resume, e.Sub(s))
+	if unpersisted > heartbeat+interval+slack {
+		t.Errorf("the last persisted sighting was %s before the stop, want within a heartbeat (%s) and a probe round", unpersisted, heartbeat)
+	}
+	if resume > interval+slack {
+		t.Errorf("the first negative after the restart ended %s after it, want within a probe round", resume)
+	}
+	if width > downtime+heartbeat+2*(interval+slack) {
+		t.Errorf("interval width %s exceeds the downtime %s by more than a heartbeat and two probe rounds", width, downtime)
+	}
+}
