@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -28,16 +25,10 @@ import (
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
 
-const (
-	// LabelCanary on a CanaryRun names the RevocationCanary that created it
-	// (schedule.LabelValue of the name). Listing also checks the controller
-	// owner reference, so the label only narrows the query.
-	LabelCanary = "ragcanary.dev/canary"
-	// AnnotationScheduledTime on a CanaryRun is the RFC 3339 scheduled time
-	// it was created for, so the last schedule time can be recovered from
-	// the runs themselves if status is lost or read stale.
-	AnnotationScheduledTime = "ragcanary.dev/scheduled-time"
-)
+// LabelCanary on a CanaryRun names the RevocationCanary that created it
+// (schedule.LabelValue of the name). Listing also checks the controller
+// owner reference, so the label only narrows the query.
+const LabelCanary = "ragcanary.dev/canary"
 
 // ConditionSLOMet reports whether the latest finished run met its SLO.
 const ConditionSLOMet = "SLOMet"
@@ -54,14 +45,6 @@ const (
 	ReasonRunCreated      = "RunCreated"
 	ReasonRecovered       = "Recovered"
 )
-
-// defaultHistoryLimit matches the CRD default, for objects stored before
-// the default existed.
-const defaultHistoryLimit int32 = 3
-
-// maxActiveInStatus is status.active's MaxItems: a longer list would fail
-// the status write and turn into a retry loop.
-const maxActiveInStatus = 10
 
 // Field indexes on RevocationCanary, so a Corpus or Persona appearing
 // re-evaluates the canaries waiting for it.
@@ -122,12 +105,13 @@ func (r *RevocationCanaryReconciler) Reconcile(ctx context.Context, req ctrl.Req
 // first because they do not depend on the spec being usable: a canary with
 // a broken reference still reports its last result.
 func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary *v1alpha1.RevocationCanary) (ctrl.Result, error) {
-	runs, err := r.ownedRuns(ctx, canary)
+	runs, err := listChildRuns(ctx, r.APIReader, &v1alpha1.CanaryRunList{}, canary, LabelCanary, describeCanaryRun)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	r.observeRuns(canary, runs)
-	if err := r.pruneHistory(ctx, canary, runs.finished); err != nil {
+	sch := runScheduler{client: r.Client, recorder: r.Recorder, now: r.Clock.Now()}
+	if err := sch.prune(ctx, runs, canary.Spec.SuccessfulRunsHistoryLimit, canary.Spec.FailedRunsHistoryLimit); err != nil {
 		return ctrl.Result{}, err
 	}
 	sched, ready, err := r.readiness(ctx, canary)
@@ -146,7 +130,9 @@ func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary
 	if err := r.publishInfo(ctx, canary, sched); err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.scheduleRuns(ctx, canary, sched, runs)
+	return sch.schedule(ctx, canaryParent(canary, &sched), runs, func(planned *schedule.Run) client.Object {
+		return newCanaryRun(canary, planned)
+	})
 }
 
 // publishInfo exports the canary's SLO and schedule period, which the
@@ -166,45 +152,17 @@ func (r *RevocationCanaryReconciler) publishInfo(ctx context.Context, canary *v1
 	return nil
 }
 
-// canaryRuns are the runs a canary controls, split by whether they finished.
-type canaryRuns struct {
-	// active runs, oldest first.
-	active []*v1alpha1.CanaryRun
-	// finished runs (phase Succeeded or Failed), in no particular order.
-	finished []*v1alpha1.CanaryRun
-	// lastScheduled is the newest scheduled-time annotation among them.
-	lastScheduled time.Time
-}
-
-// ownedRuns lists the runs this canary controls, uncached.
-func (r *RevocationCanaryReconciler) ownedRuns(ctx context.Context, canary *v1alpha1.RevocationCanary) (canaryRuns, error) {
-	var list v1alpha1.CanaryRunList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(canary.Namespace),
-		client.MatchingLabels{LabelCanary: schedule.LabelValue(canary.Name)}); err != nil {
-		return canaryRuns{}, err
+// describeCanaryRun tells the shared scheduling code about one CanaryRun.
+// Success is the run's phase: Succeeded means the measurement completed,
+// whatever its verdict; the verdict is reported through lastRun and SLOMet.
+func describeCanaryRun(obj client.Object) childRun {
+	run := obj.(*v1alpha1.CanaryRun)
+	return childRun{
+		obj:        run,
+		finished:   runFinished(run),
+		succeeded:  run.Status.Phase == v1alpha1.PhaseSucceeded,
+		completion: completedAt(run),
 	}
-	var runs canaryRuns
-	for i := range list.Items {
-		run := &list.Items[i]
-		if !metav1.IsControlledBy(run, canary) {
-			continue
-		}
-		if t, err := time.Parse(time.RFC3339, run.Annotations[AnnotationScheduledTime]); err == nil && t.After(runs.lastScheduled) {
-			runs.lastScheduled = t
-		}
-		if runFinished(run) {
-			runs.finished = append(runs.finished, run)
-		} else {
-			runs.active = append(runs.active, run)
-		}
-	}
-	slices.SortFunc(runs.active, func(a, b *v1alpha1.CanaryRun) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	return runs, nil
 }
 
 func runFinished(run *v1alpha1.CanaryRun) bool {
@@ -213,47 +171,20 @@ func runFinished(run *v1alpha1.CanaryRun) bool {
 
 // observeRuns recomputes status.active, status.lastRun and the SLOMet
 // condition from the runs, and emits an event when the verdict changes.
-func (r *RevocationCanaryReconciler) observeRuns(canary *v1alpha1.RevocationCanary, runs canaryRuns) {
-	canary.Status.Active = activeRefs(runs.active)
+func (r *RevocationCanaryReconciler) observeRuns(canary *v1alpha1.RevocationCanary, runs childRuns) {
+	canary.Status.Active = runs.activeRefs()
 	previous := canary.Status.LastRun
-	if latest := newestFinished(runs.finished); latest != nil && newerThan(latest, previous) {
+	if latest, ok := runs.newest().(*v1alpha1.CanaryRun); ok && newerThan(latest, previous) {
 		canary.Status.LastRun = summarise(latest)
 		r.verdictEvent(canary, previous, canary.Status.LastRun)
 	}
 	meta.SetStatusCondition(&canary.Status.Conditions, sloCondition(canary.Status.LastRun, canary.Generation))
 }
 
-// activeRefs names the active runs, keeping the newest that fit status.
-func activeRefs(active []*v1alpha1.CanaryRun) []v1alpha1.LocalObjectReference {
-	if len(active) > maxActiveInStatus {
-		active = active[len(active)-maxActiveInStatus:]
-	}
-	var refs []v1alpha1.LocalObjectReference
-	for _, run := range active {
-		refs = append(refs, v1alpha1.LocalObjectReference{Name: run.Name})
-	}
-	return refs
-}
-
-// newestFinished is the finished run that completed last.
-func newestFinished(finished []*v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
-	var newest *v1alpha1.CanaryRun
-	for _, run := range finished {
-		if newest == nil || completedAt(run).After(completedAt(newest)) ||
-			(completedAt(run).Equal(completedAt(newest)) && run.Name > newest.Name) {
-			newest = run
-		}
-	}
-	return newest
-}
-
 // completedAt falls back to the creation time for a run that finished
 // without recording when.
 func completedAt(run *v1alpha1.CanaryRun) time.Time {
-	if run.Status.CompletionTime != nil {
-		return run.Status.CompletionTime.Time
-	}
-	return run.CreationTimestamp.Time
+	return completionOr(run.Status.CompletionTime, run)
 }
 
 // newerThan reports whether run should replace the summary. The summary
@@ -336,45 +267,6 @@ func (r *RevocationCanaryReconciler) verdictEvent(canary *v1alpha1.RevocationCan
 	}
 }
 
-// pruneHistory deletes finished runs beyond the history limits. Success is
-// the run's phase: Succeeded means the measurement completed, whatever its
-// verdict; the verdict is reported through lastRun and SLOMet.
-func (r *RevocationCanaryReconciler) pruneHistory(ctx context.Context, canary *v1alpha1.RevocationCanary, finished []*v1alpha1.CanaryRun) error {
-	byName := make(map[string]*v1alpha1.CanaryRun, len(finished))
-	candidates := make([]schedule.FinishedRun, 0, len(finished))
-	for _, run := range finished {
-		byName[run.Name] = run
-		candidates = append(candidates, schedule.FinishedRun{
-			Name: run.Name, CompletionTime: completedAt(run), Succeeded: run.Status.Phase == v1alpha1.PhaseSucceeded,
-		})
-	}
-	prune := schedule.Prune(candidates,
-		limitOrDefault(canary.Spec.SuccessfulRunsHistoryLimit), limitOrDefault(canary.Spec.FailedRunsHistoryLimit))
-	for _, name := range prune {
-		if err := r.deleteRun(ctx, byName[name]); err != nil {
-			return err
-		}
-		log.FromContext(ctx).V(1).Info("pruned canary run", "run", name)
-	}
-	return nil
-}
-
-func limitOrDefault(limit *int32) int32 {
-	if limit == nil {
-		return defaultHistoryLimit
-	}
-	return *limit
-}
-
-// deleteRun deletes a run; one already gone is fine. The run's own
-// finalizer cleans the canary document out of the target.
-func (r *RevocationCanaryReconciler) deleteRun(ctx context.Context, run *v1alpha1.CanaryRun) error {
-	if !run.DeletionTimestamp.IsZero() {
-		return nil
-	}
-	return client.IgnoreNotFound(r.Delete(ctx, run, client.PropagationPolicy(metav1.DeletePropagationBackground)))
-}
-
 // readiness parses the schedule and checks that every referenced object
 // exists. A problem the user must fix is a False condition, not an error.
 func (r *RevocationCanaryReconciler) readiness(ctx context.Context, canary *v1alpha1.RevocationCanary) (schedule.Schedule, metav1.Condition, error) {
@@ -438,103 +330,32 @@ func personaRefs(canary *v1alpha1.RevocationCanary) []personaRef {
 	return refs
 }
 
-func ptrTrue(b *bool) bool { return b != nil && *b }
-
-// scheduleRuns decides with the pure schedule package and acts on it.
-func (r *RevocationCanaryReconciler) scheduleRuns(ctx context.Context, canary *v1alpha1.RevocationCanary, sched schedule.Schedule, runs canaryRuns) (ctrl.Result, error) {
-	plan := schedule.Decide(r.scheduleInput(canary, &sched, runs))
-	logger := log.FromContext(ctx)
-	if plan.Missed.Skipped > 0 {
-		logger.Info("skipped missed schedule times", "skipped", plan.Missed.Skipped, "truncated", plan.Missed.Truncated)
-	}
-	if plan.Blocked != schedule.NotBlocked {
-		logger.V(1).Info("due run held back", "blocked", plan.Blocked)
-	}
-	if plan.ReplaceActive {
-		if err := r.deleteActive(ctx, runs.active); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if plan.Create != nil {
-		if err := r.createRun(ctx, canary, plan.Create); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	canary.Status.NextScheduleTime = optionalTime(plan.NextTime)
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
-}
-
-// scheduleInput gathers the decision input. The last schedule time is the
-// newer of status and the runs' annotations: if status was lost or read
-// stale, the runs still say which time already ran.
-func (r *RevocationCanaryReconciler) scheduleInput(canary *v1alpha1.RevocationCanary, sched *schedule.Schedule, runs canaryRuns) schedule.Input {
-	last := runs.lastScheduled
-	if s := canary.Status.LastScheduleTime; s != nil && s.After(last) {
-		last = s.Time
-	}
+// canaryParent adapts the canary to the shared scheduler.
+func canaryParent(canary *v1alpha1.RevocationCanary, sched *schedule.Schedule) scheduledParent {
 	var jitter time.Duration
 	if canary.Spec.Jitter != nil {
 		jitter = canary.Spec.Jitter.Duration
 	}
-	return schedule.Input{
-		Parent:           canary.Name,
-		Key:              string(canary.UID),
-		Schedule:         sched,
-		MaxJitter:        jitter,
-		Created:          canary.CreationTimestamp.Time,
-		LastScheduled:    last,
-		Now:              r.Clock.Now(),
-		Suspended:        ptrTrue(canary.Spec.Suspend),
-		Policy:           canary.Spec.ConcurrencyPolicy,
-		Active:           len(runs.active),
-		RunNowAnnotation: canary.Annotations[v1alpha1.RunNowAnnotation],
-		LastRunNowToken:  canary.Status.LastRunNowToken,
+	return scheduledParent{
+		obj:       canary,
+		sched:     sched,
+		suspended: ptrTrue(canary.Spec.Suspend),
+		policy:    canary.Spec.ConcurrencyPolicy,
+		jitter:    jitter,
+		status: schedulingStatus{
+			active:           &canary.Status.Active,
+			lastScheduleTime: &canary.Status.LastScheduleTime,
+			nextScheduleTime: &canary.Status.NextScheduleTime,
+			lastRunNowToken:  &canary.Status.LastRunNowToken,
+		},
 	}
-}
-
-// deleteActive deletes the active runs for the Replace policy.
-func (r *RevocationCanaryReconciler) deleteActive(ctx context.Context, active []*v1alpha1.CanaryRun) error {
-	for _, run := range active {
-		if err := r.deleteRun(ctx, run); err != nil {
-			return err
-		}
-		log.FromContext(ctx).Info("replaced active canary run", "run", run.Name)
-	}
-	return nil
-}
-
-// createRun creates the planned run and records what it consumed. The name
-// is deterministic, so AlreadyExists means an earlier reconcile created it:
-// the run happened, and only the status record was missing.
-func (r *RevocationCanaryReconciler) createRun(ctx context.Context, canary *v1alpha1.RevocationCanary, planned *schedule.Run) error {
-	run := newCanaryRun(canary, planned)
-	if err := controllerutil.SetControllerReference(canary, run, r.Scheme()); err != nil {
-		return err
-	}
-	err := r.Create(ctx, run)
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		log.FromContext(ctx).V(1).Info("canary run already exists", "run", run.Name)
-	case err != nil:
-		return err
-	default:
-		log.FromContext(ctx).Info("created canary run", "run", run.Name)
-		r.Recorder.Eventf(canary, run, corev1.EventTypeNormal, ReasonRunCreated, "CreateRun", "created run %s", run.Name)
-		canary.Status.Active = appendActive(canary.Status.Active, run.Name)
-	}
-	if !planned.Scheduled.IsZero() {
-		canary.Status.LastScheduleTime = &metav1.Time{Time: planned.Scheduled}
-	}
-	if planned.RunNowToken != "" {
-		canary.Status.LastRunNowToken = planned.RunNowToken
-	}
-	return nil
 }
 
 // newCanaryRun builds the run with the canary spec copied as it is now, so
-// later edits never change a measurement in flight.
+// later edits never change a measurement in flight. The shared scheduler
+// adds the scheduled-time annotation and the owner reference.
 func newCanaryRun(canary *v1alpha1.RevocationCanary, planned *schedule.Run) *v1alpha1.CanaryRun {
-	run := &v1alpha1.CanaryRun{
+	return &v1alpha1.CanaryRun{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      planned.Name,
 			Namespace: canary.Namespace,
@@ -542,26 +363,6 @@ func newCanaryRun(canary *v1alpha1.RevocationCanary, planned *schedule.Run) *v1a
 		},
 		Spec: v1alpha1.CanaryRunSpec{CanarySpec: *canary.Spec.CanarySpec.DeepCopy()},
 	}
-	if !planned.Scheduled.IsZero() {
-		run.Annotations = map[string]string{AnnotationScheduledTime: planned.Scheduled.UTC().Format(time.RFC3339)}
-	}
-	return run
-}
-
-// appendActive adds a just-created run to status.active within its bound.
-func appendActive(active []v1alpha1.LocalObjectReference, name string) []v1alpha1.LocalObjectReference {
-	active = append(active, v1alpha1.LocalObjectReference{Name: name})
-	if len(active) > maxActiveInStatus {
-		active = active[len(active)-maxActiveInStatus:]
-	}
-	return active
-}
-
-func optionalTime(t time.Time) *metav1.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &metav1.Time{Time: t}
 }
 
 // SetupWithManager registers the controller. The canary is reconciled on
@@ -617,15 +418,6 @@ func (r *RevocationCanaryReconciler) canariesFor(index string) handler.MapFunc {
 			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 		return reqs
-	}
-}
-
-// existenceChanged passes creates and deletes: readiness only checks that
-// references exist, so their updates (a Corpus health check every minute)
-// would only cause idle reconciles.
-func existenceChanged() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc: func(event.UpdateEvent) bool { return false },
 	}
 }
 

@@ -14,7 +14,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/schedule"
@@ -25,6 +27,19 @@ import (
 // runs, pruning history, and acting on the pure decisions of
 // internal/schedule. Each kind supplies only what differs: how to read a
 // run's phase and how to build a new run.
+
+// AnnotationScheduledTime on a CanaryRun or SuiteRun is the RFC 3339 scheduled time
+// it was created for, so the last schedule time can be recovered from
+// the runs themselves if status is lost or read stale.
+const AnnotationScheduledTime = "ragcanary.dev/scheduled-time"
+
+// defaultHistoryLimit matches the CRD default, for objects stored before
+// the default existed.
+const defaultHistoryLimit int32 = 3
+
+// maxActiveInStatus is status.active's MaxItems: a longer list would fail
+// the status write and turn into a retry loop.
+const maxActiveInStatus = 10
 
 // childRun is what scheduling needs to know about one run of any kind.
 type childRun struct {
@@ -275,4 +290,31 @@ func (s runScheduler) create(ctx context.Context, p scheduledParent, planned *sc
 		*p.status.lastRunNowToken = planned.RunNowToken
 	}
 	return nil
+}
+
+// appendActive adds a just-created run to status.active within its bound.
+func appendActive(active []v1alpha1.LocalObjectReference, name string) []v1alpha1.LocalObjectReference {
+	active = append(active, v1alpha1.LocalObjectReference{Name: name})
+	if len(active) > maxActiveInStatus {
+		active = active[len(active)-maxActiveInStatus:]
+	}
+	return active
+}
+
+func optionalTime(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &metav1.Time{Time: t}
+}
+
+func ptrTrue(b *bool) bool { return b != nil && *b }
+
+// existenceChanged passes creates and deletes: readiness only checks that
+// references exist, so their updates (a Corpus health check every minute)
+// would only cause idle reconciles.
+func existenceChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(event.UpdateEvent) bool { return false },
+	}
 }
