@@ -309,7 +309,8 @@ func crGetIn(t *testing.T, c client.Client, run *v1alpha1.CanaryRun) *v1alpha1.C
 	return &got
 }
 
-// crWaitDone waits until the run reached Succeeded or Failed.
+// crWaitDone waits until the run reached Succeeded or Failed and released
+// its finalizer.
 func crWaitDone(t *testing.T, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
 	t.Helper()
 	return crWaitDoneIn(t, k8sClient, run)
@@ -322,6 +323,11 @@ func crWaitDoneIn(t *testing.T, c client.Client, run *v1alpha1.CanaryRun) *v1alp
 		got = crGetIn(t, c, run)
 		if !isTerminal(got.Status.Phase) {
 			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
+		}
+		// The terminal status is written before the finalizer is removed,
+		// in a second request: wait for both.
+		if controllerutil.ContainsFinalizer(got, CanaryRunFinalizer) {
+			return fmt.Errorf("phase %q but the finalizer is still set", got.Status.Phase)
 		}
 		return nil
 	})
