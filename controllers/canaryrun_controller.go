@@ -50,6 +50,8 @@ type CanaryRunReconciler struct {
 	Recorder  events.EventRecorder
 	// Heartbeat is how often probe results reach status between transitions.
 	Heartbeat time.Duration
+	// DefaultRateLimit applies to corpora that set no rate limit.
+	DefaultRateLimit probe.Limit
 
 	transitions chan event.TypedGenericEvent[types.NamespacedName]
 }

@@ -175,7 +175,7 @@ func (r *CanaryRunReconciler) ensureProbing(ctx context.Context, rc *runCtx, sta
 	}
 	r.clearWaiting(rc)
 	rc.deps = deps
-	r.Probes.Limiters().Set(corpusKey(rc.run), corpusLimit(deps.corpus))
+	r.Probes.Limiters().Set(corpusKey(rc.run), corpusRateLimit(deps.corpus, r.DefaultRateLimit))
 	if st, ok := r.Probes.StateAt(rc.key, stage); ok {
 		return st, ctrl.Result{}, nil
 	}
@@ -196,7 +196,7 @@ func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage,
 	run := rc.run
 	p := probe.Plan{
 		Stage: stage, Driver: deps.driver,
-		Corpus: corpusKey(run), Limit: corpusLimit(deps.corpus),
+		Corpus: corpusKey(run), Limit: corpusRateLimit(deps.corpus, r.DefaultRateLimit),
 		Timeout: corpusdriver.Timeout(deps.corpus), Interval: probeInterval(run),
 		Confirmations: confirmations(run), Surfaces: probingSurfaces(run),
 		Persona: deps.token,
@@ -214,11 +214,7 @@ func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage,
 }
 
 func corpusKey(run *v1alpha1.CanaryRun) string {
-	return run.Namespace + "/" + run.Spec.CorpusRef.Name
-}
-
-func corpusLimit(c *v1alpha1.Corpus) probe.Limit {
-	return probe.Limit{RequestsPerSecond: c.Spec.RateLimit.RequestsPerSecond, Burst: c.Spec.RateLimit.Burst}
+	return limiterKey(run.Namespace, run.Spec.CorpusRef.Name)
 }
 
 // recordViolations raises the persisted count to what probing saw, with a

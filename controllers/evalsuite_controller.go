@@ -69,6 +69,8 @@ type EvalSuiteReconciler struct {
 	Clock clock.PassiveClock
 	// Recorder emits events on transitions only.
 	Recorder events.EventRecorder
+	// History holds the operator's default history limits.
+	History historyDefaults
 }
 
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=evalsuites,verbs=get;list;watch
@@ -110,7 +112,7 @@ func (r *EvalSuiteReconciler) reconcileSuite(ctx context.Context, s *v1alpha1.Ev
 		return ctrl.Result{}, err
 	}
 	observeSuiteRuns(s, runs)
-	sched := runScheduler{client: r.Client, recorder: r.Recorder, now: r.Clock.Now()}
+	sched := runScheduler{client: r.Client, recorder: r.Recorder, now: r.Clock.Now(), history: r.History}
 	if err := sched.prune(ctx, runs, s.Spec.SuccessfulRunsHistoryLimit, s.Spec.FailedRunsHistoryLimit); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -67,6 +67,8 @@ type RevocationCanaryReconciler struct {
 	Clock clock.PassiveClock
 	// Recorder emits events on transitions only.
 	Recorder events.EventRecorder
+	// History holds the operator's default history limits.
+	History historyDefaults
 }
 
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=revocationcanaries,verbs=get;list;watch
@@ -110,7 +112,7 @@ func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary
 		return ctrl.Result{}, err
 	}
 	r.observeRuns(canary, runs)
-	sch := runScheduler{client: r.Client, recorder: r.Recorder, now: r.Clock.Now()}
+	sch := runScheduler{client: r.Client, recorder: r.Recorder, now: r.Clock.Now(), history: r.History}
 	if err := sch.prune(ctx, runs, canary.Spec.SuccessfulRunsHistoryLimit, canary.Spec.FailedRunsHistoryLimit); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -33,10 +33,6 @@ import (
 // the runs themselves if status is lost or read stale.
 const AnnotationScheduledTime = "ragcanary.dev/scheduled-time"
 
-// defaultHistoryLimit matches the CRD default, for objects stored before
-// the default existed.
-const defaultHistoryLimit int32 = 3
-
 // maxActiveInStatus is status.active's MaxItems: a longer list would fail
 // the status write and turn into a retry loop.
 const maxActiveInStatus = 10
@@ -166,6 +162,13 @@ type runScheduler struct {
 	client   client.Client
 	recorder events.EventRecorder
 	now      time.Time
+	// history applies where a parent sets no history limit.
+	history historyDefaults
+}
+
+// historyDefaults are the operator's history limits.
+type historyDefaults struct {
+	successful, failed int32
 }
 
 // prune deletes finished runs beyond the history limits.
@@ -178,7 +181,7 @@ func (s runScheduler) prune(ctx context.Context, runs childRuns, successfulLimit
 			Name: run.obj.GetName(), CompletionTime: run.completion, Succeeded: run.succeeded,
 		})
 	}
-	for _, name := range schedule.Prune(candidates, historyLimit(successfulLimit), historyLimit(failedLimit)) {
+	for _, name := range schedule.Prune(candidates, orDefault(successfulLimit, s.history.successful), orDefault(failedLimit, s.history.failed)) {
 		if err := s.deleteChild(ctx, byName[name]); err != nil {
 			return err
 		}
@@ -187,10 +190,10 @@ func (s runScheduler) prune(ctx context.Context, runs childRuns, successfulLimit
 	return nil
 }
 
-// historyLimit applies the CRD default to objects stored before it existed.
-func historyLimit(limit *int32) int32 {
+// orDefault is the object's limit, or the operator's when unset.
+func orDefault(limit *int32, def int32) int32 {
 	if limit == nil {
-		return defaultHistoryLimit
+		return def
 	}
 	return *limit
 }

@@ -27,6 +27,44 @@ type Options struct {
 	// ProbeHeartbeat is how often probe results reach CanaryRun status
 	// between transitions; DefaultProbeHeartbeat when zero.
 	ProbeHeartbeat time.Duration
+	// Defaults apply where an object leaves a setting unset; the operator's
+	// flags set them, so platform teams tune them once for the fleet.
+	Defaults Defaults
+}
+
+// Defaults are the operator-wide values for settings objects may leave unset.
+type Defaults struct {
+	// RateLimit applies to a Corpus without spec.rateLimit values.
+	RateLimit probe.Limit
+	// SuccessfulRunsHistoryLimit and FailedRunsHistoryLimit apply to
+	// canaries and suites without their own limits.
+	SuccessfulRunsHistoryLimit int32
+	FailedRunsHistoryLimit     int32
+}
+
+// DefaultSettings are the Defaults when the operator is not configured.
+func DefaultSettings() Defaults {
+	return Defaults{
+		RateLimit:                  probe.Limit{RequestsPerSecond: 10, Burst: 20},
+		SuccessfulRunsHistoryLimit: 3,
+		FailedRunsHistoryLimit:     3,
+	}
+}
+
+// withFallbacks treats an all-zero Defaults (as in tests) as an unconfigured
+// operator, and never lets a rate limit be zero.
+func (d Defaults) withFallbacks() Defaults {
+	if d == (Defaults{}) {
+		return DefaultSettings()
+	}
+	def := DefaultSettings()
+	if d.RateLimit.RequestsPerSecond <= 0 {
+		d.RateLimit.RequestsPerSecond = def.RateLimit.RequestsPerSecond
+	}
+	if d.RateLimit.Burst <= 0 {
+		d.RateLimit.Burst = def.RateLimit.Burst
+	}
+	return d
 }
 
 // SetupAll registers every reconciler with the manager. Both the manager
@@ -38,6 +76,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	if opts.ScheduleClock == nil {
 		opts.ScheduleClock = opts.Clock
 	}
+	opts.Defaults = opts.Defaults.withFallbacks()
 	if opts.Probes == nil {
 		opts.Probes = probe.NewEngine(opts.Clock, probe.NewLimiters(opts.Clock))
 		if err := mgr.Add(opts.Probes); err != nil {
@@ -49,24 +88,26 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 			return (&PersonaReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&RevocationCanaryReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock, Recorder: mgr.GetEventRecorder("revocationcanary-controller")}).SetupWithManager(mgr)
+			return (&RevocationCanaryReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock,
+				History: opts.Defaults.history(), Recorder: mgr.GetEventRecorder("revocationcanary-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
 			return (&CorpusReconciler{Client: mgr.GetClient(), Drivers: opts.Drivers, Clock: opts.Clock}).SetupWithManager(mgr)
 		},
 		func() error {
 			return (&CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Drivers: opts.Drivers,
-				Clock: opts.Clock, Probes: opts.Probes, Heartbeat: opts.ProbeHeartbeat,
+				Clock: opts.Clock, Probes: opts.Probes, Heartbeat: opts.ProbeHeartbeat, DefaultRateLimit: opts.Defaults.RateLimit,
 				Recorder: mgr.GetEventRecorder("canaryrun-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
 			return (&EvalSuiteReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock,
+				History:  opts.Defaults.history(),
 				Recorder: mgr.GetEventRecorder("evalsuite-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
 			// Suites draw from the same per-corpus limiters as the canary probes.
 			return (&SuiteRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Drivers: opts.Drivers,
-				Limiters: opts.Probes.Limiters(), Clock: opts.Clock,
+				Limiters: opts.Probes.Limiters(), DefaultRateLimit: opts.Defaults.RateLimit, Clock: opts.Clock,
 				Recorder: mgr.GetEventRecorder("suiterun-controller")}).SetupWithManager(mgr)
 		},
 	}
@@ -76,4 +117,8 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	return nil
+}
+
+func (d Defaults) history() historyDefaults {
+	return historyDefaults{successful: d.SuccessfulRunsHistoryLimit, failed: d.FailedRunsHistoryLimit}
 }

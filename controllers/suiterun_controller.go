@@ -54,6 +54,8 @@ type SuiteRunReconciler struct {
 	Drivers   corpusdriver.Factory
 	// Limiters are the per-corpus rate limiters shared with the canary probes.
 	Limiters *probe.Limiters
+	// DefaultRateLimit applies to corpora that set no rate limit.
+	DefaultRateLimit probe.Limit
 	// Clock stamps start and completion times.
 	Clock    clock.PassiveClock
 	Recorder events.EventRecorder

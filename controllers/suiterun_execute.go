@@ -14,7 +14,6 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/corpusdriver"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/scoring"
 	"github.com/ragcanary/ragcanary/internal/secretref"
 	"github.com/ragcanary/ragcanary/internal/suite"
@@ -104,8 +103,8 @@ func (r *SuiteRunReconciler) target(ctx context.Context, s *v1alpha1.EvalSuite, 
 		}
 		tokens[name] = driver.Token(value)
 	}
-	key := def.Corpus.Namespace + "/" + def.Corpus.Name
-	r.Limiters.Set(key, probe.Limit{RequestsPerSecond: def.Corpus.Spec.RateLimit.RequestsPerSecond, Burst: def.Corpus.Spec.RateLimit.Burst})
+	key := limiterKey(def.Corpus.Namespace, def.Corpus.Name)
+	r.Limiters.Set(key, corpusRateLimit(def.Corpus, r.DefaultRateLimit))
 	return suite.Target{
 		Searcher:    d,
 		Answerer:    d,

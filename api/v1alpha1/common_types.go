@@ -87,15 +87,15 @@ type Scheduling struct {
 	Jitter *metav1.Duration `json:"jitter,omitempty"`
 
 	// successfulRunsHistoryLimit is how many finished successful runs to keep.
+	// Unset uses the operator's default (3 unless configured).
 	// +optional
-	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	SuccessfulRunsHistoryLimit *int32 `json:"successfulRunsHistoryLimit,omitempty"`
 
 	// failedRunsHistoryLimit is how many finished unsuccessful runs to keep.
+	// Unset uses the operator's default (3 unless configured).
 	// +optional
-	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	FailedRunsHistoryLimit *int32 `json:"failedRunsHistoryLimit,omitempty"`

@@ -95,16 +95,16 @@ type Freshness struct {
 // RateLimit bounds the request rate to one corpus, shared by every canary and
 // suite that targets it.
 type RateLimit struct {
-	// requestsPerSecond is the sustained rate.
+	// requestsPerSecond is the sustained rate. Unset uses the operator's
+	// default (--default-requests-per-second, 10 unless configured).
 	// +optional
-	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	RequestsPerSecond int32 `json:"requestsPerSecond,omitempty"`
 
-	// burst is the largest number of requests sent at once.
+	// burst is the largest number of requests sent at once. Unset uses the
+	// operator's default (--default-burst, 20 unless configured).
 	// +optional
-	// +kubebuilder:default=20
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	Burst int32 `json:"burst,omitempty"`

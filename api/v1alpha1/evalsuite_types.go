@@ -126,16 +126,16 @@ type EvalSuiteSpec struct {
 	// +optional
 	Suspend *bool `json:"suspend,omitempty"`
 
-	// successfulRunsHistoryLimit is how many passed runs to keep.
+	// successfulRunsHistoryLimit is how many passed runs to keep. Unset uses
+	// the operator's default (3 unless configured).
 	// +optional
-	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	SuccessfulRunsHistoryLimit *int32 `json:"successfulRunsHistoryLimit,omitempty"`
 
-	// failedRunsHistoryLimit is how many failed runs to keep.
+	// failedRunsHistoryLimit is how many failed runs to keep. Unset uses the
+	// operator's default (3 unless configured).
 	// +optional
-	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	FailedRunsHistoryLimit *int32 `json:"failedRunsHistoryLimit,omitempty"`

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -28,6 +30,8 @@ type settings struct {
 	leaderElectionNS  string
 	allowedTargetURLs string
 	watchNamespace    string
+	probeHeartbeat    time.Duration
+	defaults          controllers.Defaults
 	zapOptions        zap.Options
 }
 
@@ -42,6 +46,13 @@ func parseFlags(args []string) (settings, error) {
 	fs.StringVar(&s.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
 	fs.StringVar(&s.allowedTargetURLs, "allowed-target-urls", "", "Comma-separated URL prefixes the operator may call (for example https://rag.internal/). Empty allows any http(s) target.")
 	fs.StringVar(&s.watchNamespace, "watch-namespace", "", "Only reconcile objects in this namespace (default: all namespaces).")
+	def := controllers.DefaultSettings()
+	fs.DurationVar(&s.probeHeartbeat, "probe-heartbeat", controllers.DefaultProbeHeartbeat, "How often probe results reach CanaryRun status between lifecycle transitions.")
+	s.defaults = def
+	fs.Func("default-requests-per-second", fmt.Sprintf("Rate limit for corpora that set none (default %d).", def.RateLimit.RequestsPerSecond), positiveInt32(&s.defaults.RateLimit.RequestsPerSecond))
+	fs.Func("default-burst", fmt.Sprintf("Burst for corpora that set none (default %d).", def.RateLimit.Burst), positiveInt32(&s.defaults.RateLimit.Burst))
+	fs.Func("default-successful-runs-history-limit", fmt.Sprintf("Successful runs kept for canaries and suites that set no limit (default %d).", def.SuccessfulRunsHistoryLimit), nonNegativeInt32(&s.defaults.SuccessfulRunsHistoryLimit))
+	fs.Func("default-failed-runs-history-limit", fmt.Sprintf("Failed runs kept for canaries and suites that set no limit (default %d).", def.FailedRunsHistoryLimit), nonNegativeInt32(&s.defaults.FailedRunsHistoryLimit))
 	s.zapOptions.BindFlags(fs)
 	return s, fs.Parse(args)
 }
@@ -86,7 +97,7 @@ func run(s settings) error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	drivers := &corpusdriver.Builder{Reader: mgr.GetAPIReader(), AllowedURLPrefixes: splitList(s.allowedTargetURLs)}
-	if err := controllers.SetupAll(mgr, controllers.Options{Drivers: drivers}); err != nil {
+	if err := controllers.SetupAll(mgr, controllers.Options{Drivers: drivers, ProbeHeartbeat: s.probeHeartbeat, Defaults: s.defaults}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -97,6 +108,27 @@ func run(s settings) error {
 	}
 	ctrl.Log.Info("starting manager", "metricsAddress", s.metricsAddr, "leaderElection", s.leaderElect)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// positiveInt32 parses a flag value that must be at least 1.
+func positiveInt32(into *int32) func(string) error {
+	return boundedInt32(into, 1)
+}
+
+// nonNegativeInt32 parses a flag value that must be at least 0.
+func nonNegativeInt32(into *int32) func(string) error {
+	return boundedInt32(into, 0)
+}
+
+func boundedInt32(into *int32, least int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < least {
+			return fmt.Errorf("must be an integer of at least %d", least)
+		}
+		*into = int32(n)
+		return nil
+	}
 }
 
 func splitList(v string) []string {

@@ -59,6 +59,10 @@ var (
 		Namespace: namespace, Name: "suite_runs_total",
 		Help: "Finished suite runs by result (passed, failed).",
 	}, []string{LabelNamespace, LabelSuite, LabelCorpus, LabelResult})
+	SuiteLastRunPassed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_last_run_passed",
+		Help: "1 when the suite's latest finished run passed every gate, else 0; what the gate-failed alert watches.",
+	}, suiteLabels)
 	SuiteLastCompletedRun = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "suite_last_completed_run_timestamp_seconds",
 		Help: "Unix time the suite's last run finished.",
@@ -71,7 +75,7 @@ var suiteVecs = []interface {
 	DeletePartialMatch(prometheus.Labels) int
 }{
 	SuiteUtility, SuiteDisclosureRate, SuiteFalseBlockRate, SuiteRecall, SuiteMRR,
-	SuiteDisclosuresTotal, SuiteRunsTotal, SuiteLastCompletedRun,
+	SuiteDisclosuresTotal, SuiteRunsTotal, SuiteLastRunPassed, SuiteLastCompletedRun,
 }
 
 func init() {
@@ -124,6 +128,7 @@ func RecordSuiteCompletion(s Suite, c SuiteCompletion) {
 	l := s.labels()
 	l[LabelResult] = result
 	SuiteRunsTotal.With(l).Inc()
+	SuiteLastRunPassed.With(s.labels()).Set(boolToFloat(c.Passed))
 	SuiteLastCompletedRun.With(s.labels()).Set(float64(c.Finished.Unix()))
 	for _, g := range personaGauges() {
 		g.DeletePartialMatch(s.labels())
@@ -165,4 +170,11 @@ func ForgetSuite(namespace, suite string) {
 	for _, c := range suiteVecs {
 		c.DeletePartialMatch(match)
 	}
+}
+
+func boolToFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -20,6 +20,12 @@ func TestSuiteCompletionAndForgetSuite(t *testing.T) {
 	if got := testutil.ToFloat64(SuiteRunsTotal.WithLabelValues("ns-s", "iso", "corp", ResultFailed)); got != 1 {
 		t.Errorf("suite_runs_total{failed} = %v, want 1", got)
 	}
+	if got := testutil.ToFloat64(SuiteLastRunPassed.WithLabelValues("ns-s", "iso", "corp")); got != 0 {
+		t.Errorf("suite_last_run_passed after a failed run = %v, want 0", got)
+	}
+	if got := testutil.ToFloat64(SuiteLastRunPassed.WithLabelValues("ns-s", "other", "corp")); got != 1 {
+		t.Errorf("suite_last_run_passed after a passed run = %v, want 1", got)
+	}
 	if got := testutil.ToFloat64(SuiteDisclosuresTotal.WithLabelValues("ns-s", "iso", "corp", "mallory")); got != 1 {
 		t.Errorf("disclosures = %v, want 1", got)
 	}
