@@ -54,6 +54,8 @@ type crTarget struct {
 
 	failing     atomic.Bool
 	deletedDocs sync.Map // document ID → true
+	// released lets a held revocation be applied (see crTargetOptions.hold).
+	released atomic.Bool
 }
 
 // crTargetOptions shape a crTarget.
@@ -67,7 +69,14 @@ type crTargetOptions struct {
 	revokeSync ragtarget.SyncKind
 	// capabilities, when set, is served as the GET /v1/capabilities reply.
 	capabilities string
+	// hold keeps the revocation from reaching the index until the test
+	// calls release, so a test can act between request and exclusion
+	// however slow the machine is.
+	hold bool
 }
+
+// release lets a held revocation reach the index at the next sync tick.
+func (tg *crTarget) release() { tg.released.Store(true) }
 
 // startCRTarget serves cfg with ACL sync only when the test runs it. lag is
 // how long after the revocation request the ACL sync applying it runs.
@@ -183,7 +192,7 @@ func (tg *crTarget) driveSync(ctx context.Context) {
 			}
 		case revokedSeen.IsZero():
 			revokedSeen = time.Now()
-		case tg.syncStart.IsZero() && time.Since(revokedSeen) >= tg.opts.lag:
+		case tg.syncStart.IsZero() && time.Since(revokedSeen) >= tg.opts.lag && (!tg.opts.hold || tg.released.Load()):
 			tg.syncStart = time.Now()
 			_ = tg.svc.SyncNow(tg.opts.revokeSync)
 			tg.syncEnd = time.Now()
