@@ -164,7 +164,7 @@ func (r *CorpusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Corpus{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{},
-			handler.EnqueueRequestsFromMapFunc(referrersOfSecret(r.Client,
+			handler.EnqueueRequestsFromMapFunc(referrers(r.Client,
 				func() client.ObjectList { return &v1alpha1.CorpusList{} }, corpusSecretIndex)),
 			builder.OnlyMetadata).
 		Named("corpus").

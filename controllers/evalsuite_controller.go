@@ -13,7 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -291,13 +290,13 @@ func (r *EvalSuiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.EvalSuite{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&v1alpha1.SuiteRun{}, builder.WithPredicates(suiteRunPhaseChanged())).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.suitesFor(suiteConfigMapIndex))).
-		Watches(&v1alpha1.Corpus{}, handler.EnqueueRequestsFromMapFunc(r.suitesFor(suiteCorpusIndex)),
+		Owns(&v1alpha1.SuiteRun{}, builder.WithPredicates(phaseChanged(func(r *v1alpha1.SuiteRun) string { return string(r.Status.Phase) }))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newSuiteList, suiteConfigMapIndex))).
+		Watches(&v1alpha1.Corpus{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newSuiteList, suiteCorpusIndex)),
 			builder.WithPredicates(existenceChanged())).
 		// Personas named inside ConfigMaps cannot be indexed, so a Persona
 		// re-evaluates every suite in its namespace; they are few.
-		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(r.suitesFor("")),
+		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newSuiteList, "")),
 			builder.WithPredicates(existenceChanged())).
 		Named("evalsuite").
 		Complete(r)
@@ -321,39 +320,4 @@ func (r *EvalSuiteReconciler) indexReferences(mgr ctrl.Manager) error {
 		})
 }
 
-// suitesFor maps an object to the suites in its namespace that reference it
-// through index, or to every suite there when index is "".
-func (r *EvalSuiteReconciler) suitesFor(index string) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []ctrl.Request {
-		opts := []client.ListOption{client.InNamespace(obj.GetNamespace())}
-		if index != "" {
-			opts = append(opts, client.MatchingFields{index: obj.GetName()})
-		}
-		var list v1alpha1.EvalSuiteList
-		if err := r.List(ctx, &list, opts...); err != nil {
-			log.FromContext(ctx).Error(err, "listing suites for a reference", "index", index)
-			return nil
-		}
-		reqs := make([]ctrl.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return reqs
-	}
-}
-
-// suiteRunPhaseChanged passes run updates that change the phase or start a
-// deletion.
-func suiteRunPhaseChanged() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldRun, okOld := e.ObjectOld.(*v1alpha1.SuiteRun)
-			newRun, okNew := e.ObjectNew.(*v1alpha1.SuiteRun)
-			if !okOld || !okNew {
-				return true
-			}
-			return oldRun.Status.Phase != newRun.Status.Phase ||
-				oldRun.DeletionTimestamp.IsZero() != newRun.DeletionTimestamp.IsZero()
-		},
-	}
-}
+func newSuiteList() client.ObjectList { return &v1alpha1.EvalSuiteList{} }

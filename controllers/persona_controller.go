@@ -88,7 +88,7 @@ func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Persona{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Secret{},
-			handler.EnqueueRequestsFromMapFunc(referrersOfSecret(r.Client,
+			handler.EnqueueRequestsFromMapFunc(referrers(r.Client,
 				func() client.ObjectList { return &v1alpha1.PersonaList{} }, personaSecretIndex)),
 			builder.OnlyMetadata).
 		Named("persona").

@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -378,10 +377,10 @@ func (r *RevocationCanaryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.RevocationCanary{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&v1alpha1.CanaryRun{}, builder.WithPredicates(runPhaseChanged())).
-		Watches(&v1alpha1.Corpus{}, handler.EnqueueRequestsFromMapFunc(r.canariesFor(canaryCorpusIndex)),
+		Owns(&v1alpha1.CanaryRun{}, builder.WithPredicates(phaseChanged(func(r *v1alpha1.CanaryRun) string { return string(r.Status.Phase) }))).
+		Watches(&v1alpha1.Corpus{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newCanaryList, canaryCorpusIndex)),
 			builder.WithPredicates(existenceChanged())).
-		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(r.canariesFor(canaryPersonaIndex)),
+		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newCanaryList, canaryPersonaIndex)),
 			builder.WithPredicates(existenceChanged())).
 		Named("revocationcanary").
 		Complete(r)
@@ -405,36 +404,4 @@ func (r *RevocationCanaryReconciler) indexReferences(mgr ctrl.Manager) error {
 		})
 }
 
-// canariesFor maps a Corpus or Persona to the canaries in its namespace
-// that reference it through the given index.
-func (r *RevocationCanaryReconciler) canariesFor(index string) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []ctrl.Request {
-		var list v1alpha1.RevocationCanaryList
-		if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
-			client.MatchingFields{index: obj.GetName()}); err != nil {
-			log.FromContext(ctx).Error(err, "listing canaries for a reference", "index", index)
-			return nil
-		}
-		reqs := make([]ctrl.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return reqs
-	}
-}
-
-// runPhaseChanged passes run updates that change the phase or start a
-// deletion, not the probing heartbeats in between.
-func runPhaseChanged() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldRun, okOld := e.ObjectOld.(*v1alpha1.CanaryRun)
-			newRun, okNew := e.ObjectNew.(*v1alpha1.CanaryRun)
-			if !okOld || !okNew {
-				return true
-			}
-			return oldRun.Status.Phase != newRun.Status.Phase ||
-				oldRun.DeletionTimestamp.IsZero() != newRun.DeletionTimestamp.IsZero()
-		},
-	}
-}
+func newCanaryList() client.ObjectList { return &v1alpha1.RevocationCanaryList{} }
