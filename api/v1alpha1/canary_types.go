@@ -221,10 +221,12 @@ type RevocationCanaryStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=rcan;canary,categories=ragcanary
 // +kubebuilder:printcolumn:name="Corpus",type=string,JSONPath=`.spec.corpusRef.name`
-// +kubebuilder:printcolumn:name="Persona",type=string,JSONPath=`.spec.personaRef.name`
+// +kubebuilder:printcolumn:name="Persona",type=string,JSONPath=`.spec.personaRef.name`,priority=1
+// +kubebuilder:printcolumn:name="SLO Met",type=string,JSONPath=`.status.conditions[?(@.type=="SLOMet")].status`
 // +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.lastRun.verdict`
 // +kubebuilder:printcolumn:name="TTE-Upper",type=string,JSONPath=`.status.lastRun.timeToExclusion.upper`
-// +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Last Run",type=date,JSONPath=`.status.lastRun.completionTime`
+// +kubebuilder:printcolumn:name="Next Run",type=string,JSONPath=`.status.nextScheduleTime`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RevocationCanary struct {

@@ -239,7 +239,8 @@ type EvalSuiteStatus struct {
 // +kubebuilder:printcolumn:name="Corpus",type=string,JSONPath=`.spec.corpusRef.name`
 // +kubebuilder:printcolumn:name="Passed",type=boolean,JSONPath=`.status.lastRun.passed`
 // +kubebuilder:printcolumn:name="Disclosures",type=integer,JSONPath=`.status.lastRun.disclosures`
-// +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Last Run",type=date,JSONPath=`.status.lastRun.completionTime`
+// +kubebuilder:printcolumn:name="Next Run",type=string,JSONPath=`.status.nextScheduleTime`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EvalSuite struct {

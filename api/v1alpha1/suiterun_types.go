@@ -135,15 +135,15 @@ type SuiteRunStatus struct {
 
 	// executions is the number of case × persona executions.
 	// +optional
-	Executions int32 `json:"executions,omitempty"`
+	Executions int32 `json:"executions"`
 
 	// disclosures counts executions that disclosed forbidden evidence.
 	// +optional
-	Disclosures int32 `json:"disclosures,omitempty"`
+	Disclosures int32 `json:"disclosures"`
 
 	// probeErrors counts executions that failed to get a reply.
 	// +optional
-	ProbeErrors int32 `json:"probeErrors,omitempty"`
+	ProbeErrors int32 `json:"probeErrors"`
 
 	// personas holds per-persona and per-stratum results.
 	// +optional
@@ -178,6 +178,7 @@ type SuiteRunStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Passed",type=string,JSONPath=`.status.conditions[?(@.type=="Passed")].status`
 // +kubebuilder:printcolumn:name="Disclosures",type=integer,JSONPath=`.status.disclosures`
+// +kubebuilder:printcolumn:name="Probe Errors",type=integer,JSONPath=`.status.probeErrors`
 // +kubebuilder:printcolumn:name="Executions",type=integer,JSONPath=`.status.executions`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SuiteRun struct {

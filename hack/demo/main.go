@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/driver"
+	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/localcluster"
 )
 
@@ -94,9 +96,21 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
 	}
 	defer stopProcess("manager", manager)
 
+	step("planting the sample suite's documents in ragtarget")
+	if err := plantSuiteDocuments(ctx); err != nil {
+		return err
+	}
+
 	step("applying samples")
 	for _, s := range samples {
 		if err := kubectl(ctx, kubeconfig, "apply", "-f", s); err != nil {
+			return err
+		}
+	}
+	// Start the first canary and suite runs now instead of at their first
+	// scheduled time.
+	for _, obj := range []string{"revocationcanary/alice-grant-revocation", "evalsuite/access-isolation"} {
+		if err := kubectl(ctx, kubeconfig, "annotate", "--overwrite", obj, "ragcanary.dev/run-now=demo-start"); err != nil {
 			return err
 		}
 	}
@@ -108,7 +122,7 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
 	defer ticker.Stop()
 	for {
 		fmt.Printf("\n--- %s\n", time.Now().Format(time.TimeOnly))
-		_ = kubectl(ctx, kubeconfig, "get", "corpora,personas,revocationcanaries,canaryruns")
+		_ = kubectl(ctx, kubeconfig, "get", "corpora,personas,revocationcanaries,canaryruns,evalsuites,suiteruns")
 		select {
 		case <-ctx.Done():
 			return nil
@@ -118,6 +132,27 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
 }
 
 func step(msg string) { fmt.Printf("==> %s\n", msg) }
+
+// plantSuiteDocuments writes the evidence the sample EvalSuite expects into
+// ragtarget's source: alice may read all three documents, mallory only the
+// handbook. The canaries plant and remove their own documents.
+func plantSuiteDocuments(ctx context.Context) error {
+	d, err := httpdriver.New(httpdriver.Config{BaseURL: "http://" + ragtargetAddr, SourceToken: "demo-source-token", Timeout: 5 * time.Second, Retries: 5})
+	if err != nil {
+		return err
+	}
+	docs := []driver.Document{
+		{ID: "hr-bands", Title: "Salary bands 2026", Body: "The 2026 salary bands for every engineering level, reviewed yearly by HR.", Principals: []string{"alice@example.com"}},
+		{ID: "handbook", Title: "Employee handbook", Body: "Holidays, expenses and how to reach HR; salary questions go to your manager.", Principals: []string{"alice@example.com", "mallory@example.com"}},
+		{ID: "vpn", Title: "VPN setup", Body: "How do I set up the VPN: install the client, import the profile and sign in.", Principals: []string{"alice@example.com"}},
+	}
+	for _, doc := range docs {
+		if err := d.CreateDocument(ctx, doc); err != nil {
+			return fmt.Errorf("planting %s: %w", doc.ID, err)
+		}
+	}
+	return nil
+}
 
 // startProcess runs a binary with its output prefixed on our terminal; it is
 // placed in its own process group so Ctrl-C reaches it only through us, in order.
