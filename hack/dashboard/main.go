@@ -58,8 +58,8 @@ var panels = []spec{
 	{"Run verdicts", "Finished canary runs by verdict over the dashboard range.", "bargauge", "short", [][2]string{
 		{`sum by (verdict) (increase(ragcanary_runs_total{` + sel + `}[$__range]))`, "{{verdict}}"},
 	}},
-	{"Isolation violations", "Control personas that saw a canary. Anything above zero is a permission leak.", "stat", "short", [][2]string{
-		{`sum by (namespace, canary, corpus) (increase(ragcanary_isolation_violations_total{` + sel + `}[$__range]))`, "{{canary}}"},
+	{"Isolation violations", "Control personas that saw a canary, and suite personas shown forbidden evidence. Anything above zero is a permission leak.", "stat", "short", [][2]string{
+		{`sum by (namespace, kind, canary, suite, corpus) (increase(ragcanary_isolation_violations_total{` + sel + `}[$__range]))`, "{{kind}} {{canary}}{{suite}}"},
 	}},
 	{"Reappearances", "Revoked content that came back after being absent: a lagging replica or cache.", "timeseries", "short", [][2]string{
 		{`sum by (corpus, surface) (increase(ragcanary_reappearances_total{` + sel + `}[$__rate_interval]))`, "{{corpus}} {{surface}}"},

@@ -37,7 +37,7 @@ func SetCanaryInfo(r Run, slo, period time.Duration) {
 	} else {
 		CanarySchedulePeriod.Delete(r.labels())
 	}
-	IsolationViolationsTotal.With(r.labels()).Add(0)
+	IsolationViolationsTotal.With(r.isolationLabels()).Add(0)
 	for _, v := range verdicts {
 		l := r.labels()
 		l[LabelVerdict] = v

@@ -84,8 +84,8 @@ var (
 	}, []string{LabelNamespace, LabelCanary, LabelCorpus, LabelVerdict})
 	IsolationViolationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "isolation_violations_total",
-		Help: "Probes in which a control persona saw a canary token.",
-	}, runLabels)
+		Help: "Permission leaks: control-persona probes that saw a canary token (kind=\"canary\") and suite executions that disclosed forbidden evidence (kind=\"suite\").",
+	}, []string{LabelNamespace, LabelKind, LabelCanary, LabelSuite, LabelCorpus})
 	ReappearancesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "reappearances_total",
 		Help: "Positive probes that followed a negative one after revocation: a replica or cache serving revoked content.",
@@ -174,8 +174,14 @@ func ObserveSchedulingLag(r Run, lag time.Duration) {
 // AddIsolationViolations counts control-persona sightings.
 func AddIsolationViolations(r Run, n int) {
 	if n > 0 {
-		IsolationViolationsTotal.With(r.labels()).Add(float64(n))
+		IsolationViolationsTotal.With(r.isolationLabels()).Add(float64(n))
 	}
+}
+
+// isolationLabels labels a canary's isolation violations; the suite label
+// is empty, as the canary label is on a suite's.
+func (r Run) isolationLabels() prometheus.Labels {
+	return prometheus.Labels{LabelNamespace: r.Namespace, LabelKind: KindCanary, LabelCanary: r.Canary, LabelSuite: "", LabelCorpus: r.Corpus}
 }
 
 // AddReappearance counts one reappearance on a surface.

@@ -14,6 +14,14 @@ const (
 	LabelPersona = "persona"
 	// LabelResult is "passed" or "failed".
 	LabelResult = "result"
+	// LabelKind tells canary and suite series of a shared family apart.
+	LabelKind = "kind"
+)
+
+// Values of LabelKind.
+const (
+	KindCanary = "canary"
+	KindSuite  = "suite"
 )
 
 // Suite run results.
@@ -91,6 +99,12 @@ type Suite struct {
 	Corpus    string
 }
 
+// isolationLabels labels a suite's disclosures in the shared isolation
+// violations family.
+func (s Suite) isolationLabels() prometheus.Labels {
+	return prometheus.Labels{LabelNamespace: s.Namespace, LabelKind: KindSuite, LabelCanary: "", LabelSuite: s.Suite, LabelCorpus: s.Corpus}
+}
+
 func (s Suite) labels() prometheus.Labels {
 	return prometheus.Labels{LabelNamespace: s.Namespace, LabelSuite: s.Suite, LabelCorpus: s.Corpus}
 }
@@ -128,6 +142,11 @@ func RecordSuiteCompletion(s Suite, c SuiteCompletion) {
 	l := s.labels()
 	l[LabelResult] = result
 	SuiteRunsTotal.With(l).Inc()
+	disclosures := 0
+	for _, p := range c.Personas {
+		disclosures += max(p.Disclosures, 0)
+	}
+	IsolationViolationsTotal.With(s.isolationLabels()).Add(float64(disclosures))
 	SuiteLastRunPassed.With(s.labels()).Set(boolToFloat(c.Passed))
 	SuiteLastCompletedRun.With(s.labels()).Set(float64(c.Finished.Unix()))
 	for _, g := range personaGauges() {
@@ -170,6 +189,7 @@ func ForgetSuite(namespace, suite string) {
 	for _, c := range suiteVecs {
 		c.DeletePartialMatch(match)
 	}
+	IsolationViolationsTotal.DeletePartialMatch(match)
 }
 
 func boolToFloat(b bool) float64 {
