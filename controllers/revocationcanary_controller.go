@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -28,6 +29,19 @@ import (
 // (schedule.LabelValue of the name). Listing also checks the controller
 // owner reference, so the label only narrows the query.
 const LabelCanary = "ragcanary.dev/canary"
+
+// CanaryFinalizer holds a RevocationCanary being deleted until its runs are
+// gone. Each run's own finalizer (CanaryRunFinalizer) revokes and deletes
+// its canary document, so nothing the canary planted outlives it, whether
+// or not a garbage collector removes owned objects (envtest has none, and
+// `kubectl delete --cascade=orphan` asks it not to).
+const CanaryFinalizer = "ragcanary.dev/runs"
+
+// runDeletionRetry is how often a canary being deleted re-checks runs that
+// are still cleaning up. A run disappearing brings the canary back sooner
+// through the owner watch; the retry covers runs orphaned by the garbage
+// collector, whose deletion is not mapped back to the canary.
+const runDeletionRetry = 5 * time.Second
 
 // ConditionSLOMet reports whether the latest finished run met its SLO.
 const ConditionSLOMet = "SLOMet"
@@ -70,7 +84,7 @@ type RevocationCanaryReconciler struct {
 	History historyDefaults
 }
 
-// +kubebuilder:rbac:groups=ragcanary.dev,resources=revocationcanaries,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=revocationcanaries,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=revocationcanaries/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=revocationcanaries/finalizers,verbs=update
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=canaryruns,verbs=get;list;watch;create;delete
@@ -89,8 +103,11 @@ func (r *RevocationCanaryReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !canary.DeletionTimestamp.IsZero() {
-		// Runs are owned: garbage collection removes them with the canary.
-		return ctrl.Result{}, nil
+		return r.finalize(ctx, &canary)
+	}
+	// The finalizer goes on before any run exists, so no run is left behind.
+	if err := r.patchFinalizer(ctx, &canary, controllerutil.AddFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	before := canary.DeepCopy()
 
@@ -100,6 +117,69 @@ func (r *RevocationCanaryReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	patchErr := patchStatus(ctx, r.Client, before, &canary, before.Status, canary.Status)
 	return result, errors.Join(err, patchErr)
+}
+
+// finalize deletes the canary's runs, waits until they are gone (each run
+// removes its canary document first), forgets the canary's series and lets
+// the canary go. Status is not written: the object is on its way out.
+func (r *RevocationCanaryReconciler) finalize(ctx context.Context, canary *v1alpha1.RevocationCanary) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(canary, CanaryFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	remaining, err := r.deleteRuns(ctx, canary)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if remaining > 0 {
+		log.FromContext(ctx).V(1).Info("waiting for runs to clean up", "runs", remaining)
+		return ctrl.Result{RequeueAfter: runDeletionRetry}, nil
+	}
+	metrics.Forget(canary.Namespace, canary.Name)
+	return ctrl.Result{}, r.patchFinalizer(ctx, canary, controllerutil.RemoveFinalizer)
+}
+
+// deleteRuns deletes every run of the canary, active and finished, and
+// returns how many still exist. It lists straight from the API server so a
+// run created just before the deletion is not missed. A run counts as the
+// canary's when the canary controls it, or when it carries the canary's
+// label and no controller at all: the garbage collector orphans runs when
+// the canary is deleted with propagation Orphan, and those runs must still
+// be cleaned up.
+func (r *RevocationCanaryReconciler) deleteRuns(ctx context.Context, canary *v1alpha1.RevocationCanary) (int, error) {
+	var list v1alpha1.CanaryRunList
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(canary.Namespace),
+		client.MatchingLabels{LabelCanary: schedule.LabelValue(canary.Name)}); err != nil {
+		return 0, err
+	}
+	remaining := 0
+	for i := range list.Items {
+		run := &list.Items[i]
+		if !metav1.IsControlledBy(run, canary) && metav1.GetControllerOf(run) != nil {
+			continue
+		}
+		remaining++
+		if !run.DeletionTimestamp.IsZero() {
+			continue
+		}
+		err := r.Delete(ctx, run, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if client.IgnoreNotFound(err) != nil {
+			return 0, err
+		}
+		log.FromContext(ctx).Info("deleted run of deleted canary", "run", run.Name)
+	}
+	return remaining, nil
+}
+
+// patchFinalizer adds or removes CanaryFinalizer when that changes
+// anything, as a patch of metadata.finalizers with an optimistic lock so
+// another controller's finalizer is never overwritten.
+func (r *RevocationCanaryReconciler) patchFinalizer(ctx context.Context, canary *v1alpha1.RevocationCanary,
+	change func(client.Object, string) bool) error {
+	base := canary.DeepCopy()
+	if !change(canary, CanaryFinalizer) {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Patch(ctx, canary, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})))
 }
 
 // reconcileCanary runs the steps in order. Observing and pruning runs come
@@ -368,7 +448,8 @@ func newCanaryRun(canary *v1alpha1.RevocationCanary, planned *schedule.Run) *v1a
 
 // SetupWithManager registers the controller. The canary is reconciled on
 // spec changes and on annotation changes (run-now), not on its own status
-// writes; on a run being created, changing phase or deleted; and on a
+// writes (the start of its deletion changes the generation); on a run
+// being created, changing phase or deleted; and on a
 // referenced Corpus or Persona appearing or disappearing.
 func (r *RevocationCanaryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.indexReferences(mgr); err != nil {
