@@ -160,6 +160,11 @@ func recordSuiteMetrics(run *v1alpha1.SuiteRun, s *v1alpha1.EvalSuite, out *runO
 		Passed:   run.Status.Phase == v1alpha1.SuiteRunSucceeded,
 		Finished: run.Status.CompletionTime.Time,
 	}
+	// The start as persisted (whole seconds once read back) to the precise
+	// completion: a run resumed after a restart counts from its first start.
+	if run.Status.StartTime != nil {
+		c.Started = run.Status.StartTime.Time
+	}
 	if out.result != nil {
 		c.Personas = personaScores(*out.result)
 	}

@@ -24,6 +24,7 @@ func init() {
 }
 
 const evalUsage = `usage: ragcanary eval CASES.json RESULTS.json [--k N] [--format text|json] [--min-recall X] [--min-mrr X]
+       ragcanary eval --suite SUITE.yaml --corpus CORPUS.yaml --personas PERSONAS.yaml [flags]   (live mode; --suite --help)
 
 Scores RESULTS.json against CASES.json. Exit status: 0 every gate passed,
 1 a gate failed, 2 invalid input or flags. Flags may come before or after
@@ -47,6 +48,9 @@ type evalConfig struct {
 }
 
 func runEval(args []string, stdout, stderr io.Writer) int {
+	if isLiveInvocation(args) {
+		return runEvalLive(args, stdout, stderr)
+	}
 	cfg, err := parseEvalArgs(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

@@ -75,7 +75,17 @@ var (
 		Namespace: namespace, Name: "suite_last_completed_run_timestamp_seconds",
 		Help: "Unix time the suite's last run finished.",
 	}, suiteLabels)
+	SuiteRunDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "suite_run_duration_seconds",
+		Help:    "Time from a suite run's start to its completion, passed or failed.",
+		Buckets: SuiteDurationBuckets,
+	}, suiteLabels)
 )
+
+// SuiteDurationBuckets span 0.1 s to 1 h: a handful of cases against a local
+// target finishes in well under a second, thousands of executions at a
+// corpus's rate limit take minutes to an hour.
+var SuiteDurationBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600}
 
 // suiteVecs lists every suite vector for registration and ForgetSuite.
 var suiteVecs = []interface {
@@ -83,7 +93,7 @@ var suiteVecs = []interface {
 	DeletePartialMatch(prometheus.Labels) int
 }{
 	SuiteUtility, SuiteDisclosureRate, SuiteFalseBlockRate, SuiteRecall, SuiteMRR,
-	SuiteDisclosuresTotal, SuiteRunsTotal, SuiteLastRunPassed, SuiteLastCompletedRun,
+	SuiteDisclosuresTotal, SuiteRunsTotal, SuiteLastRunPassed, SuiteLastCompletedRun, SuiteRunDuration,
 }
 
 func init() {
@@ -127,11 +137,14 @@ type PersonaScores struct {
 type SuiteCompletion struct {
 	Passed   bool
 	Personas []PersonaScores
+	// Started is when the run started executing; zero when unknown, and
+	// then no duration is observed.
+	Started  time.Time
 	Finished time.Time
 }
 
 // RecordSuiteCompletion records a finished run: its result, disclosures,
-// the per-persona gauges and the completion time. Personas of an earlier run
+// the per-persona gauges, the completion time and the run's duration. Personas of an earlier run
 // that this run did not score lose their gauges, so a dashboard never mixes
 // two runs.
 func RecordSuiteCompletion(s Suite, c SuiteCompletion) {
@@ -149,6 +162,11 @@ func RecordSuiteCompletion(s Suite, c SuiteCompletion) {
 	IsolationViolationsTotal.With(s.isolationLabels()).Add(float64(disclosures))
 	SuiteLastRunPassed.With(s.labels()).Set(boolToFloat(c.Passed))
 	SuiteLastCompletedRun.With(s.labels()).Set(float64(c.Finished.Unix()))
+	// A start after the completion (clock skew across an operator restart)
+	// is no duration at all, not a negative one.
+	if !c.Started.IsZero() && !c.Finished.Before(c.Started) {
+		SuiteRunDuration.With(s.labels()).Observe(c.Finished.Sub(c.Started).Seconds())
+	}
 	for _, g := range personaGauges() {
 		g.DeletePartialMatch(s.labels())
 	}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 func TestSuiteCompletionAndForgetSuite(t *testing.T) {
@@ -54,4 +56,77 @@ func TestSuiteCompletionAndForgetSuite(t *testing.T) {
 	if n := testutil.CollectAndCount(SuiteDisclosuresTotal); n != 0 {
 		t.Errorf("disclosures series after ForgetSuite = %d, want 0", n)
 	}
+}
+
+func TestSuiteRunDuration(t *testing.T) {
+	s := Suite{Namespace: "ns-dur", Suite: "iso", Corpus: "corp"}
+	start := time.Unix(1000, 0)
+	tests := []struct {
+		name string
+		// started and finished are the run's times; a zero start is unknown.
+		started, finished time.Time
+		// wantCount and wantSum are the histogram after this completion,
+		// cumulative over the table.
+		wantCount uint64
+		wantSum   float64
+	}{
+		{name: "a 90 s run", started: start, finished: start.Add(90 * time.Second), wantCount: 1, wantSum: 90},
+		{name: "a sub-second run", started: start, finished: start.Add(250 * time.Millisecond), wantCount: 2, wantSum: 90.25},
+		{name: "unknown start is not observed", finished: start, wantCount: 2, wantSum: 90.25},
+		{name: "start after completion is not observed", started: start.Add(time.Second), finished: start, wantCount: 2, wantSum: 90.25},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			RecordSuiteCompletion(s, SuiteCompletion{Passed: true, Started: tt.started, Finished: tt.finished})
+			h := histogram(t, "ragcanary_suite_run_duration_seconds", "ns-dur")
+			if h.GetSampleCount() != tt.wantCount || h.GetSampleSum() != tt.wantSum {
+				t.Errorf("count=%d sum=%v, want %d and %v", h.GetSampleCount(), h.GetSampleSum(), tt.wantCount, tt.wantSum)
+			}
+		})
+	}
+	h := histogram(t, "ragcanary_suite_run_duration_seconds", "ns-dur")
+	buckets := h.GetBucket()
+	if len(buckets) != len(SuiteDurationBuckets) || buckets[0].GetUpperBound() != 0.1 || buckets[len(buckets)-1].GetUpperBound() != 3600 {
+		t.Errorf("buckets = %v, want 0.1 s … 1 h", buckets)
+	}
+	// The 90 s run lands in (60, 120], the 0.25 s run in (0.1, 0.25].
+	for _, b := range buckets {
+		want := uint64(0)
+		switch {
+		case b.GetUpperBound() >= 120:
+			want = 2
+		case b.GetUpperBound() >= 0.25:
+			want = 1
+		}
+		if b.GetCumulativeCount() != want {
+			t.Errorf("bucket le=%v count=%d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
+		}
+	}
+	ForgetSuite("ns-dur", "iso")
+	if n := testutil.CollectAndCount(SuiteRunDuration); n != 0 {
+		t.Errorf("duration series after ForgetSuite = %d, want 0", n)
+	}
+}
+
+// histogram reads the one histogram series of a metric in a namespace.
+func histogram(t *testing.T, name, ns string) *dto.Histogram {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == LabelNamespace && l.GetValue() == ns {
+					return m.GetHistogram()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s series in namespace %s", name, ns)
+	return nil
 }

@@ -1,0 +1,115 @@
+package suite_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/suite"
+)
+
+// Live benchmark shape: 5,000 cases × 2 personas = 10,000 executions
+// (search only, one request each) over 200 documents; bob may read one
+// document in ten, alice all of them.
+const (
+	benchLiveDocs        = 200
+	benchLiveCases       = 5_000
+	benchLiveNarrowEvery = 10
+	benchLiveParallelism = 32
+	benchLiveBurst       = 50
+)
+
+func benchLiveDocuments() []driver.Document {
+	docs := make([]driver.Document, benchLiveDocs)
+	for i := range docs {
+		p := []string{alicePrinc}
+		if i%benchLiveNarrowEvery == 0 {
+			p = append(p, bobPrinc)
+		}
+		docs[i] = driver.Document{ID: fmt.Sprintf("doc-%03d", i), Title: fmt.Sprintf("Report %d", i),
+			Body: fmt.Sprintf("Project topic%03d status report: milestones, owners and risks for topic%03d.", i, i), Principals: p}
+	}
+	return docs
+}
+
+// benchLiveCases asks about document i%200: answerable for alice, and for
+// bob when he may read it, else a required block for him.
+func benchLiveCaseList() []v1alpha1.EvalCase {
+	var all, narrow []string
+	for i := range benchLiveDocs {
+		id := fmt.Sprintf("doc-%03d#0", i)
+		all = append(all, id)
+		if i%benchLiveNarrowEvery == 0 {
+			narrow = append(narrow, id)
+		}
+	}
+	cases := make([]v1alpha1.EvalCase, benchLiveCases)
+	for i := range cases {
+		d := i % benchLiveDocs
+		rel := []string{fmt.Sprintf("doc-%03d#0", d)}
+		bob := v1alpha1.Expectation{Persona: "bob", AllowedIDs: narrow, MustAbstain: true}
+		if d%benchLiveNarrowEvery == 0 {
+			bob = v1alpha1.Expectation{Persona: "bob", RelevantIDs: rel, AllowedIDs: narrow}
+		}
+		cases[i] = v1alpha1.EvalCase{ID: fmt.Sprintf("case-%04d", i), Question: fmt.Sprintf("topic%03d status", d),
+			Expectations: []v1alpha1.Expectation{{Persona: "alice", RelevantIDs: rel, AllowedIDs: all}, bob}}
+	}
+	return cases
+}
+
+// BenchmarkLiveSuite10k executes 10,000 case × persona evaluations against
+// an in-process ragtarget over real HTTP through suite.Execute, at the
+// corpus rate limits the controller would apply (the shared probe limiter,
+// burst 50), and scores them with suite.Score. Each iteration is one whole
+// run: ns/op is its duration, exec/s the achieved rate. "unlimited" shows
+// what the target and executor sustain on this machine without a limit.
+func BenchmarkLiveSuite10k(b *testing.B) {
+	lt := startLiveTarget(b, ragtarget.Config{}, benchLiveDocuments())
+	cases := benchLiveCaseList()
+	if err := suite.Validate(cases, make([]string, len(cases))); err != nil {
+		b.Fatal(err)
+	}
+	for _, rps := range []int32{500, 2000, 0} {
+		name := fmt.Sprintf("rate=%d", rps)
+		if rps == 0 {
+			name = "rate=unlimited"
+		}
+		b.Run(name, func(b *testing.B) {
+			wait := func(context.Context) error { return nil }
+			if rps > 0 {
+				limiters := probe.NewLimiters(clock.RealClock{})
+				limiters.Set("bench", probe.Limit{RequestsPerSecond: rps, Burst: benchLiveBurst})
+				wait = func(ctx context.Context) error { return limiters.Wait(ctx, "bench") }
+			}
+			target := lt.target(wait, benchLiveParallelism)
+			var elapsed time.Duration
+			var runs int
+			for b.Loop() {
+				start := time.Now()
+				execs, err := suite.Execute(context.Background(), target, cases)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := suite.Score(cases, execs, liveK, suite.Gates{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				elapsed += time.Since(start)
+				runs++
+				if !res.Passed || res.Executions != 2*benchLiveCases {
+					b.Fatalf("executions=%d errored=%d disclosures=%d passed=%v; want 10,000 clean",
+						res.Executions, len(res.Errored), res.Disclosures, res.Passed)
+				}
+			}
+			b.ReportMetric(float64(2*benchLiveCases*runs)/elapsed.Seconds(), "exec/s")
+			b.ReportMetric(elapsed.Seconds()/float64(runs), "s/run")
+		})
+	}
+}
