@@ -60,6 +60,18 @@ func (c *answerCache) put(principal, question string, a answer) {
 	c.entries[cacheKey{principal, question}] = cacheEntry{answer: a, expires: c.clock.Now().Add(c.ttl)}
 }
 
+// expiry returns when the fresh entry for (principal, question) expires;
+// false when none is cached or it has expired. It never changes the cache.
+func (c *answerCache) expiry(principal, question string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[cacheKey{principal, question}]
+	if !ok || !c.clock.Now().Before(e.expires) {
+		return time.Time{}, false
+	}
+	return e.expires, true
+}
+
 // invalidate drops every cached answer of the given principals.
 func (c *answerCache) invalidate(principals map[string]struct{}) {
 	if len(principals) == 0 {

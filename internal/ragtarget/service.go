@@ -151,6 +151,14 @@ func (s *Service) ReplicaBacklog() int {
 	return n
 }
 
+// AnswerCacheExpiry reports when the cached answer to question for principal
+// stops being served: the ground truth of a stale-cache exclusion for tests.
+// The entry was stored exactly AnswerCacheTTL earlier. It returns false when
+// no fresh answer is cached. Read-only: it neither serves nor evicts.
+func (s *Service) AnswerCacheExpiry(principal, question string) (time.Time, bool) {
+	return s.cache.expiry(principal, question)
+}
+
 // Capabilities is what this service reports on the contract.
 func (s *Service) Capabilities() driver.Capabilities {
 	return driver.Capabilities{

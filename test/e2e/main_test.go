@@ -31,6 +31,12 @@ var env struct {
 	ragtargetURL  string
 	metricsURL    string
 	prometheusURL string
+	// manager is the operator process. Tests may kill and restart it; it
+	// always comes back with the same arguments and addresses.
+	manager *managerProcess
+	// restartTarget serves, under ragtargetURL+restartTargetPath, the
+	// ragtarget a test mounts there (restart_test.go).
+	restartTarget mount
 }
 
 func TestMain(m *testing.M) {
@@ -82,11 +88,11 @@ func run(m *testing.M) int {
 	}
 	defer stopTarget()
 
-	stopManager, err := startManager(tmp)
-	if err != nil {
+	if env.manager, err = startManager(tmp); err != nil {
 		return fail(err)
 	}
-	defer stopManager()
+	// The current incarnation: a test may have killed and restarted it.
+	defer func() { env.manager.stop() }()
 
 	stopPrometheus, err := startPrometheus(tmp)
 	if err != nil {
@@ -119,33 +125,77 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// startProcess runs a command with output to a log file in dir and returns
-// a function that stops it (SIGTERM, then SIGKILL after a bounded wait).
-func startProcess(dir, name string, args ...string) (func(), error) {
-	logPath := filepath.Join(dir, filepath.Base(name)+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
+// process is a child process whose output is appended to a log file, so a
+// process started again after a kill keeps one log.
+type process struct {
+	name    string
+	args    []string
+	logPath string
+
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the current incarnation exited
+}
+
+// startProcess runs a command with output to a log file in dir.
+func startProcess(dir, name string, args ...string) (*process, error) {
+	p := &process{name: name, args: args, logPath: filepath.Join(dir, filepath.Base(name)+".log")}
+	if err := p.start(); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(name, args...)
+	return p, nil
+}
+
+// start runs the command (again) with the same arguments.
+func (p *process) start() error {
+	logFile, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p.name, p.args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+		_ = logFile.Close()
+		return fmt.Errorf("starting %s: %w", p.name, err)
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	return func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if os.Getenv("RAGCANARY_E2E_LOGS") != "" {
-			data, _ := os.ReadFile(logPath)
-			fmt.Fprintf(os.Stderr, "--- %s log\n%s\n", name, data)
-		}
-	}, nil
+	go func() {
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		close(done)
+	}()
+	p.cmd, p.done = cmd, done
+	return nil
+}
+
+// running reports whether the current incarnation is alive.
+func (p *process) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill sends SIGKILL, as an OOM kill or a node failure would: no shutdown
+// code runs. It returns once the process is gone.
+func (p *process) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stop ends the process (SIGTERM, then SIGKILL after a bounded wait) and
+// prints its log when RAGCANARY_E2E_LOGS is set.
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.kill()
+	}
+	if os.Getenv("RAGCANARY_E2E_LOGS") != "" {
+		data, _ := os.ReadFile(p.logPath)
+		fmt.Fprintf(os.Stderr, "--- %s log\n%s\n", p.name, data)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
@@ -38,7 +39,10 @@ func startRagtarget(ctx context.Context) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", svc.Handler())
+	mux.Handle(restartTargetPath+"/", http.StripPrefix(restartTargetPath, &env.restartTarget))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	env.ragtargetURL = "http://" + l.Addr().String()
 	return func() {
@@ -47,8 +51,38 @@ func startRagtarget(ctx context.Context) (func(), error) {
 	}, nil
 }
 
+// restartTargetPath is where a test mounts its own ragtarget on the e2e
+// target's listener: inside the manager's allowed target URLs, so the
+// manager runs with the same arguments whatever a test serves there.
+const restartTargetPath = "/restart"
+
+// mount serves the handler a test set, and 404 while none is set.
+type mount struct{ h atomic.Pointer[http.Handler] }
+
+func (m *mount) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := m.h.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	http.NotFound(w, r)
+}
+
+// set serves h until the returned function is called.
+func (m *mount) set(h http.Handler) (unset func()) {
+	m.h.Store(&h)
+	return func() { m.h.Store(nil) }
+}
+
+// managerProcess is the real manager binary. A test may SIGKILL it and start
+// it again: it comes back with the same arguments, so on the same metrics
+// and health addresses Prometheus and the other tests use.
+type managerProcess struct {
+	*process
+	readyURL string
+}
+
 // startManager builds and runs the real manager binary against the cluster.
-func startManager(tmp string) (func(), error) {
+func startManager(tmp string) (*managerProcess, error) {
 	bin := filepath.Join(tmp, "manager")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
 	build.Dir = env.root
@@ -63,7 +97,7 @@ func startManager(tmp string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	stop, err := startProcess(tmp, bin,
+	p, err := startProcess(tmp, bin,
 		"--kubeconfig", env.kubeconfig,
 		"--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", probeAddr,
@@ -72,11 +106,26 @@ func startManager(tmp string) (func(), error) {
 		return nil, err
 	}
 	env.metricsURL = "http://" + metricsAddr + "/metrics"
-	if err := waitHTTP("http://"+probeAddr+"/readyz", 60*time.Second); err != nil {
-		stop()
+	m := &managerProcess{process: p, readyURL: "http://" + probeAddr + "/readyz"}
+	if err := waitHTTP(m.readyURL, 60*time.Second); err != nil {
+		m.stop()
 		return nil, fmt.Errorf("manager not ready: %w", err)
 	}
-	return stop, nil
+	return m, nil
+}
+
+// restart starts a killed manager again and waits until it is ready.
+func (m *managerProcess) restart() error {
+	if m.running() {
+		return fmt.Errorf("the manager is still running")
+	}
+	if err := m.start(); err != nil {
+		return err
+	}
+	if err := waitHTTP(m.readyURL, 60*time.Second); err != nil {
+		return fmt.Errorf("manager not ready after a restart: %w", err)
+	}
+	return nil
 }
 
 // startPrometheus runs Debian's prometheus scraping the manager every second.
@@ -98,7 +147,7 @@ scrape_configs:
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
-	stop, err := startProcess(tmp, prometheusBinary(),
+	p, err := startProcess(tmp, prometheusBinary(),
 		"--config.file="+cfgPath,
 		"--storage.tsdb.path="+filepath.Join(tmp, "tsdb"),
 		"--web.listen-address="+addr)
@@ -107,10 +156,10 @@ scrape_configs:
 	}
 	env.prometheusURL = "http://" + addr
 	if err := waitHTTP(env.prometheusURL+"/-/ready", 60*time.Second); err != nil {
-		stop()
+		p.stop()
 		return nil, fmt.Errorf("prometheus not ready: %w", err)
 	}
-	return stop, nil
+	return p.stop, nil
 }
 
 // waitHTTP polls url until it answers 200 or the bounded timeout passes.
@@ -127,7 +176,7 @@ func waitHTTP(url string, timeout time.Duration) error {
 			err = fmt.Errorf("status %d", resp.StatusCode)
 		}
 		last = err
-		<-time.After(200 * time.Millisecond)
+		<-time.After(50 * time.Millisecond)
 	}
 	return fmt.Errorf("%s: %v", url, last)
 }
