@@ -175,7 +175,7 @@ func (r *CanaryRunReconciler) ensureProbing(ctx context.Context, rc *runCtx, sta
 	}
 	r.clearWaiting(rc)
 	rc.deps = deps
-	r.Probes.Limiters().Set(corpusKey(rc.run), corpusRateLimit(deps.corpus, r.DefaultRateLimit))
+	r.Probes.Limiters().Set(corpusKey(rc.run), probe.CorpusLimit(deps.corpus, r.DefaultRateLimit))
 	if st, ok := r.Probes.StateAt(rc.key, stage); ok {
 		return st, ctrl.Result{}, nil
 	}
@@ -196,7 +196,7 @@ func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage,
 	run := rc.run
 	p := probe.Plan{
 		Stage: stage, Driver: deps.driver,
-		Corpus: corpusKey(run), Limit: corpusRateLimit(deps.corpus, r.DefaultRateLimit),
+		Corpus: corpusKey(run), Limit: probe.CorpusLimit(deps.corpus, r.DefaultRateLimit),
 		Timeout: corpusdriver.Timeout(deps.corpus), Interval: probeInterval(run),
 		Confirmations: confirmations(run), Surfaces: probingSurfaces(run),
 		Persona: deps.token,

@@ -45,7 +45,7 @@ type Defaults struct {
 // DefaultSettings are the Defaults when the operator is not configured.
 func DefaultSettings() Defaults {
 	return Defaults{
-		RateLimit:                  probe.Limit{RequestsPerSecond: 10, Burst: 20},
+		RateLimit:                  probe.DefaultLimit,
 		SuccessfulRunsHistoryLimit: 3,
 		FailedRunsHistoryLimit:     3,
 	}

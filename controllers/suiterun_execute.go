@@ -13,8 +13,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/corpusdriver"
-	"github.com/ragcanary/ragcanary/internal/driver"
-	"github.com/ragcanary/ragcanary/internal/scoring"
+	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/secretref"
 	"github.com/ragcanary/ragcanary/internal/suite"
 )
@@ -81,47 +80,24 @@ func userOutcome(err error) (*runOutcome, error) {
 	return nil, err
 }
 
-// target builds the execution target: the corpus driver, every persona's
-// credential, the corpus's shared rate limiter and its per-call timeout.
+// target builds the execution target with the shared builder: credentials
+// from the API server, the corpus's limiter shared with the canary probes.
+// A user problem (missing Secret, refused URL) fails the run with a reason.
 func (r *SuiteRunReconciler) target(ctx context.Context, s *v1alpha1.EvalSuite, def *suite.Definition) (suite.Target, *runOutcome, error) {
-	d, err := r.Drivers.ForCorpus(ctx, def.Corpus)
-	if reason, message, ok := corpusdriver.IsUserProblem(err); ok {
-		return suite.Target{}, failedOutcome(reason, "Corpus %q: %s", def.Corpus.Name, message), nil
-	}
-	if err != nil {
-		return suite.Target{}, nil, err
-	}
-	tokens := make(map[string]driver.Token, len(def.Personas))
-	for name, p := range def.Personas {
-		value, err := secretref.Resolve(ctx, r.APIReader, p.Namespace, p.Spec.CredentialSecretRef)
-		var sp *secretref.Problem
-		if errors.As(err, &sp) {
-			return suite.Target{}, failedOutcome(sp.Reason, "Persona %q: %s", name, sp.Message), nil
-		}
-		if err != nil {
-			return suite.Target{}, nil, err
-		}
-		tokens[name] = driver.Token(value)
-	}
 	key := limiterKey(def.Corpus.Namespace, def.Corpus.Name)
-	r.Limiters.Set(key, corpusRateLimit(def.Corpus, r.DefaultRateLimit))
-	return suite.Target{
-		Searcher:    d,
-		Answerer:    d,
-		Tokens:      tokens,
-		Wait:        func(ctx context.Context) error { return r.Limiters.Wait(ctx, key) },
-		Timeout:     corpusdriver.Timeout(def.Corpus),
-		K:           suiteK(s),
-		Parallelism: int(max(s.Spec.Parallelism, 1)),
-	}, nil, nil
-}
-
-// suiteK is the retrieval depth, defaulted like the CRD.
-func suiteK(s *v1alpha1.EvalSuite) int {
-	if s.Spec.K <= 0 {
-		return scoring.DefaultK
+	r.Limiters.Set(key, probe.CorpusLimit(def.Corpus, r.DefaultRateLimit))
+	t, err := suite.BuildTarget(ctx, suite.TargetSource{
+		Drivers: r.Drivers,
+		Credential: func(ctx context.Context, ns string, ref v1alpha1.SecretKeyReference) ([]byte, error) {
+			return secretref.Resolve(ctx, r.APIReader, ns, ref)
+		},
+		Wait: func(ctx context.Context) error { return r.Limiters.Wait(ctx, key) },
+	}, s, def, 0)
+	if reason, _, ok := corpusdriver.IsUserProblem(err); ok {
+		// The error names the Corpus or Persona, and its message says what to fix.
+		return suite.Target{}, failedOutcome(reason, "%s", err.Error()), nil
 	}
-	return int(s.Spec.K)
+	return t, nil, err
 }
 
 // ReasonReportConflict: the report ConfigMap's name is taken by another object.

@@ -27,7 +27,6 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/corpusdriver"
-	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/scoring"
 	"github.com/ragcanary/ragcanary/internal/suite"
@@ -58,10 +57,6 @@ See docs/eval.md ("Live mode").
 
 // SecretEnvPrefix starts the environment variable holding a Secret key.
 const SecretEnvPrefix = "RAGCANARY_SECRET_"
-
-// defaultLiveRateLimit applies to a Corpus without spec.rateLimit values:
-// the operator's own default, so CI and the cluster load a target alike.
-var defaultLiveRateLimit = probe.Limit{RequestsPerSecond: 10, Burst: 20}
 
 // liveConfig is the parsed live-mode command line.
 type liveConfig struct {
@@ -242,59 +237,37 @@ func problemError(err error) error {
 	return err
 }
 
-// target builds what suite.Execute needs: the corpus driver (through the
-// same factory as the operator), each persona's credential, the corpus's
-// rate limit and per-call timeout.
+// target builds what suite.Execute needs with the controller's builder:
+// credentials from the manifests (or environment), and a private limiter at
+// the corpus's rate, with the operator's default where the corpus sets none,
+// so CI and the cluster load a target alike.
 func (m *manifests) target(ctx context.Context, s *v1alpha1.EvalSuite, def *suite.Definition, k int) (suite.Target, error) {
 	c := def.Corpus
 	if c.Spec.Driver.Type == v1alpha1.DriverHTTP && c.Spec.Driver.HTTP != nil {
 		if err := checkTargetURL(c.Spec.Driver.HTTP.URL); err != nil {
 			return suite.Target{}, inputError("Corpus %q: %v", c.Name, err)
 		}
+		// Checked here for a message that names the environment variable too.
 		if _, err := m.credential(c.Namespace, c.Spec.Driver.HTTP.CredentialSecretRef); err != nil {
 			return suite.Target{}, inputError("Corpus %q: %v", c.Name, err)
 		}
 	}
-	d, err := (&corpusdriver.Builder{Reader: m}).ForCorpus(ctx, c)
-	if reason, message, ok := corpusdriver.IsUserProblem(err); ok {
-		return suite.Target{}, inputError("%s: Corpus %q: %s", reason, c.Name, message)
+	limiters := probe.NewLimiters(clock.RealClock{})
+	limiters.Set(c.Name, probe.CorpusLimit(c, probe.DefaultLimit))
+	t, err := suite.BuildTarget(ctx, suite.TargetSource{
+		Drivers: &corpusdriver.Builder{Reader: m},
+		Credential: func(_ context.Context, ns string, ref v1alpha1.SecretKeyReference) ([]byte, error) {
+			return m.credential(ns, ref)
+		},
+		Wait: func(ctx context.Context) error { return limiters.Wait(ctx, c.Name) },
+	}, s, def, k)
+	if reason, _, ok := corpusdriver.IsUserProblem(err); ok {
+		return suite.Target{}, inputError("%s: %v", reason, err)
 	}
 	if err != nil {
-		return suite.Target{}, inputError("Corpus %q: %v", c.Name, err)
+		return suite.Target{}, inputError("%v", err)
 	}
-	tokens := make(map[string]driver.Token, len(def.Personas))
-	for _, name := range suite.PersonaNames(def.Cases) {
-		p := def.Personas[name]
-		value, err := m.credential(p.Namespace, p.Spec.CredentialSecretRef)
-		if err != nil {
-			return suite.Target{}, inputError("Persona %q: %v", name, err)
-		}
-		tokens[name] = driver.Token(value)
-	}
-	limit := probe.Limit{RequestsPerSecond: c.Spec.RateLimit.RequestsPerSecond, Burst: c.Spec.RateLimit.Burst}
-	if limit.RequestsPerSecond <= 0 {
-		limit.RequestsPerSecond = defaultLiveRateLimit.RequestsPerSecond
-	}
-	if limit.Burst <= 0 {
-		limit.Burst = defaultLiveRateLimit.Burst
-	}
-	limiters := probe.NewLimiters(clock.RealClock{})
-	limiters.Set(c.Name, limit)
-	if k == 0 {
-		k = int(s.Spec.K)
-	}
-	if k <= 0 {
-		k = scoring.DefaultK
-	}
-	return suite.Target{
-		Searcher:    d,
-		Answerer:    d,
-		Tokens:      tokens,
-		Wait:        func(ctx context.Context) error { return limiters.Wait(ctx, c.Name) },
-		Timeout:     corpusdriver.Timeout(c),
-		K:           k,
-		Parallelism: int(max(s.Spec.Parallelism, 1)),
-	}, nil
+	return t, nil
 }
 
 // checkTargetURL enforces what the CRD's validation enforces in a cluster.

@@ -1,0 +1,32 @@
+package probe
+
+import (
+	"testing"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+)
+
+func TestCorpusLimit(t *testing.T) {
+	operator := Limit{RequestsPerSecond: 7, Burst: 9}
+	tests := []struct {
+		name string
+		// spec is the corpus's own rate limit.
+		spec v1alpha1.RateLimit
+		// def is the operator default handed to the reconciler.
+		def  Limit
+		want Limit
+	}{
+		{"corpus sets both", v1alpha1.RateLimit{RequestsPerSecond: 2, Burst: 3}, operator, Limit{RequestsPerSecond: 2, Burst: 3}},
+		{"corpus sets none", v1alpha1.RateLimit{}, operator, operator},
+		{"corpus sets only the rate", v1alpha1.RateLimit{RequestsPerSecond: 2}, operator, Limit{RequestsPerSecond: 2, Burst: 9}},
+		{"no operator default either", v1alpha1.RateLimit{}, Limit{}, DefaultLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &v1alpha1.Corpus{Spec: v1alpha1.CorpusSpec{RateLimit: tt.spec}}
+			if got := CorpusLimit(c, tt.def); got != tt.want {
+				t.Errorf("corpusRateLimit = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
