@@ -80,8 +80,15 @@ test-e2e: envtest-assets $(KUBECTL) $(HELM) prometheus-tools ## Run only the end
 	$(GO) test ./test/... -count=1 -v -timeout 30m
 
 .PHONY: bench
-bench: ## Run benchmarks and print figures.
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/...
+bench: ## Run the benchmarks once and print their figures (several minutes; the million-case ones need ~4 GB).
+	$(GO) test ./internal/ragtarget/ -run '^$$' -bench BenchmarkSearch -benchtime 200x -timeout 20m
+	$(GO) test ./internal/scoring/ -run '^$$' -bench BenchmarkEvaluateMillion -benchtime 1x -timeout 30m
+	$(GO) test ./cmd/ragcanary/ -run '^$$' -bench BenchmarkEvalCLIMillion -benchtime 1x -timeout 30m
+	$(GO) test ./internal/suite/ -run '^$$' -bench BenchmarkLiveSuite10k -benchtime 1x -timeout 10m
+
+.PHONY: bench-canaries
+bench-canaries: envtest-assets ## Benchmark 1,000 active canaries (5 s probe interval) against ragtarget: RSS, CPU, lag, writes.
+	$(GO) run ./hack/bench/canaries --canaries 1000 --for 3m
 
 ##@ Build
 
