@@ -1,0 +1,386 @@
+// Command canaries benchmarks the operator with many active canaries: it
+// starts a local control plane (etcd and kube-apiserver from bin/), a
+// ragtarget in a child process, and the manager in this process, creates N
+// RevocationCanaries that each start one run at once, waits until every run
+// is in AwaitingExclusion (probing a revocation the target never applies),
+// then measures for a fixed time: the manager's RSS and CPU, the p99 probe
+// scheduling lag, and the manager's API writes. It prints the figures next
+// to the goals, stops everything it started and exits 0, or 1 when a goal is
+// missed (so it can gate a make target), or 2 when the setup failed.
+//
+//	go run ./hack/bench/canaries --canaries 1000 --for 3m
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/controllers"
+	"github.com/ragcanary/ragcanary/internal/corpusdriver"
+	"github.com/ragcanary/ragcanary/internal/localcluster"
+)
+
+// Goals from the issue.
+const (
+	goalLagP99         = 250 * time.Millisecond
+	goalRSSMiB         = 200
+	goalWritesPerRunPS = 0.05
+)
+
+const benchNamespace = "bench"
+
+type options struct {
+	canaries     int
+	measure      time.Duration
+	interval     time.Duration
+	controls     bool
+	setupTimeout time.Duration
+	binDir       string
+	crdDir       string
+	cpuProfile   string
+	heapProfile  string
+	verbose      bool
+}
+
+func main() {
+	var o options
+	serveTarget := flag.Bool("serve-ragtarget", false, "internal: run as the benchmark's ragtarget child process")
+	flag.IntVar(&o.canaries, "canaries", 1000, "active canaries (one run each)")
+	flag.DurationVar(&o.measure, "for", 3*time.Minute, "measurement window, after every run is active")
+	flag.DurationVar(&o.interval, "interval", 5*time.Second, "probe interval of every canary")
+	flag.BoolVar(&o.controls, "controls", true, "give each canary a control persona (two probes per round instead of one)")
+	flag.DurationVar(&o.setupTimeout, "setup-timeout", 15*time.Minute, "how long creating the canaries and reaching AwaitingExclusion may take")
+	flag.StringVar(&o.binDir, "bin", "bin", "directory holding etcd and kube-apiserver")
+	flag.StringVar(&o.crdDir, "crds", filepath.Join("config", "crd", "bases"), "directory holding the CRD manifests")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurement window to this file")
+	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile at the end of the window to this file")
+	flag.BoolVar(&o.verbose, "v", false, "log the manager's info messages")
+	flag.Parse()
+	if *serveTarget {
+		if err := serveRagtarget(); err != nil {
+			fmt.Fprintf(os.Stderr, "ragtarget: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchmark failed: %v\n", err)
+		os.Exit(2)
+	}
+	if !res.print(os.Stdout, o) {
+		os.Exit(1)
+	}
+}
+
+// run sets everything up, measures and tears everything down again; every
+// process it started is stopped before it returns.
+func run(ctx context.Context, o options) (*result, error) {
+	level := zapcore.ErrorLevel
+	if o.verbose {
+		level = zapcore.InfoLevel
+	}
+	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(level)))
+
+	tmp, err := os.MkdirTemp("", "ragcanary-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	binDir, err := filepath.Abs(o.binDir)
+	if err != nil {
+		return nil, err
+	}
+	step("starting etcd and kube-apiserver from %s", binDir)
+	cluster, err := localcluster.Start(localcluster.Options{BinDir: binDir, CRDDir: o.crdDir, Kubeconfig: filepath.Join(tmp, "kubeconfig")})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		step("stopping the control plane")
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
+		}
+	}()
+
+	step("starting ragtarget (child process; content and ACL sync every hour)")
+	target, err := startTarget()
+	if err != nil {
+		return nil, err
+	}
+	defer target.stop()
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	// The benchmark's own client: not counted.
+	benchCfg := rest.CopyConfig(cluster.Config)
+	benchCfg.QPS, benchCfg.Burst = -1, 0
+	c, err := client.New(benchCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+
+	writes := newWriteCounter()
+	lagRegistry := installLagHistogram()
+	mgrCtx, stopMgr := context.WithCancel(ctx)
+	mgrDone, err := startManager(mgrCtx, cluster.Config, scheme, writes)
+	if err != nil {
+		stopMgr()
+		return nil, err
+	}
+	defer func() {
+		step("stopping the manager")
+		stopMgr()
+		<-mgrDone
+	}()
+
+	setupStart := time.Now()
+	setupCtx, cancelSetup := context.WithTimeout(ctx, o.setupTimeout)
+	defer cancelSetup()
+	if err := createFixture(setupCtx, c, target.url, o); err != nil {
+		return nil, fmt.Errorf("creating the fixture: %w", err)
+	}
+	step("creating %d canaries", o.canaries)
+	if err := createCanaries(setupCtx, c, o); err != nil {
+		return nil, fmt.Errorf("creating canaries: %w", err)
+	}
+	step("waiting until every run probes for visibility")
+	if err := waitPhase(setupCtx, c, o.canaries, v1alpha1.PhaseAwaitingVisibility, v1alpha1.PhaseAwaitingExclusion); err != nil {
+		return nil, err
+	}
+	step("syncing the target once: every canary becomes visible, and no revocation will be applied")
+	if err := target.sync(setupCtx); err != nil {
+		return nil, err
+	}
+	if err := waitPhase(setupCtx, c, o.canaries, v1alpha1.PhaseAwaitingExclusion); err != nil {
+		return nil, err
+	}
+	setup := time.Since(setupStart)
+
+	step("all %d runs in AwaitingExclusion after %s; measuring for %s", o.canaries, setup.Round(time.Second), o.measure)
+	res, err := measure(ctx, o, writes, lagRegistry)
+	if err != nil {
+		return nil, err
+	}
+	res.setup = setup
+	active, err := countPhase(ctx, c, v1alpha1.PhaseAwaitingExclusion)
+	if err != nil {
+		return nil, err
+	}
+	res.activeAtEnd = active
+	return res, nil
+}
+
+// startManager runs the manager in this process with every reconciler, as
+// cmd/manager wires it: client-side rate limiting off (QPS -1, API priority
+// and fairness decides), metrics on a loopback port. Its transport counts
+// writes.
+func startManager(ctx context.Context, base *rest.Config, scheme *runtime.Scheme, writes *writeCounter) (<-chan struct{}, error) {
+	cfg := rest.CopyConfig(base)
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.WrapTransport = writes.wrap
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "127.0.0.1:0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return nil, err
+	}
+	opts := controllers.Options{Drivers: &corpusdriver.Builder{Reader: mgr.GetAPIReader()}, Defaults: controllers.DefaultSettings()}
+	if err := controllers.SetupAll(mgr, opts); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "manager stopped: %v\n", err)
+		}
+	}()
+	return done, nil
+}
+
+// createFixture creates the namespace, credentials, the corpus (with a rate
+// limit well above N probes per interval) and the personas.
+func createFixture(ctx context.Context, c client.Client, url string, o options) error {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}},
+		secret("source", benchSourceToken), secret("alice-cred", benchAliceToken), secret("mallory-cred", benchMalloryToken),
+		&v1alpha1.Corpus{
+			ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: "target"},
+			Spec: v1alpha1.CorpusSpec{
+				Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{URL: url,
+					CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
+				RateLimit: v1alpha1.RateLimit{RequestsPerSecond: 1000, Burst: 2000},
+			},
+		},
+		persona("alice", "alice@example.com"), persona("mallory", "mallory@example.com"),
+	}
+	for _, obj := range objs {
+		if err := c.Create(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func secret(name, token string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: name},
+		Data: map[string][]byte{"token": []byte(token)}}
+}
+
+func persona(name, subject string) *v1alpha1.Persona {
+	return &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: name},
+		Spec: v1alpha1.PersonaSpec{Subject: subject,
+			CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name + "-cred", Key: "token"}}}
+}
+
+// createCanaries creates the canaries with 8 workers. Each runs daily and
+// asks for one run at once (run-now), so exactly one run per canary exists
+// during the window.
+func createCanaries(ctx context.Context, c client.Client, o options) error {
+	names := make(chan string)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for name := range names {
+				if err := c.Create(ctx, canary(name, o)); err != nil && !apierrors.IsAlreadyExists(err) {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var err error
+feed:
+	for i := range o.canaries {
+		select {
+		case names <- fmt.Sprintf("canary-%04d", i):
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(names)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	select {
+	case err = <-errs:
+	default:
+	}
+	return err
+}
+
+func canary(name string, o options) *v1alpha1.RevocationCanary {
+	spec := v1alpha1.CanarySpec{
+		CorpusRef:  v1alpha1.LocalObjectReference{Name: "target"},
+		PersonaRef: v1alpha1.LocalObjectReference{Name: "alice"},
+		Revocation: v1alpha1.Revocation{Method: v1alpha1.RevokeRemoveGrant},
+		Probing: v1alpha1.Probing{
+			Interval:      metav1.Duration{Duration: o.interval},
+			Confirmations: 3,
+			// Long enough for the whole setup and window.
+			VisibilityTimeout: metav1.Duration{Duration: o.setupTimeout + o.measure + 10*time.Minute},
+			ExclusionTimeout:  metav1.Duration{Duration: o.setupTimeout + o.measure + 10*time.Minute},
+			Surfaces:          []v1alpha1.Surface{v1alpha1.SurfaceSearch},
+		},
+	}
+	if o.controls {
+		spec.ControlPersonaRefs = []v1alpha1.LocalObjectReference{{Name: "mallory"}}
+	}
+	return &v1alpha1.RevocationCanary{
+		ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: name,
+			Annotations: map[string]string{v1alpha1.RunNowAnnotation: "bench"}},
+		Spec: v1alpha1.RevocationCanarySpec{
+			Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: 24 * time.Hour}}},
+			CanarySpec: spec,
+		},
+	}
+}
+
+// waitPhase waits until n runs are in one of phases. A run that finished
+// fails the wait: the setup did not hold.
+func waitPhase(ctx context.Context, c client.Client, n int, phases ...v1alpha1.CanaryPhase) error {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		var list v1alpha1.CanaryRunList
+		if err := c.List(ctx, &list, client.InNamespace(benchNamespace)); err != nil {
+			return err
+		}
+		byPhase := map[v1alpha1.CanaryPhase]int{}
+		in := 0
+		for _, r := range list.Items {
+			byPhase[r.Status.Phase]++
+			for _, p := range phases {
+				if r.Status.Phase == p {
+					in++
+				}
+			}
+			if r.Status.Phase == v1alpha1.PhaseSucceeded || r.Status.Phase == v1alpha1.PhaseFailed {
+				return fmt.Errorf("run %s finished during setup: %s %s (%s)", r.Name, r.Status.Phase, r.Status.Verdict, r.Status.Message)
+			}
+		}
+		if in >= n {
+			return nil
+		}
+		if time.Since(last) >= 10*time.Second {
+			step("  %d runs, by phase %v", len(list.Items), byPhase)
+			last = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d runs in %v: %w (by phase %v)", n, phases, ctx.Err(), byPhase)
+		case <-t.C:
+		}
+	}
+}
+
+func countPhase(ctx context.Context, c client.Client, phase v1alpha1.CanaryPhase) (int, error) {
+	var list v1alpha1.CanaryRunList
+	if err := c.List(ctx, &list, client.InNamespace(benchNamespace)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range list.Items {
+		if r.Status.Phase == phase {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func step(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
