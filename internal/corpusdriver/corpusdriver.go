@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -42,6 +43,19 @@ const (
 	ReasonDriverUnsupported = "DriverUnsupported"
 )
 
+// sharedHTTPClient keeps connections to each target alive across the many
+// concurrent probes and suite executions. http.DefaultClient keeps only two
+// idle connections per host, so parallel calls would open and close
+// connections all the time and the handshakes would show up as probe latency.
+var sharedHTTPClient = &http.Client{Transport: newTransport()}
+
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	return t
+}
+
 // DefaultTimeout is used when a corpus has no driver timeout set.
 const DefaultTimeout = 10 * time.Second
 
@@ -73,6 +87,7 @@ func (b *Builder) ForCorpus(ctx context.Context, corpus *v1alpha1.Corpus) (drive
 			BaseURL:     spec.HTTP.URL,
 			SourceToken: string(token),
 			Timeout:     Timeout(corpus),
+			HTTPClient:  sharedHTTPClient,
 			// No driver-level retries: a retried probe would stretch the
 			// probe's [start, end] window and widen every measured bound.
 			// Lifecycle steps are retried by the controllers' own backoff.
