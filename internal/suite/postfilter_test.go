@@ -109,9 +109,6 @@ func equalPtr(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil
 // for whom every candidate survives the filter, scores exactly as with
 // prefilter. No filter leaks, and the disclosure gate names the cases.
 func TestFilterModesOverHTTP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts three HTTP targets")
-	}
 	cases := filterCases()
 	pre := startLiveTarget(t, ragtarget.Config{FilterMode: ragtarget.FilterPrefilter}, filterDocs()).run(t, cases)
 	post := startLiveTarget(t, ragtarget.Config{FilterMode: ragtarget.FilterPostfilter, CandidateDepth: 2}, filterDocs()).run(t, cases)
