@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,6 +13,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	psapi "k8s.io/pod-security-admission/api"
@@ -88,9 +92,9 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 // with a server-side dry run against the local control plane.
 func TestChartAppliesToControlPlane(t *testing.T) {
 	installMonitoringCRDs(t)
-	kubectl(t, nil, "create", "namespace", releaseNamespace)
-	kubectl(t, nil, "create", "namespace", "team-a")
-	kubectl(t, nil, "create", "namespace", "team-b")
+	for _, ns := range []string{releaseNamespace, "team-a", "team-b"} {
+		ensureNamespace(t, ns)
+	}
 	manifest := render(t, allToggles...)
 	out := kubectl(t, strings.NewReader(manifest), "apply", "--dry-run=server", "-f", "-")
 	for _, kind := range []string{"deployment.apps/rc-ragcanary", "servicemonitor.monitoring.coreos.com/rc-ragcanary",
@@ -199,4 +203,14 @@ func kubectl(t *testing.T, stdin io.Reader, args ...string) string {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// ensureNamespace creates ns unless it exists (the test may run again in
+// the same process).
+func ensureNamespace(t *testing.T, ns string) {
+	t.Helper()
+	err := env.client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating namespace %s: %v", ns, err)
+	}
 }

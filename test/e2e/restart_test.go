@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,7 +112,8 @@ func runKillPlan(t *testing.T, g *restartGate, drv *httpdriver.Driver, p killPla
 			}
 		}
 	})
-	ns := "e2e-restart-" + strings.ToLower(p.name)
+	// Unique per attempt, so the test can run again in the same process (-count).
+	ns := fmt.Sprintf("e2e-restart-%s-%d", strings.ToLower(p.name), restartAttempts.Add(1))
 	for _, obj := range restartObjects(ns) {
 		if err := env.client.Create(ctx, obj); err != nil {
 			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
@@ -648,3 +650,6 @@ func (g *restartGate) firstCanaryRequestAfter(t time.Time) (time.Time, bool) {
 	}
 	return first, !first.IsZero()
 }
+
+// restartAttempts numbers the phase namespaces.
+var restartAttempts atomic.Int64
