@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -204,7 +205,7 @@ func summariseSuiteRun(run *v1alpha1.SuiteRun) *v1alpha1.SuiteRunSummary {
 	return &v1alpha1.SuiteRunSummary{
 		Name:           run.Name,
 		Passed:         run.Status.Phase == v1alpha1.SuiteRunSucceeded,
-		Disclosures:    run.Status.Disclosures,
+		Disclosures:    ptr.Deref(run.Status.Disclosures, 0),
 		CompletionTime: run.Status.CompletionTime.DeepCopy(),
 	}
 }

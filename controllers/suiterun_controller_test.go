@@ -254,9 +254,9 @@ func TestSuiteRunPassesWhenEveryPersonaSeesItsEvidence(t *testing.T) {
 	}
 	requireCondition(t, run.Status.Conditions, ConditionPassed, metav1.ConditionTrue, ReasonSuitePassed)
 	requireCondition(t, run.Status.Conditions, conditionRunComplete, metav1.ConditionTrue, ReasonFinished)
-	if run.Status.Executions != 4 || run.Status.Disclosures != 0 || run.Status.ProbeErrors != 0 {
+	if ptr.Deref(run.Status.Executions, -1) != 4 || ptr.Deref(run.Status.Disclosures, -1) != 0 || ptr.Deref(run.Status.ProbeErrors, -1) != 0 {
 		t.Errorf("executions/disclosures/probeErrors = %d/%d/%d, want 4/0/0",
-			run.Status.Executions, run.Status.Disclosures, run.Status.ProbeErrors)
+			ptr.Deref(run.Status.Executions, -1), ptr.Deref(run.Status.Disclosures, -1), ptr.Deref(run.Status.ProbeErrors, -1))
 	}
 	for _, g := range run.Status.Gates {
 		if !g.Passed {
@@ -363,8 +363,8 @@ func TestSuiteRunFailsWhenTheTargetLeaks(t *testing.T) {
 		t.Fatalf("phase = %s, want Failed", run.Status.Phase)
 	}
 	requireCondition(t, run.Status.Conditions, ConditionPassed, metav1.ConditionFalse, ReasonDisclosureDetected)
-	if run.Status.Disclosures < 1 {
-		t.Errorf("disclosures = %d, want ≥ 1", run.Status.Disclosures)
+	if got := ptr.Deref(run.Status.Disclosures, 0); got < 1 {
+		t.Errorf("disclosures = %d, want ≥ 1", got)
 	}
 	mallory := personaRow(t, run, "mallory", "")
 	if r := mallory.DisclosureRate; r.Value == nil || *r.Value != "1" || r.Numerator != "1" || r.Denominator != 1 {
@@ -396,8 +396,8 @@ func TestSuiteRunProbeErrorsNeverPass(t *testing.T) {
 		t.Fatalf("phase = %s, want Failed", run.Status.Phase)
 	}
 	requireCondition(t, run.Status.Conditions, ConditionPassed, metav1.ConditionFalse, ReasonProbeErrors)
-	if run.Status.ProbeErrors != 4 || run.Status.Executions != 4 {
-		t.Errorf("probeErrors/executions = %d/%d, want 4/4", run.Status.ProbeErrors, run.Status.Executions)
+	if ptr.Deref(run.Status.ProbeErrors, -1) != 4 || ptr.Deref(run.Status.Executions, -1) != 4 {
+		t.Errorf("probeErrors/executions = %d/%d, want 4/4", ptr.Deref(run.Status.ProbeErrors, -1), ptr.Deref(run.Status.Executions, -1))
 	}
 	// Nothing was scored: no persona row may exist, so nothing can read as
 	// "abstained correctly".

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -32,8 +33,8 @@ func (r *SuiteRunReconciler) finish(ctx context.Context, run *v1alpha1.SuiteRun,
 		return client.IgnoreNotFound(err)
 	}
 	passed := meta.IsStatusConditionTrue(run.Status.Conditions, ConditionPassed)
-	log.FromContext(ctx).Info("suite run finished", "passed", passed, "executions", run.Status.Executions,
-		"disclosures", run.Status.Disclosures, "probeErrors", run.Status.ProbeErrors)
+	log.FromContext(ctx).Info("suite run finished", "passed", passed, "executions", ptr.Deref(run.Status.Executions, 0),
+		"disclosures", ptr.Deref(run.Status.Disclosures, 0), "probeErrors", ptr.Deref(run.Status.ProbeErrors, 0))
 	r.completionEvents(run)
 	recordSuiteMetrics(run, s, out)
 	return nil
@@ -79,9 +80,9 @@ func finishedStatus(run *v1alpha1.SuiteRun, out *runOutcome, now metav1.Time) {
 		return
 	}
 	res := out.result
-	st.Executions = int32(res.Executions)
-	st.Disclosures = int32(res.Disclosures)
-	st.ProbeErrors = int32(len(res.Errored))
+	st.Executions = ptr.To(int32(res.Executions))
+	st.Disclosures = ptr.To(int32(res.Disclosures))
+	st.ProbeErrors = ptr.To(int32(len(res.Errored)))
 	st.Personas = suite.PersonaResults(*res)
 	st.Gates = suite.GateResults(*res)
 	st.FailingCases = suite.FailingCases(*res)
@@ -144,9 +145,9 @@ func (r *SuiteRunReconciler) completionEvents(run *v1alpha1.SuiteRun) {
 		return
 	}
 	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ReasonSuiteFailed, "RunFinished", "%s: %s", cond.Reason, cond.Message)
-	if run.Status.Disclosures > 0 {
+	if disclosures := ptr.Deref(run.Status.Disclosures, 0); disclosures > 0 {
 		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ReasonDisclosureDetected, "RunFinished",
-			"%d executions disclosed forbidden evidence", run.Status.Disclosures)
+			"%d executions disclosed forbidden evidence", disclosures)
 	}
 }
 

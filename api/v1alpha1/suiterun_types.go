@@ -133,17 +133,18 @@ type SuiteRunStatus struct {
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
-	// executions is the number of case × persona executions.
+	// executions is the number of case × persona executions; set, like
+	// disclosures and probeErrors, when the run finishes (so 0 shows as 0).
 	// +optional
-	Executions int32 `json:"executions"`
+	Executions *int32 `json:"executions,omitempty"`
 
 	// disclosures counts executions that disclosed forbidden evidence.
 	// +optional
-	Disclosures int32 `json:"disclosures"`
+	Disclosures *int32 `json:"disclosures,omitempty"`
 
 	// probeErrors counts executions that failed to get a reply.
 	// +optional
-	ProbeErrors int32 `json:"probeErrors"`
+	ProbeErrors *int32 `json:"probeErrors,omitempty"`
 
 	// personas holds per-persona and per-stratum results.
 	// +optional

@@ -1231,6 +1231,21 @@ func (in *SuiteRunStatus) DeepCopyInto(out *SuiteRunStatus) {
 		in, out := &in.CompletionTime, &out.CompletionTime
 		*out = (*in).DeepCopy()
 	}
+	if in.Executions != nil {
+		in, out := &in.Executions, &out.Executions
+		*out = new(int32)
+		**out = **in
+	}
+	if in.Disclosures != nil {
+		in, out := &in.Disclosures, &out.Disclosures
+		*out = new(int32)
+		**out = **in
+	}
+	if in.ProbeErrors != nil {
+		in, out := &in.ProbeErrors, &out.ProbeErrors
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Personas != nil {
 		in, out := &in.Personas, &out.Personas
 		*out = make([]PersonaResult, len(*in))
