@@ -24,6 +24,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/corpusdriver"
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // The envtest suite: one real kube-apiserver and etcd for the package, the
@@ -45,7 +46,6 @@ var (
 // timeouts for Eventually-style waits: bounded, never sleeps that make a test pass.
 const (
 	eventuallyTimeout = 20 * time.Second
-	pollInterval      = 100 * time.Millisecond
 )
 
 func TestMain(m *testing.M) {
@@ -150,15 +150,5 @@ func newNamespace(t *testing.T) string {
 // then fails the test with the last error.
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(eventuallyTimeout)
-	var last error
-	for {
-		if last = cond(); last == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s: %v", what, eventuallyTimeout, last)
-		}
-		<-time.After(pollInterval)
-	}
+	testutil.Eventually(t, eventuallyTimeout, what, cond)
 }

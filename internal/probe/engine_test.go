@@ -14,6 +14,7 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/measure"
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // fakeTarget is an in-memory driver whose search replies are scripted per
@@ -73,13 +74,7 @@ func newPlan(stage Stage, d driver.Driver) Plan {
 // waitFor polls cond for a bounded time.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.EventuallyTrue(t, 5*time.Second, what, cond)
 }
 
 func TestEngineVisibilityAndIsolation(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // immediate counts how many of n Waits return without the clock moving.
@@ -94,13 +96,7 @@ func TestWaitReleasesOnClockStep(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- l.Wait(context.Background(), "ns/a") }()
-	deadline := time.Now().Add(5 * time.Second)
-	for !clk.HasWaiters() {
-		if time.Now().After(deadline) {
-			t.Fatal("second Wait never waited on the clock")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.EventuallyTrue(t, 5*time.Second, "second Wait waiting on the clock", clk.HasWaiters)
 	select {
 	case <-done:
 		t.Fatal("second Wait returned before its token refilled")

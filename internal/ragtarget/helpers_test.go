@@ -12,6 +12,7 @@ import (
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 const (
@@ -88,13 +89,7 @@ func (e *env) advanceTo(d time.Duration) {
 // eventually polls cond for a bounded time; it never sleeps to make a test pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.EventuallyTrue(t, 5*time.Second, what, cond)
 }
 
 func (e *env) create(id, body string, principals ...string) {
