@@ -7,10 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // BenchmarkEvalCLIMillion runs `ragcanary eval CASES RESULTS --format json`
@@ -25,7 +24,7 @@ func BenchmarkEvalCLIMillion(b *testing.B) {
 		b.Fatal(err)
 	}
 	runtime.GC()
-	peak := startPeak()
+	peak := testutil.StartPeakHeap()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -34,7 +33,7 @@ func BenchmarkEvalCLIMillion(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(peak.stop())/(1<<20), "peak-heap-MiB")
+	peak.Report(b)
 	for _, p := range []string{casesPath, resultsPath} {
 		if st, err := os.Stat(p); err == nil {
 			b.ReportMetric(float64(st.Size())/(1<<20), filepath.Base(p)+"-MiB")
@@ -92,43 +91,4 @@ func writeMillion(casesPath, resultsPath string, n int) error {
 		return err
 	}
 	return rw.Flush()
-}
-
-// peakSampler records the largest live heap while a benchmark runs.
-type peakSampler struct {
-	peak atomic.Uint64
-	done chan struct{}
-	wg   sync.WaitGroup
-}
-
-func startPeak() *peakSampler {
-	p := &peakSampler{done: make(chan struct{})}
-	p.sample()
-	p.wg.Go(func() {
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.done:
-				return
-			case <-t.C:
-				p.sample()
-			}
-		}
-	})
-	return p
-}
-
-func (p *peakSampler) sample() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	for old := p.peak.Load(); ms.HeapAlloc > old && !p.peak.CompareAndSwap(old, ms.HeapAlloc); old = p.peak.Load() {
-	}
-}
-
-func (p *peakSampler) stop() uint64 {
-	close(p.done)
-	p.wg.Wait()
-	p.sample()
-	return p.peak.Load()
 }

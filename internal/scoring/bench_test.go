@@ -3,10 +3,9 @@ package scoring
 import (
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // benchCases is the size of the offline benchmark: one million case results.
@@ -44,52 +43,6 @@ func millionInputs(n int) ([]Case, []Result) {
 	return cases, results
 }
 
-// peakHeap samples the live heap while a benchmark runs and reports the
-// highest value seen. ReadMemStats stops the world, so it samples every
-// 20 ms: enough to see the peak of a run lasting seconds.
-type peakHeap struct {
-	peak atomic.Uint64
-	stop chan struct{}
-	wg   sync.WaitGroup
-}
-
-func startPeakHeap() *peakHeap {
-	p := &peakHeap{stop: make(chan struct{})}
-	p.sample()
-	p.wg.Go(func() {
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-				p.sample()
-			}
-		}
-	})
-	return p
-}
-
-func (p *peakHeap) sample() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	for {
-		old := p.peak.Load()
-		if ms.HeapAlloc <= old || p.peak.CompareAndSwap(old, ms.HeapAlloc) {
-			return
-		}
-	}
-}
-
-// report stops sampling and reports the peak heap in MiB, inputs included.
-func (p *peakHeap) report(b *testing.B) {
-	close(p.stop)
-	p.wg.Wait()
-	p.sample()
-	b.ReportMetric(float64(p.peak.Load())/(1<<20), "peak-heap-MiB")
-}
-
 // BenchmarkEvaluateMillion scores one million case results per iteration.
 // Inputs are built once, outside the timer; ns/op is one full evaluation,
 // B/op and allocs/op what it allocates, peak-heap-MiB the largest live heap
@@ -99,7 +52,7 @@ func BenchmarkEvaluateMillion(b *testing.B) {
 	runtime.GC()
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
-	peak := startPeakHeap()
+	peak := testutil.StartPeakHeap()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -112,7 +65,7 @@ func BenchmarkEvaluateMillion(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	peak.report(b)
+	peak.Report(b)
 	// After the loop: ResetTimer drops metrics reported before it.
 	b.ReportMetric(float64(base.HeapAlloc)/(1<<20), "inputs-heap-MiB")
 }
