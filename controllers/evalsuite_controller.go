@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -62,15 +60,7 @@ const (
 // run. It validates the cases (the same loader the runs use) so a suite
 // that cannot run says why instead of producing failed runs.
 type EvalSuiteReconciler struct {
-	client.Client
-	// APIReader lists runs straight from the API server (see listChildRuns).
-	APIReader client.Reader
-	// Clock decides when runs are due; tests replace it.
-	Clock clock.PassiveClock
-	// Recorder emits events on transitions only.
-	Recorder events.EventRecorder
-	// History holds the operator's default history limits.
-	History historyDefaults
+	parentReconciler
 }
 
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=evalsuites,verbs=get;list;watch
@@ -112,7 +102,7 @@ func (r *EvalSuiteReconciler) reconcileSuite(ctx context.Context, s *v1alpha1.Ev
 		return ctrl.Result{}, err
 	}
 	observeSuiteRuns(s, runs)
-	sched := runScheduler{client: r.Client, recorder: r.Recorder, now: r.Clock.Now(), history: r.History}
+	sched := r.scheduler()
 	if err := sched.prune(ctx, runs, s.Spec.SuccessfulRunsHistoryLimit, s.Spec.FailedRunsHistoryLimit); err != nil {
 		return ctrl.Result{}, err
 	}

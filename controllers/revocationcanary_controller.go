@@ -10,8 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,17 +69,7 @@ const (
 // finished run. It never runs a canary itself: the CanaryRun controller
 // does, and a run changing phase brings the canary back here.
 type RevocationCanaryReconciler struct {
-	client.Client
-	// APIReader lists runs straight from the API server. The cache may not
-	// yet hold a run this reconciler just created, and Forbid must not
-	// start a second run because of that lag.
-	APIReader client.Reader
-	// Clock decides when runs are due; tests replace it.
-	Clock clock.PassiveClock
-	// Recorder emits events on transitions only.
-	Recorder events.EventRecorder
-	// History holds the operator's default history limits.
-	History historyDefaults
+	parentReconciler
 }
 
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=revocationcanaries,verbs=get;list;watch;update;patch
@@ -191,7 +179,7 @@ func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary
 		return ctrl.Result{}, err
 	}
 	r.observeRuns(canary, runs)
-	sch := runScheduler{client: r.Client, recorder: r.Recorder, now: r.Clock.Now(), history: r.History}
+	sch := r.scheduler()
 	if err := sch.prune(ctx, runs, canary.Spec.SuccessfulRunsHistoryLimit, canary.Spec.FailedRunsHistoryLimit); err != nil {
 		return ctrl.Result{}, err
 	}

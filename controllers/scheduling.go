@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -164,6 +165,27 @@ type runScheduler struct {
 	now      time.Time
 	// history applies where a parent sets no history limit.
 	history historyDefaults
+}
+
+// parentReconciler holds what the scheduling reconcilers (RevocationCanary,
+// EvalSuite) share; each embeds it.
+type parentReconciler struct {
+	client.Client
+	// APIReader lists runs straight from the API server. The cache may not
+	// yet hold a run this reconciler just created, and Forbid must not
+	// start a second run because of that lag.
+	APIReader client.Reader
+	// Clock decides when runs are due; tests replace it.
+	Clock clock.PassiveClock
+	// Recorder emits events on transitions only.
+	Recorder events.EventRecorder
+	// History holds the operator's default history limits.
+	History historyDefaults
+}
+
+// scheduler acts on the parent's runs as of now.
+func (p parentReconciler) scheduler() runScheduler {
+	return runScheduler{client: p.Client, recorder: p.Recorder, now: p.Clock.Now(), history: p.History}
 }
 
 // historyDefaults are the operator's history limits.

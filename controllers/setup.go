@@ -88,8 +88,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 			return (&PersonaReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&RevocationCanaryReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock,
-				History: opts.Defaults.history(), Recorder: mgr.GetEventRecorder("revocationcanary-controller")}).SetupWithManager(mgr)
+			return (&RevocationCanaryReconciler{newParentReconciler(mgr, opts, "revocationcanary-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
 			return (&CorpusReconciler{Client: mgr.GetClient(), Drivers: opts.Drivers, Clock: opts.Clock}).SetupWithManager(mgr)
@@ -100,9 +99,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 				Recorder: mgr.GetEventRecorder("canaryrun-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&EvalSuiteReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock,
-				History:  opts.Defaults.history(),
-				Recorder: mgr.GetEventRecorder("evalsuite-controller")}).SetupWithManager(mgr)
+			return (&EvalSuiteReconciler{newParentReconciler(mgr, opts, "evalsuite-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
 			// Suites draw from the same per-corpus limiters as the canary probes.
@@ -117,6 +114,13 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	return nil
+}
+
+// newParentReconciler wires a scheduling reconciler: schedules run on the
+// schedule clock, history limits default to the operator's.
+func newParentReconciler(mgr ctrl.Manager, opts Options, recorderName string) parentReconciler {
+	return parentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock,
+		Recorder: mgr.GetEventRecorder(recorderName), History: opts.Defaults.history()}
 }
 
 func (d Defaults) history() historyDefaults {
