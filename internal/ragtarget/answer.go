@@ -7,15 +7,20 @@ import (
 // maxPassageChars bounds how much of each passage an answer quotes.
 const maxPassageChars = 400
 
-// noAnswer is returned when no permitted passage matches.
-const noAnswer = "I could not find anything you have access to about that."
+// noAnswer is the reply when no permitted passage matches. It repeats the
+// question, as real assistants do, so a detector that looks for the query
+// in answer text sees a false sighting here rather than in production. The
+// cache key holds the whole question, so an echo never answers another one.
+func noAnswer(question string) string {
+	return `I could not find anything you have access to about "` + question + `".`
+}
 
 // composeAnswer is an extractive stand-in for a generator: it quotes the top
-// passages and cites each, so a canary token in a passage surfaces in the
+// passages and cites each, so a canary payload in a passage surfaces in the
 // answer text exactly as a real model would repeat it.
-func composeAnswer(hits []scoredChunk) answer {
+func composeAnswer(question string, hits []scoredChunk) answer {
 	if len(hits) == 0 {
-		return answer{text: noAnswer, citations: []string{}}
+		return answer{text: noAnswer(question), citations: []string{}}
 	}
 	var b strings.Builder
 	citations := make([]string, 0, len(hits))

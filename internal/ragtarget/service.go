@@ -214,7 +214,7 @@ func (s *Service) answer(ctx context.Context, principal, question string) (answe
 	if err != nil {
 		return answer{}, err
 	}
-	a := composeAnswer(hits)
+	a := composeAnswer(question, hits)
 	s.cache.put(principal, question, a)
 	return a, nil
 }
