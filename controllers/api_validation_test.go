@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -72,6 +74,14 @@ metadata: {name: s}
 spec:
   corpusRef: {name: corpus}
 `
+	const runBase = `
+apiVersion: ragcanary.dev/v1alpha1
+kind: CanaryRun
+metadata: {name: r}
+spec:
+  corpusRef: {name: corpus}
+  personaRef: {name: alice}
+`
 	tests := []struct {
 		name string
 		// manifest is the object sent to the API server.
@@ -100,6 +110,33 @@ spec:
 			want:     []string{"spec.probing", "interval must be smaller than exclusionTimeout"},
 		},
 		{
+			name:     "confirmations × interval equal to exclusion timeout",
+			manifest: canaryBase + "  schedule: {every: 5m}\n  probing: {interval: 1m, confirmations: 5, exclusionTimeout: 5m}\n",
+			want:     []string{"spec.probing", "confirmations × interval must be smaller than exclusionTimeout"},
+		},
+		{
+			name:     "confirmations × interval above exclusion timeout",
+			manifest: canaryBase + "  schedule: {every: 5m}\n  probing: {interval: 2m, confirmations: 3, exclusionTimeout: 5m}\n",
+			want:     []string{"spec.probing", "confirmations × interval must be smaller than exclusionTimeout"},
+		},
+		{
+			// confirmations is unset: its default of 3 makes 3 × 2m ≥ 5m.
+			name:     "default confirmations × interval above exclusion timeout",
+			manifest: canaryBase + "  schedule: {every: 5m}\n  probing: {interval: 2m, exclusionTimeout: 5m}\n",
+			want:     []string{"spec.probing", "confirmations × interval must be smaller than exclusionTimeout"},
+		},
+		{
+			// exclusionTimeout is unset: its default of 30m is below 3 × 11m.
+			name:     "confirmations × interval above default exclusion timeout",
+			manifest: canaryBase + "  schedule: {every: 5m}\n  probing: {interval: 11m, visibilityTimeout: 1h}\n",
+			want:     []string{"spec.probing", "confirmations × interval must be smaller than exclusionTimeout"},
+		},
+		{
+			name:     "run confirmations × interval above exclusion timeout",
+			manifest: runBase + "  probing: {interval: 2m, confirmations: 3, exclusionTimeout: 5m}\n",
+			want:     []string{"spec.probing", "confirmations × interval must be smaller than exclusionTimeout"},
+		},
+		{
 			name:     "zero confirmations",
 			manifest: canaryBase + "  schedule: {every: 5m}\n  probing: {confirmations: 0}\n",
 			want:     []string{"spec.probing.confirmations", "greater than or equal to 1"},
@@ -113,6 +150,16 @@ spec:
 			name:     "group revocation without a group",
 			manifest: canaryBase + "  schedule: {every: 5m}\n  revocation: {method: RemoveFromGroup}\n",
 			want:     []string{"spec.revocation", "group is required when method is RemoveFromGroup"},
+		},
+		{
+			name:     "revocation group that rewrites the path",
+			manifest: canaryBase + "  schedule: {every: 5m}\n  revocation: {method: RemoveFromGroup, group: '..'}\n",
+			want:     []string{"spec.revocation.group", "should match"},
+		},
+		{
+			name:     "revocation group with a slash",
+			manifest: canaryBase + "  schedule: {every: 5m}\n  revocation: {method: RemoveFromGroup, group: 'eng/admins'}\n",
+			want:     []string{"spec.revocation.group", "should match"},
 		},
 		{
 			name:     "unknown revocation method",
@@ -140,6 +187,16 @@ spec:
 			want:     []string{"spec.driver.http.url", "must not embed credentials"},
 		},
 		{
+			name:     "corpus url without a host",
+			manifest: corpusBase + "  driver: {type: HTTP, http: {url: 'http:///x', credentialSecretRef: {name: s, key: k}}}\n",
+			want:     []string{"spec.driver.http.url", "url must name a host"},
+		},
+		{
+			name:     "corpus url with only a port",
+			manifest: corpusBase + "  driver: {type: HTTP, http: {url: 'http://:8089/x', credentialSecretRef: {name: s, key: k}}}\n",
+			want:     []string{"spec.driver.http.url", "url must name a host"},
+		},
+		{
 			name:     "http driver without http block",
 			manifest: corpusBase + "  driver: {type: HTTP}\n",
 			want:     []string{"spec.driver", "http is required when type is HTTP"},
@@ -158,6 +215,44 @@ metadata: {name: p}
 spec: {subject: alice}
 `,
 			want: []string{"spec.credentialSecretRef", "Required value"},
+		},
+		// Persona subjects and groups travel in request paths
+		// (/v1/groups/{group}/members/{subject}); "..", "." or an escaped
+		// slash would make the driver write somewhere else.
+		{
+			name:     "persona subject dot-dot",
+			manifest: personaWith("{subject: '..'}"),
+			want:     []string{"spec.subject", "should match"},
+		},
+		{
+			name:     "persona subject dot",
+			manifest: personaWith("{subject: '.'}"),
+			want:     []string{"spec.subject", "should match"},
+		},
+		{
+			name:     "persona subject with a slash",
+			manifest: personaWith("{subject: 'a/b'}"),
+			want:     []string{"spec.subject", "should match"},
+		},
+		{
+			name:     "persona subject percent-encoded dot-dot",
+			manifest: personaWith("{subject: '%2e%2e'}"),
+			want:     []string{"spec.subject", "should match"},
+		},
+		{
+			name:     "persona subject longer than the contract allows",
+			manifest: personaWith("{subject: '" + strings.Repeat("a", 201) + "'}"),
+			want:     []string{"spec.subject", "200"},
+		},
+		{
+			name:     "persona group dot-dot",
+			manifest: personaWith("{subject: alice, groups: [eng, '..']}"),
+			want:     []string{"spec.groups[1]", "should match"},
+		},
+		{
+			name:     "persona group with a slash",
+			manifest: personaWith("{subject: alice, groups: ['a/b']}"),
+			want:     []string{"spec.groups[0]", "should match"},
 		},
 		{
 			name:     "suite without cases",
@@ -178,10 +273,13 @@ spec: {subject: alice}
 			want:     []string{"spec.gates.minRecall", "should match"},
 		},
 	}
-	for _, tt := range tests {
+	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := decodeOne(t, tt.manifest)
 			obj.SetNamespace(ns)
+			// A unique name, so an object wrongly accepted by one case does not
+			// make the next case fail with "already exists" instead.
+			obj.SetName(fmt.Sprintf("%s-%d", obj.GetName(), i))
 			err := k8sClient.Create(context.Background(), obj)
 			if err == nil {
 				t.Fatalf("API server accepted an invalid object; want rejection mentioning %q", tt.want)
@@ -192,6 +290,92 @@ spec: {subject: alice}
 				}
 			}
 		})
+	}
+}
+
+// TestValidObjectsAccepted sends objects next to the edges of the rules in
+// TestInvalidObjectsRejected: the rules must not reject what people
+// legitimately write.
+func TestValidObjectsAccepted(t *testing.T) {
+	ns := newNamespace(t)
+	canary := func(name, probing string) string {
+		return `
+apiVersion: ragcanary.dev/v1alpha1
+kind: RevocationCanary
+metadata: {name: ` + name + `}
+spec:
+  corpusRef: {name: corpus}
+  personaRef: {name: alice}
+  schedule: {every: 5m}
+  probing: ` + probing + "\n"
+	}
+	corpus := func(name, url string) string {
+		return `
+apiVersion: ragcanary.dev/v1alpha1
+kind: Corpus
+metadata: {name: ` + name + `}
+spec:
+  driver: {type: HTTP, http: {url: '` + url + `', credentialSecretRef: {name: s, key: k}}}
+`
+	}
+	tests := []struct {
+		name string
+		// manifest is the object sent to the API server; it must be stored.
+		manifest string
+	}{
+		{name: "e-mail subject", manifest: personaNamed("email", "{subject: alice@example.com}")},
+		{name: "prefixed subject", manifest: personaNamed("prefixed", "{subject: 'user:alice'}")},
+		{name: "group-like subject", manifest: personaNamed("grouplike", "{subject: 'group:eng'}")},
+		{name: "dotted subject", manifest: personaNamed("dotted", "{subject: a.b_c-d..e}")},
+		{name: "longest subject", manifest: personaNamed("longest", "{subject: '"+strings.Repeat("a", 200)+"'}")},
+		{name: "groups", manifest: personaNamed("groups", "{subject: alice, groups: ['group:eng', eng.team, 'ops@example.com']}")},
+		{name: "revocation group", manifest: canary("group", "{}") + "  revocation: {method: RemoveFromGroup, group: 'group:canary-readers'}\n"},
+		// 3 × 1m < 5m.
+		{name: "confirmations × interval below exclusion timeout", manifest: canary("below", "{interval: 1m, confirmations: 3, exclusionTimeout: 5m}")},
+		// Default confirmations: 3 × 1m59s < 6m.
+		{name: "default confirmations × interval below exclusion timeout", manifest: canary("defaultconf", "{interval: 1m59s, exclusionTimeout: 6m}")},
+		// Defaults only: 3 × 5s < 30m.
+		{name: "default probing", manifest: canary("defaults", "{}")},
+		// Sub-second intervals: 100 × 100ms = 10s < 10.001s.
+		{name: "sub-second interval", manifest: canary("subsecond", "{interval: 100ms, confirmations: 100, exclusionTimeout: 10001ms}")},
+		{name: "url with host and port", manifest: corpus("hostport", "http://ragtarget.rag.svc:8089")},
+		{name: "url with host and path", manifest: corpus("hostpath", "https://rag.example/api/ragcanary")},
+		{name: "url with IPv6 host", manifest: corpus("ipv6", "http://[::1]:8089")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := decodeOne(t, tt.manifest)
+			obj.SetNamespace(ns)
+			if err := k8sClient.Create(context.Background(), obj); err != nil {
+				t.Fatalf("API server rejected a valid object: %v", err)
+			}
+		})
+	}
+}
+
+// TestRunDocumentIDFollowsContract checks status.documentID, which the
+// controller writes and the driver puts in request paths, is held to the
+// contract's document ID pattern by the API server too.
+func TestRunDocumentIDFollowsContract(t *testing.T) {
+	ns := newNamespace(t)
+	run := decodeOne(t, `
+apiVersion: ragcanary.dev/v1alpha1
+kind: CanaryRun
+metadata: {name: r}
+spec:
+  corpusRef: {name: corpus}
+  personaRef: {name: alice}
+`)
+	run.SetNamespace(ns)
+	if err := k8sClient.Create(context.Background(), run); err != nil {
+		t.Fatalf("creating run: %v", err)
+	}
+	// A merge patch, not an update: the controller may have written status
+	// since the run was created.
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"documentID":".."}}`))
+	err := k8sClient.Status().Patch(context.Background(), run, patch)
+	if err == nil || !strings.Contains(err.Error(), "status.documentID") || !strings.Contains(err.Error(), "should match") {
+		t.Fatalf("writing documentID '..': got %v, want a 'status.documentID ... should match' rejection", err)
 	}
 }
 
@@ -216,6 +400,26 @@ spec: {suiteRef: {name: a}}
 	if err == nil || !strings.Contains(err.Error(), "spec is immutable") {
 		t.Fatalf("updating a run's spec: got %v, want an 'spec is immutable' rejection", err)
 	}
+}
+
+// personaWith is a Persona manifest named p with the given flow-style spec
+// and a credential reference.
+func personaWith(spec string) string { return personaNamed("p", spec) }
+
+func personaNamed(name, spec string) string {
+	obj := map[string]any{}
+	if err := yaml.Unmarshal([]byte(spec), &obj); err != nil {
+		panic("bad test persona spec: " + err.Error())
+	}
+	obj["credentialSecretRef"] = map[string]any{"name": "s", "key": "k"}
+	out, err := yaml.Marshal(map[string]any{
+		"apiVersion": "ragcanary.dev/v1alpha1", "kind": "Persona",
+		"metadata": map[string]any{"name": name}, "spec": obj,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return string(out)
 }
 
 func decodeOne(t *testing.T, manifest string) *unstructured.Unstructured {

@@ -27,16 +27,28 @@ type Revocation struct {
 	// group the canary document is shared with and the persona is removed
 	// from, when method is RemoveFromGroup. ragcanary adds the persona to
 	// this group while sharing.
+	// It travels in request paths, so it follows the driver contract's
+	// principal pattern (api/contract/driver.v1.yaml).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`
 	Group string `json:"group,omitempty"`
 }
 
-// Probing says how often and how long to probe the surfaces.
-// +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.exclusionTimeout) || duration(self.interval) < duration(self.exclusionTimeout)",message="interval must be smaller than exclusionTimeout"
+// Probing says how often and how long to probe the surfaces. Exclusion is
+// confirmed by confirmations consecutive negative probes an interval apart,
+// so confirmations × interval must be smaller than exclusionTimeout; the
+// token becomes visible with one positive probe, so interval must be smaller
+// than visibilityTimeout.
+// +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.exclusionTimeout) || duration(self.interval).getMilliseconds() * (has(self.confirmations) ? self.confirmations : 3) < duration(self.exclusionTimeout).getMilliseconds()",message="confirmations × interval must be smaller than exclusionTimeout, or exclusion can never be confirmed"
 // +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.visibilityTimeout) || duration(self.interval) < duration(self.visibilityTimeout)",message="interval must be smaller than visibilityTimeout"
 type Probing struct {
+	// The exclusion rule above compares whole milliseconds because CEL cannot
+	// multiply a duration by an int; interval is at least 100ms, so the
+	// truncation is negligible. An unset confirmations counts as its default,
+	// as the controller reads it.
+
 	// interval between probes of one surface.
 	// +optional
 	// +kubebuilder:default="5s"

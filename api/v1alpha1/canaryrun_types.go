@@ -107,9 +107,12 @@ type CanaryRunStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// documentID of the canary document at the source, derived from the run's UID.
+	// documentID of the canary document at the source, derived from the run's
+	// UID. It travels in request paths, so it follows the driver contract's
+	// document ID pattern (api/contract/driver.v1.yaml).
 	// +optional
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`
 	DocumentID string `json:"documentID,omitempty"`
 
 	// tokenSecretName names the Secret, owned by this run, holding the canary token.

@@ -8,9 +8,13 @@ import (
 type PersonaSpec struct {
 	// subject is the principal identifier the RAG system knows this persona by
 	// (for example a user ID or e-mail address used in document ACLs).
+	// It travels in request paths, so it follows the driver contract's
+	// principal pattern (api/contract/driver.v1.yaml): no "/", "%", and no
+	// "." or ".." that would rewrite the path.
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`
 	Subject string `json:"subject"`
 
 	// tenant is the tenant or workspace the subject belongs to, for systems
@@ -19,12 +23,14 @@ type PersonaSpec struct {
 	// +kubebuilder:validation:MaxLength=256
 	Tenant string `json:"tenant,omitempty"`
 
-	// groups the persona is a member of at the source, as the RAG system names them.
+	// groups the persona is a member of at the source, as the RAG system
+	// names them. Each follows the driver contract's principal pattern.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MinLength=1
-	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:MaxLength=200
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`
 	Groups []string `json:"groups,omitempty"`
 
 	// credentialSecretRef selects the Secret key holding the persona's bearer
