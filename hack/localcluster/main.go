@@ -1,14 +1,16 @@
 // Command localcluster starts and stops a local Kubernetes control plane
-// (etcd + kube-apiserver from bin/) with the ragcanary CRDs installed.
+// (etcd, kube-apiserver and kube-controller-manager from bin/) with the
+// ragcanary CRDs installed.
 //
 //	go run ./hack/localcluster up      # foreground; Ctrl-C stops it
 //	go run ./hack/localcluster down    # stops one started elsewhere
-//	go run ./hack/localcluster status
+//	go run ./hack/localcluster status  # each part and its health
 //
 // The admin kubeconfig is written to .local/kubeconfig.
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -25,6 +27,7 @@ import (
 const (
 	stateDir   = ".local"
 	pidFile    = ".local/localcluster.pid"
+	stateFile  = ".local/localcluster.json"
 	kubeconfig = ".local/kubeconfig"
 )
 
@@ -63,12 +66,17 @@ func up() error {
 	if err != nil {
 		return err
 	}
+	if err := localcluster.WriteState(stateFile, cluster.State(os.Getpid())); err != nil {
+		_ = cluster.Stop()
+		return err
+	}
 	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		_ = cluster.Stop()
 		return err
 	}
-	fmt.Printf("control plane up at %s\nkubeconfig: %s\ntry: kubectl --kubeconfig %s get crds\nCtrl-C (or 'localcluster down') stops it.\n",
-		cluster.Config.Host, abs(kubeconfig), kubeconfig)
+	kcm := cluster.ControllerManager
+	fmt.Printf("control plane up at %s\nkube-controller-manager: pid %d, healthy after %s, log %s\nkubeconfig: %s\ntry: kubectl --kubeconfig %s get crds\nCtrl-C (or 'localcluster down') stops it.\n",
+		cluster.Config.Host, kcm.PID, kcm.StartupTime.Round(time.Millisecond), kcm.LogPath, abs(kubeconfig), kubeconfig)
 
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, os.Interrupt, syscall.SIGTERM)
@@ -76,6 +84,7 @@ func up() error {
 	fmt.Println("stopping control plane")
 	err = cluster.Stop()
 	_ = os.Remove(pidFile)
+	_ = os.Remove(stateFile)
 	return err
 }
 
@@ -101,12 +110,28 @@ func down() error {
 	return fmt.Errorf("pid %d did not stop within 30s", pid)
 }
 
+// status prints each part; it fails when a part of a running cluster is
+// unhealthy.
 func status() error {
-	if pid, ok := runningPID(); ok {
-		fmt.Printf("running (pid %d), kubeconfig %s\n", pid, abs(kubeconfig))
+	pid, ok := runningPID()
+	if !ok {
+		fmt.Println("not running")
 		return nil
 	}
-	fmt.Println("not running")
+	fmt.Printf("running (pid %d), kubeconfig %s\n", pid, abs(kubeconfig))
+	st, err := localcluster.ReadState(stateFile)
+	if err != nil {
+		return fmt.Errorf("reading the cluster's state: %w", err)
+	}
+	fmt.Printf("kube-apiserver: %s\n", st.APIServer)
+	kcm := st.ControllerManager
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := localcluster.CheckControllerManager(ctx, kcm.HealthzURL, kcm.CAFile); err != nil {
+		fmt.Printf("kube-controller-manager: pid %d UNHEALTHY: %v (log %s)\n", kcm.PID, err, kcm.LogPath)
+		return errors.New("kube-controller-manager is unhealthy")
+	}
+	fmt.Printf("kube-controller-manager: pid %d healthy at %s (started in %s, log %s)\n", kcm.PID, kcm.HealthzURL, kcm.StartupTime, kcm.LogPath)
 	return nil
 }
 
