@@ -16,6 +16,7 @@ CONTROLLER_TOOLS_VERSION := v0.23.0
 HELM_VERSION := v3.22.0
 
 KUBE_APISERVER := $(BIN)/kube-apiserver
+KUBE_CONTROLLER_MANAGER := $(BIN)/kube-controller-manager
 ETCD := $(BIN)/etcd
 KUBECTL := $(BIN)/kubectl
 CONTROLLER_GEN := $(BIN)/controller-gen
@@ -113,11 +114,17 @@ demo: envtest-assets $(KUBECTL) build ## Local control plane + CRDs + ragtarget 
 ##@ Tools
 
 .PHONY: envtest-assets
-envtest-assets: $(KUBE_APISERVER) $(ETCD) ## Build kube-apiserver and etcd into bin/ (cached).
+envtest-assets: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) ## Build kube-apiserver, kube-controller-manager and etcd into bin/ (cached).
 
 $(KUBE_APISERVER): hack/tools/kube-apiserver/go.mod
 	@echo "building kube-apiserver $(KUBERNETES_VERSION) from Go modules (first time: 8-15 min)"
 	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+
+# The local control plane runs kube-controller-manager too, so garbage
+# collection and namespace deletion behave as in a cluster.
+$(KUBE_CONTROLLER_MANAGER): hack/tools/kube-apiserver/go.mod
+	@echo "building kube-controller-manager $(KUBERNETES_VERSION) from Go modules (first time: several minutes)"
+	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
 
 $(KUBECTL): hack/tools/kube-apiserver/go.mod
 	@echo "building kubectl $(KUBERNETES_VERSION) from Go modules"

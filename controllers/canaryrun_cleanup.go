@@ -2,12 +2,12 @@ package controllers
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
+	"net/http"
+	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,7 +17,9 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/metrics"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // cleanUp (CleaningUp) always runs, whatever the verdict: it removes the
@@ -25,7 +27,12 @@ import (
 // verdict event.
 func (r *CanaryRunReconciler) cleanUp(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	run := rc.run
-	r.Probes.Stop(rc.key)
+	r.stopProbing(rc)
+	if run.Status.IsolationViolations > 0 && run.Status.Verdict != v1alpha1.VerdictIsolationViolation {
+		// A control sighting in the loop's last rounds outranks the verdict.
+		v, msg := measure.Verdict(measure.RunOutcome{IsolationViolations: run.Status.IsolationViolations})
+		run.Status.Verdict, run.Status.Message = v, msg
+	}
 	if controllerutil.ContainsFinalizer(run, CanaryRunFinalizer) {
 		if res, done, err := r.removeCanary(ctx, rc, false); !done {
 			return res, err
@@ -45,7 +52,7 @@ func (r *CanaryRunReconciler) cleanUp(ctx context.Context, rc *runCtx) (ctrl.Res
 // finalize cleans up a run deleted mid-flight (directly, or by garbage
 // collection when its canary is deleted) before letting it go.
 func (r *CanaryRunReconciler) finalize(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
-	r.Probes.Stop(rc.key)
+	_ = r.Probes.Stop(rc.key)
 	if !controllerutil.ContainsFinalizer(rc.run, CanaryRunFinalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -55,32 +62,43 @@ func (r *CanaryRunReconciler) finalize(ctx context.Context, rc *runCtx) (ctrl.Re
 	return ctrl.Result{}, r.removeFinalizer(ctx, rc)
 }
 
-// removeCanary revokes and deletes the canary document. While the target
-// errs it sets CleanupPending and retries with backoff. When the target can
-// no longer be reached at all (corpus or its credential gone) a run being
-// deleted gives up with a Warning event, so a namespace deletion is not
-// blocked forever; a run that is not being deleted keeps waiting.
+// removeCanary revokes and deletes the canary document, through the live
+// Corpus or, when that no longer resolves, the run's kept copy. While the
+// target errs it sets CleanupPending and retries with backoff; a rejection
+// that a retry cannot change (permanent or refused credential) is reported
+// as CleanupPending/CleanupRejected and re-checked rarely instead of in a
+// backoff loop. Only when neither the Corpus nor a kept copy can reach the
+// target does a run being deleted give up, with a Warning event, so a
+// namespace deletion is never blocked forever.
 func (r *CanaryRunReconciler) removeCanary(ctx context.Context, rc *runCtx, deleting bool) (ctrl.Result, bool, error) {
 	run := rc.run
 	defer r.zeroExposure(run)
 	if run.Status.DocumentID == "" {
-		return ctrl.Result{}, true, nil
+		return ctrl.Result{}, true, r.releaseCleanupRecipe(ctx, run)
 	}
-	deps, w, err := r.resolveDriver(ctx, run)
+	corpus, subject, err := r.cleanupTarget(ctx, run)
+	if p, user := target.IsUserProblem(err); user {
+		if deleting {
+			r.Recorder.Eventf(run, nil, "Warning", ReasonCleanupAbandoned, "Cleanup",
+				"canary document %s may remain at the target: %s", run.Status.DocumentID, p.Message)
+			return ctrl.Result{}, true, r.releaseCleanupRecipe(ctx, run)
+		}
+		setCondition(run, ConditionCleanupPending, metav1.ConditionTrue, p.Reason, p.Message)
+		return ctrl.Result{RequeueAfter: waitRetry}, false, r.persist(ctx, rc)
+	}
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
-	if w != nil {
-		if deleting {
-			r.Recorder.Eventf(run, nil, "Warning", ReasonCleanupAbandoned, "Cleanup",
-				"canary document %s may remain at the target: %s", run.Status.DocumentID, w.message)
-			return ctrl.Result{}, true, nil
+	err = removeDocument(ctx, corpus.Driver, run, subject)
+	if err != nil && (driver.IsPermanent(err) || driver.IsUnauthorized(err)) {
+		msg := fmt.Sprintf("the target rejected removing canary document %s: %v; fix the target or its credential (re-checked every %s)",
+			run.Status.DocumentID, err, cleanupRecheck)
+		if c := meta.FindStatusCondition(run.Status.Conditions, ConditionCleanupPending); c == nil || c.Reason != ReasonCleanupRejected {
+			r.Recorder.Eventf(run, nil, "Warning", ReasonCleanupRejected, "Cleanup", "%s", msg)
 		}
-		setCondition(run, ConditionCleanupPending, metav1.ConditionTrue, w.reason, w.message)
-		return ctrl.Result{RequeueAfter: waitRetry}, false, r.persist(ctx, rc)
+		setCondition(run, ConditionCleanupPending, metav1.ConditionTrue, ReasonCleanupRejected, msg)
+		return ctrl.Result{RequeueAfter: cleanupRecheck}, false, r.persist(ctx, rc)
 	}
-	subject := r.personaSubject(ctx, run)
-	err = r.call(ctx, deps, func(ctx context.Context) error { return removeDocument(ctx, deps.driver, run, subject) })
 	if err != nil {
 		setCondition(run, ConditionCleanupPending, metav1.ConditionTrue, ReasonCleanupFailed,
 			fmt.Sprintf("removing canary document %s failed, retrying: %v", run.Status.DocumentID, err))
@@ -90,11 +108,15 @@ func (r *CanaryRunReconciler) removeCanary(ctx context.Context, rc *runCtx, dele
 		return ctrl.Result{}, false, fmt.Errorf("cleanup: %w", err)
 	}
 	setCondition(run, ConditionCleanupPending, metav1.ConditionFalse, ReasonCleanedUp, "the canary document was removed from the target")
-	return ctrl.Result{}, true, nil
+	return ctrl.Result{}, true, r.releaseCleanupRecipe(ctx, run)
 }
 
+// cleanupRecheck is how often a cleanup the target rejected is tried again.
+const cleanupRecheck = 10 * time.Minute
+
 // removeDocument takes access away again (revocation may have been skipped
-// by a failure) and deletes the document. Both are idempotent.
+// by a failure) and deletes the document. Both are idempotent, and a target
+// answering 404 (nothing there to remove) has nothing left to clean up.
 func removeDocument(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string) error {
 	if subject != "" {
 		var err error
@@ -109,7 +131,16 @@ func removeDocument(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRu
 			return err
 		}
 	}
-	return d.DeleteDocument(ctx, run.Status.DocumentID)
+	if err := d.DeleteDocument(ctx, run.Status.DocumentID); err != nil && !isNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// isNotFound is a target answering 404: the thing is not there.
+func isNotFound(err error) bool {
+	var de *driver.Error
+	return errors.As(err, &de) && de.Kind == driver.Permanent && de.StatusCode == http.StatusNotFound
 }
 
 // personaSubject is the probed persona's subject, or "" when the Persona is
@@ -143,7 +174,7 @@ func (r *CanaryRunReconciler) removeFinalizer(ctx context.Context, rc *runCtx) e
 	if !controllerutil.ContainsFinalizer(rc.run, CanaryRunFinalizer) {
 		return nil
 	}
-	return r.patchFinalizers(ctx, rc, controllerutil.RemoveFinalizer)
+	return client.IgnoreNotFound(r.patchFinalizers(ctx, rc, controllerutil.RemoveFinalizer))
 }
 
 // patchFinalizers changes only metadata.finalizers. Status must already be
@@ -151,80 +182,13 @@ func (r *CanaryRunReconciler) removeFinalizer(ctx context.Context, rc *runCtx) e
 func (r *CanaryRunReconciler) patchFinalizers(ctx context.Context, rc *runCtx, change func(client.Object, string) bool) error {
 	base := rc.run.DeepCopy()
 	change(rc.run, CanaryRunFinalizer)
+	// A NotFound is returned, not ignored: plant must not write a document
+	// for a run that is already gone.
 	if err := r.Patch(ctx, rc.run, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return client.IgnoreNotFound(err)
+		return err
 	}
 	rc.before = rc.run.DeepCopy()
 	return nil
-}
-
-// canaryDocument is the planted document. The token is the only rare term
-// in it, so a search for the token finds this document and nothing else.
-func canaryDocument(run *v1alpha1.CanaryRun, token string) driver.Document {
-	return driver.Document{
-		ID:    run.Status.DocumentID,
-		Title: "ragcanary revocation canary",
-		Body:  "This document is a ragcanary revocation canary. Canary token: " + token,
-	}
-}
-
-// newToken is 128 random bits, lower-case alphanumeric so every tokenizer
-// keeps it one term.
-func newToken() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return "rcanary" + hex.EncodeToString(b), nil
-}
-
-// ensureToken returns the run's token, creating its Secret (owned by the
-// run) on first use. A Secret of that name not owned by the run is a
-// problem for the user, reported as a message.
-func (r *CanaryRunReconciler) ensureToken(ctx context.Context, run *v1alpha1.CanaryRun) (token, problem string, err error) {
-	token, problem, err = r.readToken(ctx, run)
-	if err == nil && problem == "" {
-		return token, "", nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return "", problem, err
-	}
-	if token, err = newToken(); err != nil {
-		return "", "", err
-	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: run.Status.TokenSecretName},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{tokenSecretKey: []byte(token)},
-	}
-	if err := controllerutil.SetControllerReference(run, secret, r.Scheme()); err != nil {
-		return "", "", err
-	}
-	if err := r.Create(ctx, secret); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return "", "", errTokenSecretRace
-		}
-		return "", "", err
-	}
-	return token, "", nil
-}
-
-// readToken reads the token from the run's Secret, uncached. A missing
-// Secret is returned as a NotFound error.
-func (r *CanaryRunReconciler) readToken(ctx context.Context, run *v1alpha1.CanaryRun) (token, problem string, err error) {
-	var secret corev1.Secret
-	key := types.NamespacedName{Namespace: run.Namespace, Name: run.Status.TokenSecretName}
-	if err := r.APIReader.Get(ctx, key, &secret); err != nil {
-		return "", "", err
-	}
-	if !metav1.IsControlledBy(&secret, run) {
-		return "", fmt.Sprintf("Secret %q exists and is not owned by this run; delete or rename it", key.Name), nil
-	}
-	token = string(secret.Data[tokenSecretKey])
-	if token == "" {
-		return "", fmt.Sprintf("Secret %q has no canary token", key.Name), nil
-	}
-	return token, "", nil
 }
 
 func corpusName(run *v1alpha1.CanaryRun) types.NamespacedName {

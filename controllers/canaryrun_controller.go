@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/corpusdriver"
 	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // DefaultProbeHeartbeat is how often probe results are written to status
@@ -44,14 +44,13 @@ type CanaryRunReconciler struct {
 	client.Client
 	// APIReader reads Secrets uncached.
 	APIReader client.Reader
-	Drivers   corpusdriver.Factory
-	Clock     clock.WithTicker
-	Probes    *probe.Engine
-	Recorder  events.EventRecorder
+	// Door resolves Corpora and Personas into drivers and credentials.
+	Door     *target.Door
+	Clock    clock.WithTicker
+	Probes   *probe.Engine
+	Recorder events.EventRecorder
 	// Heartbeat is how often probe results reach status between transitions.
 	Heartbeat time.Duration
-	// DefaultRateLimit applies to corpora that set no rate limit.
-	DefaultRateLimit probe.Limit
 
 	transitions chan event.TypedGenericEvent[types.NamespacedName]
 }
@@ -60,7 +59,7 @@ type CanaryRunReconciler struct {
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=canaryruns/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=canaryruns/finalizers,verbs=update
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=corpora;personas,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // runCtx is the run being reconciled, with the object as last persisted.
@@ -77,7 +76,7 @@ func (r *CanaryRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	var run v1alpha1.CanaryRun
 	if err := r.Get(ctx, req.NamespacedName, &run); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Probes.Stop(req.NamespacedName)
+			_ = r.Probes.Stop(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -86,7 +85,7 @@ func (r *CanaryRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return r.finalize(ctx, rc)
 	}
 	if isTerminal(run.Status.Phase) {
-		r.Probes.Stop(rc.key)
+		_ = r.Probes.Stop(rc.key)
 		return ctrl.Result{}, r.removeFinalizer(ctx, rc)
 	}
 	return r.advance(ctx, rc)

@@ -240,7 +240,7 @@ func crFixtureIn(t *testing.T, c client.Client, ns string, tg *crTarget) {
 	for _, s := range []struct{ name, value string }{
 		{"source", testSourceToken}, {"alice-cred", testAliceToken}, {"mallory-cred", testMalloryToken},
 	} {
-		crCreateIn(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s.name},
+		crCreateIn(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s.name, Labels: credentialLabels()},
 			Data: map[string][]byte{"token": []byte(s.value)}})
 	}
 	corpus := &v1alpha1.Corpus{
@@ -343,8 +343,14 @@ func crWaitDoneIn(t *testing.T, c client.Client, run *v1alpha1.CanaryRun) *v1alp
 	return got
 }
 
-// crToken reads the canary token from the run's Secret.
+// crToken reads the canary's handle, the query its probes send.
 func crToken(t *testing.T, run *v1alpha1.CanaryRun) string {
+	t.Helper()
+	return crTokenPair(t, run).Handle
+}
+
+// crTokenPair reads the canary handle and payload from the run's Secret.
+func crTokenPair(t *testing.T, run *v1alpha1.CanaryRun) canaryToken {
 	t.Helper()
 	var s corev1.Secret
 	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Status.TokenSecretName}
@@ -354,33 +360,36 @@ func crToken(t *testing.T, run *v1alpha1.CanaryRun) string {
 	if !metav1.IsControlledBy(&s, run) {
 		t.Errorf("token Secret is not owned by the run")
 	}
-	return string(s.Data[tokenSecretKey])
+	return canaryToken{Handle: string(s.Data[handleSecretKey]), Payload: string(s.Data[payloadSecretKey])}
 }
 
-// crAssertNoToken checks the token appears neither in status nor in events.
+// crAssertNoToken checks the handle and the payload appear neither in
+// status nor in events.
 func crAssertNoToken(t *testing.T, run *v1alpha1.CanaryRun) {
 	t.Helper()
-	token := crToken(t, run)
-	if len(token) < 16 {
-		t.Fatalf("token %d characters long, want a random token", len(token))
-	}
+	pair := crTokenPair(t, run)
 	status, err := json.Marshal(run.Status)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if strings.Contains(string(status), token) {
-		t.Error("the canary token appears in status")
-	}
-	if run.Status.TokenHash == "" || strings.Contains(token, run.Status.TokenHash) {
-		t.Errorf("tokenHash %q is empty or part of the token", run.Status.TokenHash)
 	}
 	var list eventsv1.EventList
 	if err := k8sClient.List(context.Background(), &list, client.InNamespace(run.Namespace)); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range list.Items {
-		if strings.Contains(e.Note, token) {
-			t.Errorf("event %s carries the canary token", e.Reason)
+	for _, token := range []string{pair.Handle, pair.Payload} {
+		if len(token) < 16 {
+			t.Fatalf("token %d characters long, want a random token", len(token))
+		}
+		if strings.Contains(string(status), token) {
+			t.Error("a canary secret appears in status")
+		}
+		if run.Status.TokenHash == "" || strings.Contains(token, run.Status.TokenHash) {
+			t.Errorf("tokenHash %q is empty or part of a canary secret", run.Status.TokenHash)
+		}
+		for _, e := range list.Items {
+			if strings.Contains(e.Note, token) {
+				t.Errorf("event %s carries a canary secret", e.Reason)
+			}
 		}
 	}
 }

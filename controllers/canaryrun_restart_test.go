@@ -20,9 +20,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/corpusdriver"
 	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // startOwnAPIServer starts a kube-apiserver and etcd for one test. The
@@ -78,12 +78,12 @@ func startTestOperator(t *testing.T, cfg *rest.Config, heartbeat time.Duration) 
 		t.Fatal(err)
 	}
 	clk := clock.RealClock{}
-	engine := probe.NewEngine(clk, probe.NewLimiters(clk))
+	engine := probe.NewEngine(clk, target.NewLimiters(clk))
 	if err := mgr.Add(engine); err != nil {
 		t.Fatal(err)
 	}
 	r := &CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Drivers: &corpusdriver.Builder{Reader: mgr.GetAPIReader()}, Clock: clk, Probes: engine,
+		Door: testDoor(mgr.GetAPIReader(), engine.Limiters()), Clock: clk, Probes: engine,
 		Heartbeat: heartbeat, Recorder: mgr.GetEventRecorder("canaryrun-controller")}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)

@@ -31,6 +31,9 @@ const (
 	ReasonCleanupFailed    = "CleanupFailed"
 	ReasonCleanedUp        = "CleanedUp"
 	ReasonCleanupAbandoned = "CleanupAbandoned"
+	// ReasonCleanupRejected: the target refused the cleanup call; retrying
+	// the same call cannot help, so it is re-checked rarely.
+	ReasonCleanupRejected = "CleanupRejected"
 )
 
 // CanaryRunFinalizer removes the canary document from the target before a
@@ -39,9 +42,6 @@ const CanaryRunFinalizer = "ragcanary.dev/cleanup"
 
 // documentIDPrefix marks canary documents at the source.
 const documentIDPrefix = "rc-"
-
-// tokenSecretKey is the key of the token in the run's Secret.
-const tokenSecretKey = "token"
 
 // documentID derives the canary document ID from the run's UID, so a
 // retried step never creates a second document.
@@ -59,13 +59,6 @@ func tokenSecretName(run *v1alpha1.CanaryRun) string {
 		name = name[:253-len(suffix)-9] + "-" + hex.EncodeToString(sum[:4])
 	}
 	return name + suffix
-}
-
-// tokenHash is a short, non-reversible fingerprint for correlating a run
-// with its document; never the token.
-func tokenHash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:6])
 }
 
 // floorSecond rounds a whole-second status timestamp (metav1.Time) down,

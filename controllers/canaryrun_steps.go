@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/corpusdriver"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // start (Pending) resolves the references and fixes the document and
@@ -26,16 +26,13 @@ func (r *CanaryRunReconciler) start(ctx context.Context, rc *runCtx) (ctrl.Resul
 	if run.Status.StartTime == nil {
 		run.Status.StartTime = floorSecond(rc.now)
 	}
-	deps, w, err := r.resolveRefs(ctx, run)
+	deps, err := r.resolveRefs(ctx, run)
 	if err != nil {
-		return ctrl.Result{}, err
+		return r.onProblem(rc, err, r.setupDeadline(run))
 	}
-	if w != nil {
-		return r.waitUntil(rc, w, r.setupDeadline(run))
-	}
-	caps, w := r.capabilities(ctx, deps)
-	if w != nil {
-		return r.waitUntil(rc, w, r.setupDeadline(run))
+	caps, err := r.capabilities(ctx, deps)
+	if err != nil {
+		return r.onProblem(rc, err, r.setupDeadline(run))
 	}
 	r.clearWaiting(rc)
 	if msg := setupProblem(run, deps, caps); msg != "" {
@@ -58,15 +55,18 @@ func (r *CanaryRunReconciler) setupDeadline(run *v1alpha1.CanaryRun) time.Time {
 // written to the target that deletion would not clean up.
 func (r *CanaryRunReconciler) plant(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	run := rc.run
-	deps, w, err := r.resolveDriver(ctx, run)
+	deps, err := r.resolveRefs(ctx, run)
 	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if w != nil {
-		return r.waitUntil(rc, w, r.setupDeadline(run))
+		return r.onProblem(rc, err, r.setupDeadline(run))
 	}
 	r.clearWaiting(rc)
 	if err := r.addFinalizer(ctx, rc); err != nil {
+		return ctrl.Result{}, err
+	}
+	// What cleanup needs is kept before anything is written to the target,
+	// so the document can be removed even if the Corpus, its Secret or the
+	// Persona are deleted first (also by a namespace deletion).
+	if err := r.keepCleanupRecipe(ctx, run, deps); err != nil {
 		return ctrl.Result{}, err
 	}
 	token, problem, err := r.ensureToken(ctx, run)
@@ -77,10 +77,8 @@ func (r *CanaryRunReconciler) plant(ctx context.Context, rc *runCtx) (ctrl.Resul
 		return r.conclude(rc, v1alpha1.VerdictSetupFailed, problem)
 	}
 	run.Status.TokenHash = tokenHash(token)
-	err = r.call(ctx, deps, func(ctx context.Context) error {
-		return deps.driver.CreateDocument(ctx, canaryDocument(run, token))
-	})
-	if res, stop, err := r.sourceResult(rc, "planting the canary document", err); stop {
+	err = deps.corpus.Driver.CreateDocument(ctx, canaryDocument(run, token))
+	if res, stop, err := r.sourceResult(rc, "planting the canary document", err, r.setupDeadline(run)); stop {
 		return res, err
 	}
 	run.Status.Phase = v1alpha1.PhaseSharing
@@ -91,12 +89,9 @@ func (r *CanaryRunReconciler) plant(ctx context.Context, rc *runCtx) (ctrl.Resul
 // share request time is persisted before the request is sent.
 func (r *CanaryRunReconciler) share(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	run := rc.run
-	deps, w, err := r.resolveRefs(ctx, run)
+	deps, err := r.resolveRefs(ctx, run)
 	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if w != nil {
-		return r.waitUntil(rc, w, r.setupDeadline(run))
+		return r.onProblem(rc, err, r.setupDeadline(run))
 	}
 	r.clearWaiting(rc)
 	if run.Status.ShareRequestedTime == nil {
@@ -105,10 +100,8 @@ func (r *CanaryRunReconciler) share(ctx context.Context, rc *runCtx) (ctrl.Resul
 			return ctrl.Result{}, err
 		}
 	}
-	err = r.call(ctx, deps, func(ctx context.Context) error {
-		return shareCanary(ctx, deps.driver, run, deps.persona.Spec.Subject)
-	})
-	if res, stop, err := r.sourceResult(rc, "sharing the canary", err); stop {
+	err = shareCanary(ctx, deps.corpus.Driver, run, deps.persona.Object.Spec.Subject)
+	if res, stop, err := r.sourceResult(rc, "sharing the canary", err, r.setupDeadline(run)); stop {
 		return res, err
 	}
 	run.Status.Phase = v1alpha1.PhaseAwaitingVisibility
@@ -139,10 +132,10 @@ func (r *CanaryRunReconciler) awaitVisibility(ctx context.Context, rc *runCtx) (
 	}
 	deadline := run.Status.ShareRequestedTime.Add(visibilityTimeout(run))
 	if st, ok := r.Probes.StateAt(rc.key, probe.StageVisibility); ok {
-		r.recordViolations(rc, st.Snapshot().IsolationViolations)
+		r.recordProbing(rc, st.Snapshot())
 	}
 	if !rc.now.Before(deadline) {
-		r.Probes.Stop(rc.key)
+		r.stopProbing(rc)
 		return r.conclude(rc, v1alpha1.VerdictSetupFailed,
 			fmt.Sprintf("the canary did not become visible to the persona within %s", visibilityTimeout(run)))
 	}
@@ -151,7 +144,7 @@ func (r *CanaryRunReconciler) awaitVisibility(ctx context.Context, rc *runCtx) (
 		return res, err
 	}
 	snap := st.Snapshot()
-	r.recordViolations(rc, snap.IsolationViolations)
+	r.recordProbing(rc, snap)
 	if !snap.AllVisible {
 		return requeueBefore(rc.now, deadline, r.Heartbeat), nil
 	}
@@ -165,26 +158,24 @@ func (r *CanaryRunReconciler) awaitVisibility(ctx context.Context, rc *runCtx) (
 // loop runs at stage. It returns a nil state with the result to return
 // when the run has to wait for a reference.
 func (r *CanaryRunReconciler) ensureProbing(ctx context.Context, rc *runCtx, stage probe.Stage, deadline time.Time) (*probe.State, ctrl.Result, error) {
-	deps, w, err := r.resolveRefs(ctx, rc.run)
-	if err != nil {
-		return nil, ctrl.Result{}, err
+	// A running loop keeps the driver and tokens it was started with: the
+	// references are resolved once per stage, not on every heartbeat.
+	if st, ok := r.Probes.StateAt(rc.key, stage); ok {
+		return st, ctrl.Result{}, nil
 	}
-	if w != nil {
-		res, err := r.waitUntil(rc, w, deadline)
+	deps, err := r.resolveRefs(ctx, rc.run)
+	if err != nil {
+		res, err := r.onProblem(rc, err, deadline)
 		return nil, res, err
 	}
 	r.clearWaiting(rc)
 	rc.deps = deps
-	r.Probes.Limiters().Set(corpusKey(rc.run), probe.CorpusLimit(deps.corpus, r.DefaultRateLimit))
-	if st, ok := r.Probes.StateAt(rc.key, stage); ok {
-		return st, ctrl.Result{}, nil
-	}
 	token, problem, err := r.readToken(ctx, rc.run)
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
 	if problem != "" {
-		res, err := r.waitUntil(rc, &waiting{reason: "TokenUnavailable", message: problem}, deadline)
+		res, err := r.waitUntil(rc, target.Wait("TokenUnavailable", "%s", problem), deadline)
 		return nil, res, err
 	}
 	log.FromContext(ctx).V(1).Info("starting probe loop", "stage", int(stage))
@@ -192,20 +183,21 @@ func (r *CanaryRunReconciler) ensureProbing(ctx context.Context, rc *runCtx, sta
 }
 
 // plan builds the probe plan; it resumes from status after a restart.
-func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage, token string) probe.Plan {
+func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage, token canaryToken) probe.Plan {
 	run := rc.run
 	p := probe.Plan{
-		Stage: stage, Driver: deps.driver,
-		Corpus: corpusKey(run), Limit: probe.CorpusLimit(deps.corpus, r.DefaultRateLimit),
-		Timeout: corpusdriver.Timeout(deps.corpus), Interval: probeInterval(run),
+		Stage: stage, Driver: deps.corpus.Driver,
+		Corpus: deps.corpus.Key, Limit: deps.corpus.Limit,
+		Interval:      probeInterval(run),
 		Confirmations: confirmations(run), Surfaces: probingSurfaces(run),
-		Persona: deps.token,
-		Target:  probe.Target{DocumentID: run.Status.DocumentID, Token: token},
+		Persona: deps.persona.Token,
+		Target:  token.target(run.Status.DocumentID),
 		Metrics: metricsRun(run),
 		Resume:  run.Status.Surfaces, ResumeViolations: run.Status.IsolationViolations,
+		ResumeControls: run.Status.ControlProbes,
 	}
 	for _, c := range deps.controls {
-		p.Controls = append(p.Controls, c.token)
+		p.Controls = append(p.Controls, probe.Control{Name: c.Object.Name, Token: c.Token})
 	}
 	if ack := run.Status.RevokeAcknowledgedTime; ack != nil {
 		p.RevokeAcknowledged = ack.Time
@@ -213,8 +205,13 @@ func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage,
 	return p
 }
 
-func corpusKey(run *v1alpha1.CanaryRun) string {
-	return limiterKey(run.Namespace, run.Spec.CorpusRef.Name)
+// recordProbing persists what the loop learned that status must keep:
+// isolation violations and the control personas' probe counts.
+func (r *CanaryRunReconciler) recordProbing(rc *runCtx, snap probe.Snapshot) {
+	r.recordViolations(rc, snap.IsolationViolations)
+	if len(snap.Controls) > 0 {
+		rc.run.Status.ControlProbes = snap.Controls
+	}
 }
 
 // recordViolations raises the persisted count to what probing saw, with a
@@ -235,14 +232,13 @@ func (r *CanaryRunReconciler) recordViolations(rc *runCtx, seen int32) {
 // exclusion probe runs.
 func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	run := rc.run
-	// No visibility probe may straddle the revocation.
-	r.Probes.Stop(rc.key)
-	deps, w, err := r.resolveRefs(ctx, run)
+	// No visibility probe may straddle the revocation; sightings of the
+	// loop's last rounds are kept.
+	r.stopProbing(rc)
+	deadline := r.revokeDeadline(run)
+	deps, err := r.resolveRefs(ctx, run)
 	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if w != nil {
-		return r.waitUntil(rc, w, time.Time{})
+		return r.onProblem(rc, err, deadline)
 	}
 	r.clearWaiting(rc)
 	if run.Status.RevokeRequestedTime == nil {
@@ -252,10 +248,8 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 		}
 	}
 	if run.Status.RevokeAcknowledgedTime == nil {
-		err = r.call(ctx, deps, func(ctx context.Context) error {
-			return revokeCanary(ctx, deps.driver, run, deps.persona.Spec.Subject)
-		})
-		if res, stop, err := r.sourceResult(rc, "revoking access", err); stop {
+		err = revokeCanary(ctx, deps.corpus.Driver, run, deps.persona.Object.Spec.Subject)
+		if res, stop, err := r.sourceResult(rc, "revoking access", err, deadline); stop {
 			return res, err
 		}
 		run.Status.RevokeAcknowledgedTime = measure.CeilMicro(r.Clock.Now())
@@ -294,10 +288,8 @@ func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (c
 	deadline := ack.Add(exclusionTimeout(run))
 	if !rc.now.Before(deadline) {
 		surfaces := run.Status.Surfaces
-		if st, ok := r.Probes.StateAt(rc.key, probe.StageExclusion); ok {
-			snap := st.Snapshot()
+		if snap, ok := r.finalSnapshot(rc); ok {
 			surfaces = snap.Surfaces
-			r.recordViolations(rc, snap.IsolationViolations)
 		}
 		return r.decideExclusion(ctx, rc, surfaces, nil)
 	}
@@ -306,8 +298,13 @@ func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (c
 		return res, err
 	}
 	snap := st.Snapshot()
-	r.recordViolations(rc, snap.IsolationViolations)
+	r.recordProbing(rc, snap)
 	if measure.AllExcluded(snap.Surfaces) {
+		// Stop first, so rounds after this snapshot (a control sighting in
+		// the last round) are part of the verdict.
+		if final, ok := r.finalSnapshot(rc); ok {
+			snap = final
+		}
 		return r.decideExclusion(ctx, rc, snap.Surfaces, rc.deps)
 	}
 	due, next := r.heartbeatDue(rc)
@@ -317,6 +314,18 @@ func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (c
 		next = r.Heartbeat
 	}
 	return requeueBefore(rc.now, deadline, next), nil
+}
+
+// finalSnapshot stops the exclusion loop and returns its complete state,
+// recorded into status; ok is false when no exclusion loop ran.
+func (r *CanaryRunReconciler) finalSnapshot(rc *runCtx) (probe.Snapshot, bool) {
+	st := r.Probes.Stop(rc.key)
+	if st == nil {
+		return probe.Snapshot{}, false
+	}
+	snap := st.Snapshot()
+	r.recordProbing(rc, snap)
+	return snap, snap.Stage == probe.StageExclusion
 }
 
 func excludedChanged(old, cur []v1alpha1.SurfaceMeasurement) bool {
@@ -346,16 +355,33 @@ func (r *CanaryRunReconciler) decideExclusion(ctx context.Context, rc *runCtx, s
 	corpus := r.corpusForSLO(ctx, run, deps)
 	verdict, msg := measure.Verdict(measure.RunOutcome{
 		Surfaces: final, IsolationViolations: run.Status.IsolationViolations,
-		SLO: func(s v1alpha1.Surface) time.Duration { return exclusionSLO(run, corpus, s) },
+		SLO:        func(s v1alpha1.Surface) time.Duration { return exclusionSLO(run, corpus, s) },
+		Revocation: rev, Controls: controlCounts(run),
 	})
 	run.Status.Surfaces = final
 	run.Status.LastHeartbeatTime = &metav1.Time{Time: rc.now}
 	return r.conclude(rc, verdict, msg)
 }
 
+// controlCounts are the control personas' probe counts, with a zero entry
+// for any control persona status has no count for (never probed).
+func controlCounts(run *v1alpha1.CanaryRun) []v1alpha1.ControlProbeCounts {
+	out := make([]v1alpha1.ControlProbeCounts, 0, len(run.Spec.ControlPersonaRefs))
+	for _, ref := range run.Spec.ControlPersonaRefs {
+		c := v1alpha1.ControlProbeCounts{Persona: ref.Name}
+		for _, got := range run.Status.ControlProbes {
+			if got.Persona == ref.Name {
+				c = got
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 func (r *CanaryRunReconciler) corpusForSLO(ctx context.Context, run *v1alpha1.CanaryRun, deps *runDeps) *v1alpha1.Corpus {
 	if deps != nil {
-		return deps.corpus
+		return deps.corpus.Object
 	}
 	var c v1alpha1.Corpus
 	if err := r.Get(ctx, corpusName(run), &c); err != nil {
@@ -377,8 +403,10 @@ func (r *CanaryRunReconciler) conclude(rc *runCtx, verdict v1alpha1.Verdict, mes
 
 // sourceResult maps a failed source-side step: a rejection (permanent, or
 // a refused source credential) is SetupFailed; anything else is transient
-// and retried with backoff, never a verdict. stop is false on success.
-func (r *CanaryRunReconciler) sourceResult(rc *runCtx, what string, err error) (ctrl.Result, bool, error) {
+// and retried with backoff until the phase's deadline, after which the run
+// is SetupFailed and cleans up: a target that keeps failing must not leave
+// the persona with access indefinitely. stop is false on success.
+func (r *CanaryRunReconciler) sourceResult(rc *runCtx, what string, err error, deadline time.Time) (ctrl.Result, bool, error) {
 	if err == nil {
 		return ctrl.Result{}, false, nil
 	}
@@ -387,24 +415,53 @@ func (r *CanaryRunReconciler) sourceResult(rc *runCtx, what string, err error) (
 		res, cerr := r.conclude(rc, v1alpha1.VerdictSetupFailed, fmt.Sprintf("the source rejected %s: %v", what, err))
 		return res, true, cerr
 	}
+	if !rc.now.Before(deadline) {
+		res, cerr := r.conclude(rc, v1alpha1.VerdictSetupFailed,
+			fmt.Sprintf("%s kept failing until the deadline: %v", what, err))
+		return res, true, cerr
+	}
 	return ctrl.Result{}, true, fmt.Errorf("%s: %w", what, err)
 }
 
-// call bounds one source-side driver call, retries included.
-func (r *CanaryRunReconciler) call(ctx context.Context, deps *runDeps, fn func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*corpusdriver.Timeout(deps.corpus))
-	defer cancel()
-	return fn(ctx)
+// onProblem is where a run maps a failure from the door: the user's
+// problems (Stalled or Waiting) become a Waiting condition until the phase
+// deadline; transient errors are returned for backoff, but never past it.
+func (r *CanaryRunReconciler) onProblem(rc *runCtx, err error, deadline time.Time) (ctrl.Result, error) {
+	if p, ok := target.IsUserProblem(err); ok {
+		return r.waitUntil(rc, p, deadline)
+	}
+	if !deadline.IsZero() && !rc.now.Before(deadline) && rc.run.Status.Phase != v1alpha1.PhaseAwaitingExclusion {
+		return r.conclude(rc, v1alpha1.VerdictSetupFailed, fmt.Sprintf("the run could not be set up before its deadline: %s", target.AsProblem(err).Message))
+	}
+	return ctrl.Result{}, err
+}
+
+// revokeDeadline bounds the Revoking phase: a revocation not acknowledged
+// within the exclusion timeout of its request fails the run, which then
+// cleans up (deleting the document ends the persona's access either way).
+func (r *CanaryRunReconciler) revokeDeadline(run *v1alpha1.CanaryRun) time.Time {
+	if t := run.Status.RevokeRequestedTime; t != nil {
+		return t.Add(exclusionTimeout(run))
+	}
+	return r.Clock.Now().Add(exclusionTimeout(run))
+}
+
+// stopProbing ends the run's probe loop and keeps the isolation violations
+// its last rounds saw, which no snapshot may have reported yet.
+func (r *CanaryRunReconciler) stopProbing(rc *runCtx) {
+	if st := r.Probes.Stop(rc.key); st != nil {
+		r.recordProbing(rc, st.Snapshot())
+	}
 }
 
 // waitUntil shows a Waiting condition and re-checks later. Past deadline
 // (zero: none) a run that is still setting up fails as SetupFailed.
-func (r *CanaryRunReconciler) waitUntil(rc *runCtx, w *waiting, deadline time.Time) (ctrl.Result, error) {
+func (r *CanaryRunReconciler) waitUntil(rc *runCtx, w *target.Problem, deadline time.Time) (ctrl.Result, error) {
 	if !deadline.IsZero() && !rc.now.Before(deadline) && rc.run.Status.Phase != v1alpha1.PhaseAwaitingExclusion {
-		return r.conclude(rc, v1alpha1.VerdictSetupFailed, w.message)
+		return r.conclude(rc, v1alpha1.VerdictSetupFailed, w.Message)
 	}
-	setCondition(rc.run, ConditionWaiting, metav1.ConditionTrue, w.reason, w.message)
-	rc.run.Status.Message = truncate(w.message, 1024)
+	setCondition(rc.run, ConditionWaiting, metav1.ConditionTrue, w.Reason, w.Message)
+	rc.run.Status.Message = truncate(w.Message, 1024)
 	next := waitRetry
 	if !deadline.IsZero() {
 		next = min(next, deadline.Sub(rc.now))

@@ -12,13 +12,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/corpusdriver"
 	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // corpusSecretIndex indexes Corpora by the name of their credential Secret.
@@ -31,9 +32,15 @@ const defaultHealthCheckInterval = time.Minute
 // target's capabilities and reports Ready with a reason a person can act on.
 type CorpusReconciler struct {
 	client.Client
-	Drivers corpusdriver.Factory
-	Clock   clock.PassiveClock
+	// Door resolves the corpus into a driver and credential.
+	Door  *target.Door
+	Clock clock.PassiveClock
 }
+
+// corpusWorkers is how many corpora are checked at once. A check of a
+// blackholed target takes two per-call timeouts (capabilities, credential);
+// with one worker it would delay every other tenant's checks by as much.
+const corpusWorkers = 8
 
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=corpora,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=corpora/status,verbs=get;update;patch
@@ -62,19 +69,19 @@ func (r *CorpusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // the corpus back); an unreachable target is re-checked on the health
 // interval. Only API-server failures are returned as errors.
 func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (ctrl.Result, error) {
-	d, err := r.Drivers.ForCorpus(ctx, corpus)
-	if reason, msg, ok := corpusdriver.IsUserProblem(err); ok {
-		r.setReady(corpus, metav1.ConditionFalse, reason, msg)
+	resolved, err := r.Door.Corpus(ctx, corpus)
+	if p, ok := target.IsUserProblem(err); ok {
+		r.setReady(corpus, metav1.ConditionFalse, p.Reason, p.Message)
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("building driver: %w", err)
+		return ctrl.Result{}, fmt.Errorf("resolving corpus: %w", err)
 	}
+	d := resolved.Driver
 
 	interval := healthCheckInterval(corpus)
-	callCtx, cancel := context.WithTimeout(ctx, corpusdriver.Timeout(corpus))
-	caps, err := d.Capabilities(callCtx)
-	cancel()
+	// The driver bounds each call by the corpus timeout.
+	caps, err := d.Capabilities(ctx)
 	now := metav1.NewTime(r.Clock.Now())
 	corpus.Status.LastCheckTime = &now
 	if err != nil {
@@ -87,13 +94,16 @@ func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (
 		log.FromContext(ctx).Info("corpus target check failed", "reason", reason)
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
-	corpus.Status.Capabilities = toCorpusCapabilities(caps)
-	if caps.ContractVersion != driver.ContractVersion {
-		r.setReady(corpus, metav1.ConditionFalse, v1alpha1.ReasonContractMismatch,
-			fmt.Sprintf("target implements driver contract %q; this ragcanary speaks %q", caps.ContractVersion, driver.ContractVersion))
+	// A reply is checked before it reaches status: a hostile or broken one
+	// must not stand in status as the target's capabilities.
+	if err := target.CheckCapabilities(caps); err != nil {
+		p := target.AsProblem(err)
+		corpus.Status.Capabilities = nil
+		r.setReady(corpus, metav1.ConditionFalse, p.Reason, p.Message)
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
-	if err := checkSourceCredential(ctx, d, corpus); err != nil {
+	corpus.Status.Capabilities = toCorpusCapabilities(caps)
+	if err := checkSourceCredential(ctx, d); err != nil {
 		reason := v1alpha1.ReasonUnreachable
 		if driver.IsUnauthorized(err) {
 			reason = v1alpha1.ReasonCredentialRejected
@@ -118,9 +128,7 @@ func (r *CorpusReconciler) setReady(corpus *v1alpha1.Corpus, status metav1.Condi
 // without changing the target.
 const credentialCheckDocument = "ragcanary-credential-check"
 
-func checkSourceCredential(ctx context.Context, d driver.Driver, corpus *v1alpha1.Corpus) error {
-	ctx, cancel := context.WithTimeout(ctx, corpusdriver.Timeout(corpus))
-	defer cancel()
+func checkSourceCredential(ctx context.Context, d driver.Driver) error {
 	return d.DeleteDocument(ctx, credentialCheckDocument)
 }
 
@@ -167,6 +175,7 @@ func (r *CorpusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			handler.EnqueueRequestsFromMapFunc(referrers(r.Client,
 				func() client.ObjectList { return &v1alpha1.CorpusList{} }, corpusSecretIndex)),
 			builder.OnlyMetadata).
+		WithOptions(controller.Options{MaxConcurrentReconciles: corpusWorkers}).
 		Named("corpus").
 		Complete(r)
 }

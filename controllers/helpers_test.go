@@ -8,8 +8,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
+
+// testDoor is the door the envtest managers use: test targets listen on
+// random loopback ports, so any target is allowed here; the allowlist itself
+// is tested in internal/target and through the manager binary in test/e2e.
+func testDoor(reader client.Reader, limiters *target.Limiters) *target.Door {
+	return &target.Door{Reader: reader, Allow: target.AllowAny(), Limiters: limiters}
+}
 
 // Credentials the test ragtargets accept.
 const (
@@ -43,11 +53,16 @@ func startRagtarget(t *testing.T, cfg ragtarget.Config) (*ragtarget.Service, str
 	return svc, srv.URL
 }
 
-// createSecret stores one key in a Secret.
+// credentialLabels mark a test Secret as a ragcanary credential.
+func credentialLabels() map[string]string {
+	return map[string]string{target.CredentialLabel: target.CredentialLabelValue}
+}
+
+// createSecret stores one key in a credential Secret.
 func createSecret(t *testing.T, ns, name, key, value string) {
 	t.Helper()
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: credentialLabels()},
 		Data:       map[string][]byte{key: []byte(value)},
 	}
 	if err := k8sClient.Create(context.Background(), s); err != nil {

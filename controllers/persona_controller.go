@@ -3,7 +3,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/secretref"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // personaSecretIndex indexes Personas by the name of their credential Secret.
@@ -62,10 +61,10 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // so there is no retry loop. API errors are returned for backoff.
 func (r *PersonaReconciler) credentialCondition(ctx context.Context, p *v1alpha1.Persona) (metav1.Condition, error) {
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: p.Generation}
-	_, err := secretref.Resolve(ctx, r.APIReader, p.Namespace, p.Spec.CredentialSecretRef)
-	var problem *secretref.Problem
+	_, err := target.Credential(ctx, r.APIReader, p.Namespace, p.Spec.CredentialSecretRef)
+	problem, user := target.IsUserProblem(err)
 	switch {
-	case errors.As(err, &problem):
+	case user:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, problem.Reason, problem.Message
 	case err != nil:
 		return cond, err

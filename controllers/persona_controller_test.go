@@ -36,7 +36,7 @@ func TestPersonaReadyFollowsSecret(t *testing.T) {
 	waitPersonaReady(t, persona, metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound)
 
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice-cred"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice-cred", Labels: credentialLabels()},
 		Data:       map[string][]byte{"other": []byte("x")},
 	}
 	if err := k8sClient.Create(ctx, secret); err != nil {
@@ -80,7 +80,7 @@ func TestPersonaIgnoresUnrelatedSecrets(t *testing.T) {
 	}
 	waitPersonaReady(t, persona, metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound)
 	other := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-else"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-else", Labels: credentialLabels()},
 		Data:       map[string][]byte{"token": []byte("x")},
 	}
 	if err := k8sClient.Create(ctx, other); err != nil {

@@ -23,7 +23,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/corpusdriver"
 	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
@@ -112,7 +111,7 @@ func startManager(ctx context.Context, cfg *rest.Config) (<-chan struct{}, error
 		return nil, err
 	}
 	opts := Options{
-		Drivers:       &corpusdriver.Builder{Reader: mgr.GetAPIReader()},
+		Door:          testDoor(mgr.GetAPIReader(), nil),
 		ScheduleClock: scheduleClock,
 	}
 	if err := SetupAll(mgr, opts); err != nil {

@@ -15,8 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/corpusdriver"
-	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // conditionRunComplete on a SuiteRun is True once the run finished, passed
@@ -51,11 +50,9 @@ type SuiteRunReconciler struct {
 	client.Client
 	// APIReader reads Secrets and report ConfigMaps uncached.
 	APIReader client.Reader
-	Drivers   corpusdriver.Factory
-	// Limiters are the per-corpus rate limiters shared with the canary probes.
-	Limiters *probe.Limiters
-	// DefaultRateLimit applies to corpora that set no rate limit.
-	DefaultRateLimit probe.Limit
+	// Door resolves the corpus and personas; its limiters are shared with
+	// the canary probes.
+	Door *target.Door
 	// Clock stamps start and completion times.
 	Clock    clock.PassiveClock
 	Recorder events.EventRecorder

@@ -12,10 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/corpusdriver"
-	"github.com/ragcanary/ragcanary/internal/probe"
-	"github.com/ragcanary/ragcanary/internal/secretref"
 	"github.com/ragcanary/ragcanary/internal/suite"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // runOutcome is how a run ended: scored, or unable to execute.
@@ -80,22 +78,15 @@ func userOutcome(err error) (*runOutcome, error) {
 	return nil, err
 }
 
-// target builds the execution target with the shared builder: credentials
-// from the API server, the corpus's limiter shared with the canary probes.
-// A user problem (missing Secret, refused URL) fails the run with a reason.
+// target builds the execution target through the door: credentials from
+// the API server, the corpus's limiter shared with the canary probes. A
+// user problem (missing or unlabelled Secret, refused URL) fails the run
+// with its reason.
 func (r *SuiteRunReconciler) target(ctx context.Context, s *v1alpha1.EvalSuite, def *suite.Definition) (suite.Target, *runOutcome, error) {
-	key := limiterKey(def.Corpus.Namespace, def.Corpus.Name)
-	r.Limiters.Set(key, probe.CorpusLimit(def.Corpus, r.DefaultRateLimit))
-	t, err := suite.BuildTarget(ctx, suite.TargetSource{
-		Drivers: r.Drivers,
-		Credential: func(ctx context.Context, ns string, ref v1alpha1.SecretKeyReference) ([]byte, error) {
-			return secretref.Resolve(ctx, r.APIReader, ns, ref)
-		},
-		Wait: func(ctx context.Context) error { return r.Limiters.Wait(ctx, key) },
-	}, s, def, 0)
-	if reason, _, ok := corpusdriver.IsUserProblem(err); ok {
-		// The error names the Corpus or Persona, and its message says what to fix.
-		return suite.Target{}, failedOutcome(reason, "%s", err.Error()), nil
+	t, err := suite.BuildTarget(ctx, r.Door, s, def, 0)
+	if p, ok := target.IsUserProblem(err); ok {
+		// The message names the Corpus or Persona and says what to fix.
+		return suite.Target{}, failedOutcome(p.Reason, "%s", p.Message), nil
 	}
 	return t, nil, err
 }

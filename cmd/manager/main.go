@@ -2,6 +2,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -19,7 +20,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/controllers"
-	"github.com/ragcanary/ragcanary/internal/corpusdriver"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // settings are the operator's command-line options.
@@ -29,6 +30,7 @@ type settings struct {
 	leaderElect       bool
 	leaderElectionNS  string
 	allowedTargetURLs string
+	allowAnyTarget    bool
 	watchNamespace    string
 	probeHeartbeat    time.Duration
 	defaults          controllers.Defaults
@@ -44,7 +46,8 @@ func parseFlags(args []string) (settings, error) {
 	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes bind to.")
 	fs.BoolVar(&s.leaderElect, "leader-elect", false, "Elect a leader so only one replica reconciles at a time.")
 	fs.StringVar(&s.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
-	fs.StringVar(&s.allowedTargetURLs, "allowed-target-urls", "", "Comma-separated URL prefixes the operator may call (for example https://rag.internal/). Empty allows any http(s) target.")
+	fs.StringVar(&s.allowedTargetURLs, "allowed-target-urls", "", "Comma-separated URL prefixes the operator may call, for example https://rag.internal/tenant-a/ (required unless --allow-any-target). Paths match on whole segments.")
+	fs.BoolVar(&s.allowAnyTarget, "allow-any-target", false, "Allow the operator to call any http(s) target. Only for a cluster where everyone who can create a Corpus may also read every credential Secret it could name.")
 	fs.StringVar(&s.watchNamespace, "watch-namespace", "", "Only reconcile objects in this namespace (default: all namespaces).")
 	def := controllers.DefaultSettings()
 	fs.DurationVar(&s.probeHeartbeat, "probe-heartbeat", controllers.DefaultProbeHeartbeat, "How often probe results reach CanaryRun status between lifecycle transitions.")
@@ -69,7 +72,26 @@ func main() {
 	}
 }
 
+// allowlist is the operator's target allowlist. It is required: an operator
+// that may call any URL sends credentials wherever a Corpus points.
+func (s settings) allowlist() (target.Allowlist, error) {
+	entries := splitList(s.allowedTargetURLs)
+	switch {
+	case s.allowAnyTarget && len(entries) > 0:
+		return target.Allowlist{}, errors.New("--allow-any-target and --allowed-target-urls are exclusive")
+	case s.allowAnyTarget:
+		return target.AllowAny(), nil
+	case len(entries) == 0:
+		return target.Allowlist{}, errors.New("--allowed-target-urls is required (the targets the operator may call, e.g. https://rag.internal/); pass --allow-any-target to allow every target")
+	}
+	return target.ParseAllowlist(entries)
+}
+
 func run(s settings) error {
+	allow, err := s.allowlist()
+	if err != nil {
+		return err
+	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -96,8 +118,8 @@ func run(s settings) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	drivers := &corpusdriver.Builder{Reader: mgr.GetAPIReader(), AllowedURLPrefixes: splitList(s.allowedTargetURLs)}
-	if err := controllers.SetupAll(mgr, controllers.Options{Drivers: drivers, ProbeHeartbeat: s.probeHeartbeat, Defaults: s.defaults}); err != nil {
+	door := &target.Door{Reader: mgr.GetAPIReader(), Allow: allow}
+	if err := controllers.SetupAll(mgr, controllers.Options{Door: door, ProbeHeartbeat: s.probeHeartbeat, Defaults: s.defaults}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -106,7 +128,7 @@ func run(s settings) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting manager", "metricsAddress", s.metricsAddr, "leaderElection", s.leaderElect)
+	ctrl.Log.Info("starting manager", "metricsAddress", s.metricsAddr, "leaderElection", s.leaderElect, "allowedTargets", allow.String())
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/internal/conformance"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 func init() {
@@ -32,6 +32,7 @@ type conformanceOptions struct {
 	timeout          time.Duration
 	pollInterval     time.Duration
 	requestTimeout   time.Duration
+	allowedURLs      string
 }
 
 func runConformance(args []string, stdout, stderr io.Writer) int {
@@ -68,6 +69,7 @@ func parseConformanceFlags(args []string, stderr io.Writer) (conformanceOptions,
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the document to become visible and to be excluded")
 	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "pause between probes while waiting")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 10*time.Second, "timeout of each request")
+	fs.StringVar(&o.allowedURLs, "allowed-target-urls", "", "comma-separated URL prefixes the check may call, matched on whole path segments as the operator's flag (default: exactly --url)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -91,7 +93,21 @@ func (o conformanceOptions) config() (conformance.Config, error) {
 	if source == "" || persona == "" {
 		return conformance.Config{}, fmt.Errorf("environment variables %s and %s must hold the source and persona tokens", o.sourceTokenEnv, o.personaTokenEnv)
 	}
-	drv, err := httpdriver.New(httpdriver.Config{BaseURL: o.url, SourceToken: source, Timeout: o.requestTimeout, Retries: 2})
+	allowed := o.allowedURLs
+	if allowed == "" {
+		allowed = o.url
+	}
+	allow, err := parseAllowlist(allowed, false)
+	if err != nil {
+		return conformance.Config{}, err
+	}
+	// The same door as the operator: normalised URL, allowlist, no redirects.
+	door := &target.Door{Allow: allow}
+	u, err := allow.Check("--url", o.url)
+	if err != nil {
+		return conformance.Config{}, err
+	}
+	drv, err := door.HTTPDriver(u.String(), source, o.requestTimeout)
 	if err != nil {
 		return conformance.Config{}, err
 	}

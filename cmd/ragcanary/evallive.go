@@ -1,38 +1,26 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
-	"reflect"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
-
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/corpusdriver"
-	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/manifests"
 	"github.com/ragcanary/ragcanary/internal/scoring"
 	"github.com/ragcanary/ragcanary/internal/suite"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 const evalLiveUsage = `usage: ragcanary eval --suite SUITE.yaml --corpus CORPUS.yaml --personas PERSONAS.yaml
+                      --allowed-target-urls URL[,URL...] | --allow-any-target
                       [--k N] [--format text|json] [--min-recall X] [--min-mrr X]
 
 Live mode: runs an EvalSuite against its corpus's real target, exactly as a
@@ -44,9 +32,18 @@ no_probe_errors), 2 invalid input, or interrupted before anything was scored.
 
 Credentials: a Secret key named by the Corpus or a Persona is taken from
 $RAGCANARY_SECRET_<SECRET>_<KEY> (upper case, '-' and '.' as '_') when set,
-else from a Secret manifest in the given files.
+else from a Secret manifest in the given files, which must carry the label
+ragcanary.dev/credential: "true" as in a cluster.
+
+Targets: the Corpus URL must be admitted by --allowed-target-urls (URL
+prefixes matched on whole path segments, as the operator's flag), so a
+manifest from elsewhere cannot send your credentials to its own host.
+Redirects are never followed.
 
 flags:
+  --allowed-target-urls L  comma-separated URL prefixes the corpus may use (required
+                    unless --allow-any-target)
+  --allow-any-target       allow any http(s) corpus URL
   --k N             rank cutoff (default: the suite's spec.k, else 10)
   --format F        text (default) or json
   --min-recall X    override the suite's gates.minRecall (0..1)
@@ -55,9 +52,6 @@ flags:
 See docs/eval.md ("Live mode").
 `
 
-// SecretEnvPrefix starts the environment variable holding a Secret key.
-const SecretEnvPrefix = "RAGCANARY_SECRET_"
-
 // liveConfig is the parsed live-mode command line.
 type liveConfig struct {
 	files  []string
@@ -65,6 +59,8 @@ type liveConfig struct {
 	// k is 0 when the suite's k applies.
 	k                 int
 	minRecall, minMRR *float64
+	// allow is the target allowlist from --allowed-target-urls.
+	allow target.Allowlist
 }
 
 // isLiveInvocation reports whether args ask for live mode.
@@ -143,6 +139,8 @@ func parseLiveArgs(args []string, stderr io.Writer) (liveConfig, error) {
 	fs.StringVar(&cfg.format, "format", "text", "")
 	fs.Var(optionalFloat{&cfg.minRecall}, "min-recall", "")
 	fs.Var(optionalFloat{&cfg.minMRR}, "min-mrr", "")
+	allowed := fs.String("allowed-target-urls", "", "")
+	anyTarget := fs.Bool("allow-any-target", false, "")
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stderr, evalLiveUsage)
@@ -162,6 +160,9 @@ func parseLiveArgs(args []string, stderr io.Writer) (liveConfig, error) {
 		return cfg, fmt.Errorf("--k must be at least 1, got %d", *k)
 	}
 	cfg.k = *k
+	if cfg.allow, err = parseAllowlist(*allowed, *anyTarget); err != nil {
+		return cfg, err
+	}
 	if cfg.format != "text" && cfg.format != "json" {
 		return cfg, fmt.Errorf("--format must be text or json, got %q", cfg.format)
 	}
@@ -192,16 +193,16 @@ func (l *fileList) Set(s string) error {
 // executor and scoring. Errors are invalid input (exit 2); a finished run,
 // passed or not, is a Result.
 func runLive(ctx context.Context, cfg liveConfig, env func(string) (string, bool), notes io.Writer) (suite.Result, error) {
-	m, err := loadManifests(cfg.files, notes)
+	m, err := manifests.Load(cfg.files, notes)
 	if err != nil {
-		return suite.Result{}, err
+		return suite.Result{}, asInputError(err)
 	}
-	s, err := m.theSuite()
+	s, err := m.Suite()
 	if err != nil {
-		return suite.Result{}, err
+		return suite.Result{}, asInputError(err)
 	}
-	m.normalizeNamespaces(s.Namespace)
-	m.overlayEnv(env)
+	m.NormalizeNamespaces(s.Namespace)
+	m.OverlayEnv(env)
 	def, err := suite.Resolve(ctx, m, s)
 	if err != nil {
 		return suite.Result{}, problemError(err)
@@ -216,15 +217,15 @@ func runLive(ctx context.Context, cfg liveConfig, env func(string) (string, bool
 	if cfg.minMRR != nil {
 		gates.MinMRR = cfg.minMRR
 	}
-	target, err := m.target(ctx, s, def, cfg.k)
+	t, err := liveTarget(ctx, m, cfg.allow, s, def, cfg.k)
 	if err != nil {
 		return suite.Result{}, err
 	}
-	execs, err := suite.Execute(ctx, target, def.Cases)
+	execs, err := suite.Execute(ctx, t, def.Cases)
 	if err != nil {
 		return suite.Result{}, fmt.Errorf("interrupted before every execution finished; nothing was scored: %w", err)
 	}
-	return suite.Score(def.Cases, execs, target.K, gates)
+	return suite.Score(def.Cases, execs, t.K, gates)
 }
 
 // problemError keeps a *suite.Problem's message, which names the case,
@@ -237,32 +238,27 @@ func problemError(err error) error {
 	return err
 }
 
-// target builds what suite.Execute needs with the controller's builder:
-// credentials from the manifests (or environment), and a private limiter at
-// the corpus's rate, with the operator's default where the corpus sets none,
-// so CI and the cluster load a target alike.
-func (m *manifests) target(ctx context.Context, s *v1alpha1.EvalSuite, def *suite.Definition, k int) (suite.Target, error) {
+// liveTarget builds what suite.Execute needs through the door, as the
+// controller does: credentials from the manifests (or environment), the
+// allowlist from the flags, and a private limiter at the corpus's rate, with
+// the operator's default where the corpus sets none, so CI and the cluster
+// load a target alike.
+func liveTarget(ctx context.Context, m *manifests.Set, allow target.Allowlist, s *v1alpha1.EvalSuite, def *suite.Definition, k int) (suite.Target, error) {
 	c := def.Corpus
-	if c.Spec.Driver.Type == v1alpha1.DriverHTTP && c.Spec.Driver.HTTP != nil {
-		if err := checkTargetURL(c.Spec.Driver.HTTP.URL); err != nil {
-			return suite.Target{}, inputError("Corpus %q: %v", c.Name, err)
-		}
-		// Checked here for a message that names the environment variable too.
-		if _, err := m.credential(c.Namespace, c.Spec.Driver.HTTP.CredentialSecretRef); err != nil {
+	// Checked here for a message that names the environment variable too.
+	if h := c.Spec.Driver.HTTP; c.Spec.Driver.Type == v1alpha1.DriverHTTP && h != nil {
+		if _, err := m.Credential(c.Namespace, h.CredentialSecretRef); err != nil {
 			return suite.Target{}, inputError("Corpus %q: %v", c.Name, err)
 		}
 	}
-	limiters := probe.NewLimiters(clock.RealClock{})
-	limiters.Set(c.Name, probe.CorpusLimit(c, probe.DefaultLimit))
-	t, err := suite.BuildTarget(ctx, suite.TargetSource{
-		Drivers: &corpusdriver.Builder{Reader: m},
-		Credential: func(_ context.Context, ns string, ref v1alpha1.SecretKeyReference) ([]byte, error) {
-			return m.credential(ns, ref)
-		},
-		Wait: func(ctx context.Context) error { return limiters.Wait(ctx, c.Name) },
-	}, s, def, k)
-	if reason, _, ok := corpusdriver.IsUserProblem(err); ok {
-		return suite.Target{}, inputError("%s: %v", reason, err)
+	for name, p := range def.Personas {
+		if _, err := m.Credential(p.Namespace, p.Spec.CredentialSecretRef); err != nil {
+			return suite.Target{}, inputError("Persona %q: %v", name, err)
+		}
+	}
+	t, err := suite.BuildTarget(ctx, &target.Door{Reader: m, Allow: allow, DefaultLimit: target.DefaultLimit}, s, def, k)
+	if p, ok := target.IsUserProblem(err); ok {
+		return suite.Target{}, inputError("%s: %s", p.Reason, p.Message)
 	}
 	if err != nil {
 		return suite.Target{}, inputError("%v", err)
@@ -270,16 +266,33 @@ func (m *manifests) target(ctx context.Context, s *v1alpha1.EvalSuite, def *suit
 	return t, nil
 }
 
-// checkTargetURL enforces what the CRD's validation enforces in a cluster.
-func checkTargetURL(raw string) error {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
-		return errors.New("spec.driver.http.url must be an absolute http or https URL")
-	case u.User != nil:
-		return errors.New("spec.driver.http.url must not embed credentials; use credentialSecretRef")
+// parseAllowlist reads --allowed-target-urls / --allow-any-target: one of
+// them is required, as for the operator.
+func parseAllowlist(list string, anyTarget bool) (target.Allowlist, error) {
+	var entries []string
+	for _, e := range strings.Split(list, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			entries = append(entries, e)
+		}
 	}
-	return nil
+	switch {
+	case anyTarget && len(entries) > 0:
+		return target.Allowlist{}, errors.New("--allow-any-target and --allowed-target-urls are exclusive")
+	case anyTarget:
+		return target.AllowAny(), nil
+	case len(entries) == 0:
+		return target.Allowlist{}, errors.New("--allowed-target-urls is required (the URL prefixes the corpus may use); or pass --allow-any-target")
+	}
+	return target.ParseAllowlist(entries)
+}
+
+// asInputError keeps a manifests.InputError's message as invalid input.
+func asInputError(err error) error {
+	var ie *manifests.InputError
+	if errors.As(err, &ie) {
+		return inputError("%s", ie.Msg)
+	}
+	return err
 }
 
 // liveReport is the scoring report with the probe-error gate appended, as
@@ -308,235 +321,3 @@ func writeProbeErrors(w io.Writer, errored []suite.Execution) error {
 	return tw.Flush()
 }
 
-// manifests are the objects of the given files, keyed by Go type,
-// namespace and name. It serves them as a client.Reader so suite.Resolve
-// and the corpus driver factory read them exactly as they read a cluster.
-type manifests struct {
-	objs  map[objectKey]client.Object
-	order []objectKey
-	// suites are the EvalSuites found, with the file each came from.
-	suites []*v1alpha1.EvalSuite
-}
-
-type objectKey struct {
-	typ             reflect.Type
-	namespace, name string
-}
-
-func keyOf(obj client.Object) objectKey {
-	return objectKey{typ: reflect.TypeOf(obj).Elem(), namespace: obj.GetNamespace(), name: obj.GetName()}
-}
-
-// kinds are the manifests live mode reads; anything else is skipped.
-var kinds = map[schema.GroupVersionKind]func() client.Object{
-	v1alpha1.GroupVersion.WithKind("EvalSuite"):  func() client.Object { return &v1alpha1.EvalSuite{} },
-	v1alpha1.GroupVersion.WithKind("Corpus"):     func() client.Object { return &v1alpha1.Corpus{} },
-	v1alpha1.GroupVersion.WithKind("Persona"):    func() client.Object { return &v1alpha1.Persona{} },
-	corev1.SchemeGroupVersion.WithKind("Secret"): func() client.Object { return &corev1.Secret{} },
-	corev1.SchemeGroupVersion.WithKind("ConfigMap"): func() client.Object {
-		return &corev1.ConfigMap{}
-	},
-}
-
-// loadManifests decodes every document of every file strictly.
-func loadManifests(files []string, notes io.Writer) (*manifests, error) {
-	m := &manifests{objs: map[objectKey]client.Object{}}
-	for _, path := range files {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, inputError("%v", err)
-		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for doc := 1; ; doc++ {
-			raw, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, inputError("%s: document %d: not YAML: %v", path, doc, err)
-			}
-			if err := m.add(path, doc, raw, notes); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return m, nil
-}
-
-// add decodes one document. A Secret's decoding error is reported without
-// the decoder's text, which could quote part of a value.
-func (m *manifests) add(path string, doc int, raw []byte, notes io.Writer) error {
-	where := fmt.Sprintf("%s: document %d", path, doc)
-	var tm metav1.TypeMeta
-	if err := yaml.Unmarshal(raw, &tm); err != nil {
-		return inputError("%s: not a Kubernetes manifest: %v", where, err)
-	}
-	if tm.APIVersion == "" && tm.Kind == "" {
-		var anything any
-		if err := yaml.Unmarshal(raw, &anything); err == nil && anything == nil {
-			return nil // an empty document, such as a trailing "---"
-		}
-		return inputError("%s: not a Kubernetes manifest: apiVersion and kind are missing", where)
-	}
-	newObj, ok := kinds[schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)]
-	if !ok {
-		fmt.Fprintf(notes, "ragcanary eval: %s: ignoring %s %s\n", where, tm.APIVersion, tm.Kind)
-		return nil
-	}
-	obj := newObj()
-	if err := yaml.UnmarshalStrict(raw, obj); err != nil {
-		if tm.Kind == "Secret" {
-			return inputError("%s: Secret %q is not a valid Secret manifest (check field names and that data values are base64)",
-				where, nameOf(raw))
-		}
-		return inputError("%s: invalid %s: %v", where, tm.Kind, err)
-	}
-	if obj.GetName() == "" {
-		return inputError("%s: %s has no metadata.name", where, tm.Kind)
-	}
-	if sec, ok := obj.(*corev1.Secret); ok {
-		mergeStringData(sec)
-	}
-	if s, ok := obj.(*v1alpha1.EvalSuite); ok {
-		m.suites = append(m.suites, s)
-	}
-	key := keyOf(obj)
-	if _, dup := m.objs[key]; dup {
-		return inputError("%s: %s %q appears twice in the given files", where, tm.Kind, obj.GetName())
-	}
-	m.objs[key] = obj
-	m.order = append(m.order, key)
-	return nil
-}
-
-// nameOf reads metadata.name alone, for a message about a broken object.
-func nameOf(raw []byte) string {
-	var meta struct {
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-	}
-	_ = yaml.Unmarshal(raw, &meta)
-	return meta.Metadata.Name
-}
-
-// mergeStringData applies stringData over data, as the API server does.
-func mergeStringData(s *corev1.Secret) {
-	if len(s.StringData) == 0 {
-		return
-	}
-	if s.Data == nil {
-		s.Data = map[string][]byte{}
-	}
-	for k, v := range s.StringData {
-		s.Data[k] = []byte(v)
-	}
-	s.StringData = nil
-}
-
-// theSuite is the one EvalSuite of the given files.
-func (m *manifests) theSuite() (*v1alpha1.EvalSuite, error) {
-	switch len(m.suites) {
-	case 1:
-		return m.suites[0], nil
-	case 0:
-		return nil, inputError("no EvalSuite (apiVersion %s) in the given files", v1alpha1.GroupVersion)
-	default:
-		return nil, inputError("%d EvalSuites in the given files; live mode runs exactly one", len(m.suites))
-	}
-}
-
-// normalizeNamespaces puts objects without a namespace into the suite's
-// (or "default"), as kubectl apply would. Objects in another namespace stay
-// there and, as in a cluster, are not found by the suite.
-func (m *manifests) normalizeNamespaces(suiteNS string) {
-	if suiteNS == "" {
-		suiteNS = metav1.NamespaceDefault
-	}
-	objs := make(map[objectKey]client.Object, len(m.objs))
-	for i, key := range m.order {
-		obj := m.objs[key]
-		if obj.GetNamespace() == "" {
-			obj.SetNamespace(suiteNS)
-		}
-		m.order[i] = keyOf(obj)
-		objs[m.order[i]] = obj
-	}
-	m.objs = objs
-}
-
-// SecretEnvName is the environment variable that supplies key of Secret
-// name: RAGCANARY_SECRET_<NAME>_<KEY>, upper case, '-' and '.' as '_'.
-func SecretEnvName(name, key string) string {
-	norm := strings.NewReplacer("-", "_", ".", "_").Replace
-	return SecretEnvPrefix + strings.ToUpper(norm(name)) + "_" + strings.ToUpper(norm(key))
-}
-
-// overlayEnv puts every credential that the environment supplies for a
-// Corpus or Persona reference into the Secret it names, over any value a
-// manifest gave: the pipeline's secret store wins over a file.
-func (m *manifests) overlayEnv(env func(string) (string, bool)) {
-	for _, ref := range m.secretRefs() {
-		value, ok := env(SecretEnvName(ref.name, ref.key))
-		if !ok || value == "" {
-			continue
-		}
-		key := objectKey{typ: reflect.TypeFor[corev1.Secret](), namespace: ref.namespace, name: ref.name}
-		sec, _ := m.objs[key].(*corev1.Secret)
-		if sec == nil {
-			sec = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ref.namespace, Name: ref.name}}
-			m.objs[key] = sec
-			m.order = append(m.order, key)
-		}
-		if sec.Data == nil {
-			sec.Data = map[string][]byte{}
-		}
-		sec.Data[ref.key] = []byte(value)
-	}
-}
-
-type secretRef struct{ namespace, name, key string }
-
-func (m *manifests) secretRefs() []secretRef {
-	var refs []secretRef
-	for _, key := range m.order {
-		switch o := m.objs[key].(type) {
-		case *v1alpha1.Corpus:
-			if h := o.Spec.Driver.HTTP; h != nil {
-				refs = append(refs, secretRef{o.Namespace, h.CredentialSecretRef.Name, h.CredentialSecretRef.Key})
-			}
-			if p := o.Spec.Driver.Postgres; p != nil {
-				refs = append(refs, secretRef{o.Namespace, p.DSNSecretRef.Name, p.DSNSecretRef.Key})
-			}
-		case *v1alpha1.Persona:
-			refs = append(refs, secretRef{o.Namespace, o.Spec.CredentialSecretRef.Name, o.Spec.CredentialSecretRef.Key})
-		}
-	}
-	return refs
-}
-
-// credential returns a Secret key's value. The error names the Secret, the
-// key and the variable to set, never a value.
-func (m *manifests) credential(namespace string, ref v1alpha1.SecretKeyReference) ([]byte, error) {
-	key := objectKey{typ: reflect.TypeFor[corev1.Secret](), namespace: namespace, name: ref.Name}
-	if sec, ok := m.objs[key].(*corev1.Secret); ok && len(sec.Data[ref.Key]) > 0 {
-		return sec.Data[ref.Key], nil
-	}
-	return nil, fmt.Errorf("missing credential: Secret %q key %q is neither set in $%s nor in a Secret manifest in the given files",
-		ref.Name, ref.Key, SecretEnvName(ref.Name, ref.Key))
-}
-
-// Get implements client.Reader over the loaded objects.
-func (m *manifests) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	stored, ok := m.objs[objectKey{typ: reflect.TypeOf(obj).Elem(), namespace: key.Namespace, name: key.Name}]
-	if !ok {
-		return apierrors.NewNotFound(schema.GroupResource{Resource: reflect.TypeOf(obj).Elem().Name()}, key.Name)
-	}
-	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(stored.DeepCopyObject()).Elem())
-	return nil
-}
-
-// List implements client.Reader; nothing in live mode lists.
-func (m *manifests) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return errors.New("listing is not supported in live mode")
-}

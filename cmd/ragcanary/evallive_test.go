@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/manifests"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
@@ -92,7 +93,7 @@ func liveFiles(t *testing.T, url string, edits map[string][][2]string) []string 
 		}
 		args = append(args, f.flag, path)
 	}
-	return args
+	return append(args, "--allowed-target-urls", url)
 }
 
 // setLiveEnv supplies the credentials the manifests do not hold.
@@ -121,7 +122,7 @@ func TestEvalLivePassesAgainstAPrefilteringTarget(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"PASSED (k=5, 4 cases)", "no_probe_errors    pass", "no_forbidden       pass"} {
+	for _, want := range []string{"PASSED (k=5, 4 cases)", "no_probe_errors       pass", "no_forbidden          pass"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
@@ -138,7 +139,7 @@ func TestEvalLiveFailsTheDisclosureGateWithoutAFilter(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"FAILED", "no_forbidden       FAIL    2", "revenue/bob", "salary/bob", "forbidden=salary#0"} {
+	for _, want := range []string{"FAILED", "no_forbidden          FAIL    2", "revenue/bob", "salary/bob", "forbidden=salary#0"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("text report lacks %q:\n%s", want, stdout)
 		}
@@ -169,8 +170,8 @@ func TestEvalLiveFailsTheDisclosureGateWithoutAFilter(t *testing.T) {
 	for _, g := range report.Gates {
 		gates[g.Name] = g.Passed
 	}
-	if report.Passed || report.K != 5 || gates["no_forbidden"] || !gates["no_probe_errors"] || len(gates) != 3 {
-		t.Errorf("json gates %+v passed=%v k=%d, want no_forbidden failed, citation_validity and no_probe_errors present", report.Gates, report.Passed, report.K)
+	if report.Passed || report.K != 5 || gates["no_forbidden"] || !gates["no_probe_errors"] || len(gates) != 4 {
+		t.Errorf("json gates %+v passed=%v k=%d, want no_forbidden failed, citation_validity, no_failed_to_abstain and no_probe_errors present", report.Gates, report.Passed, report.K)
 	}
 	var leaking []string
 	for _, c := range report.Cases {
@@ -253,6 +254,13 @@ func TestEvalLiveInvalidInput(t *testing.T) {
 			stderr: `spec.gates.minRecall "2" must be a decimal in [0, 1]`},
 		{name: "Secret with a bad value", edits: edits{"personas.yaml": {{"stringData:\n  token: live-test-alice-token", "data:\n  token: live-test-alice-token!!"}}},
 			stderr: `Secret "alice-cred" is not a valid Secret manifest`},
+		{name: "unlabelled credential Secret", edits: edits{"personas.yaml": {{"ragcanary.dev/credential: \"true\"", "team: search"}}},
+			stderr: `SecretNotLabeled: Persona "alice": Secret "alice-cred" is not labelled as a ragcanary credential; add the label ragcanary.dev/credential="true"`},
+		{name: "target outside the allowlist", extra: []string{"--allowed-target-urls", "http://rag.internal/"},
+			stderr: `URLNotAllowed: Corpus "ragtarget": spec.driver.http.url: target http://127.0.0.1`},
+		{name: "dot segments do not escape an allowed prefix", edits: edits{"corpus.yaml": {{"url: " + url, "url: " + url + "/tenant-a/../tenant-b/"}}},
+			extra:  []string{"--allowed-target-urls", url + "/tenant-a/"},
+			stderr: `URLNotAllowed: Corpus "ragtarget": spec.driver.http.url: target http://127.0.0.1`},
 		{name: "positional file in live mode", extra: []string{"cases.json"}, stderr: "live mode takes no file arguments"},
 		{name: "bad --k", extra: []string{"--k", "0"}, stderr: "--k must be at least 1"},
 	}
@@ -293,7 +301,7 @@ func TestSecretEnvName(t *testing.T) {
 		{"bob-cred", "token"}:        "RAGCANARY_SECRET_BOB_CRED_TOKEN",
 		{"rag.source", "api-key.v2"}: "RAGCANARY_SECRET_RAG_SOURCE_API_KEY_V2",
 	} {
-		if got := SecretEnvName(in[0], in[1]); got != want {
+		if got := manifests.SecretEnvName(in[0], in[1]); got != want {
 			t.Errorf("SecretEnvName(%q, %q) = %q, want %q", in[0], in[1], got, want)
 		}
 	}

@@ -92,8 +92,15 @@ func Record(m *v1alpha1.SurfaceMeasurement, o Outcome, start, end time.Time, con
 	}
 }
 
+// Values of SurfaceMeasurement.LastReply.
+const (
+	replyPresent = "Present"
+	replyAbsent  = "Absent"
+)
+
 func recordPresent(m *v1alpha1.SurfaceMeasurement, start time.Time) {
 	m.Probes.Positive++
+	m.LastReply = replyPresent
 	if m.NegativeStreak > 0 || m.FirstNegativeEnd != nil {
 		// Content was seen absent and is back: a lagging replica or cache.
 		m.Reappearances++
@@ -109,6 +116,7 @@ func recordPresent(m *v1alpha1.SurfaceMeasurement, start time.Time) {
 
 func recordAbsent(m *v1alpha1.SurfaceMeasurement, end time.Time, confirmations int32) {
 	m.Probes.Negative++
+	m.LastReply = replyAbsent
 	if m.Excluded {
 		// Already confirmed; further negatives only count.
 		return
@@ -126,7 +134,8 @@ func recordAbsent(m *v1alpha1.SurfaceMeasurement, end time.Time, confirmations i
 // an operator restart. An unconfirmed streak is dropped: probes during the
 // downtime might have seen the token, so the streak must start again after
 // the restart. That only moves firstNegativeEnd later, widening the upper
-// bound, never narrowing it. A confirmed exclusion stays confirmed.
+// bound, never narrowing it. A confirmed exclusion stays confirmed. LastReply
+// is kept: what the last valid reply saw is still true after the restart.
 func Resume(m *v1alpha1.SurfaceMeasurement) {
 	if m.Excluded {
 		return
@@ -142,7 +151,10 @@ func Bounds(m *v1alpha1.SurfaceMeasurement, rev Revocation) *v1alpha1.ExclusionB
 	if !m.Excluded || m.FirstNegativeEnd == nil {
 		return nil
 	}
-	upper := nonNegative(m.FirstNegativeEnd.Sub(rev.Requested))
+	if clockStepped(m, rev) {
+		return nil
+	}
+	upper := m.FirstNegativeEnd.Sub(rev.Requested)
 	return &v1alpha1.ExclusionBounds{
 		Lower: &metav1.Duration{Duration: lowerBound(m, rev)},
 		Upper: &metav1.Duration{Duration: upper},
@@ -167,18 +179,48 @@ const (
 	StillVisible
 	// Undetermined: neither; errors (or too little time) left the streak short.
 	Undetermined
+	// ClockStepped: the persisted timestamps are out of order (a negative
+	// probe ending before the revocation was acknowledged), so the wall clock
+	// stepped back; no bound can be trusted.
+	ClockStepped
 )
 
-// Classify reports a surface's state.
-func Classify(m *v1alpha1.SurfaceMeasurement) State {
+// Classify reports a surface's state given the run's revocation times.
+func Classify(m *v1alpha1.SurfaceMeasurement, rev Revocation) State {
 	switch {
+	case clockStepped(m, rev):
+		return ClockStepped
 	case m.Excluded:
 		return Excluded
-	case m.NegativeStreak == 0 && m.LastPositiveStart != nil:
+	case lastReplyPresent(m):
 		return StillVisible
 	default:
 		return Undetermined
 	}
+}
+
+// lastReplyPresent reports whether the last valid reply saw the token. For a
+// measurement written before LastReply existed, a zero streak after a
+// sighting is the best evidence there is.
+func lastReplyPresent(m *v1alpha1.SurfaceMeasurement) bool {
+	if m.LastReply != "" {
+		return m.LastReply == replyPresent
+	}
+	return m.NegativeStreak == 0 && m.LastPositiveStart != nil
+}
+
+// clockStepped reports timestamps that cannot be in this order on a clock
+// that only moves forward: the first negative of the streak ending before
+// the revocation was acknowledged (every exclusion probe starts after it),
+// or a sighting starting before the revocation was requested.
+func clockStepped(m *v1alpha1.SurfaceMeasurement, rev Revocation) bool {
+	if rev.Acknowledged.IsZero() {
+		return false
+	}
+	if m.FirstNegativeEnd != nil && m.FirstNegativeEnd.Time.Before(rev.Acknowledged) {
+		return true
+	}
+	return rev.Acknowledged.Before(rev.Requested)
 }
 
 // Finalize sets m.Bounds when the exclusion wait ends at the timeout.
@@ -186,11 +228,13 @@ func Classify(m *v1alpha1.SurfaceMeasurement) State {
 // right-censored: lower = timeout, no upper. An undetermined surface keeps
 // the lower bound it has (last sighting) and has no upper bound.
 func Finalize(m *v1alpha1.SurfaceMeasurement, rev Revocation, timeout time.Duration) {
-	switch Classify(m) {
+	switch Classify(m, rev) {
 	case Excluded:
 		m.Bounds = Bounds(m, rev)
 	case StillVisible:
 		m.Bounds = &v1alpha1.ExclusionBounds{Lower: &metav1.Duration{Duration: timeout}}
+	case ClockStepped:
+		m.Bounds = nil
 	default:
 		m.Bounds = &v1alpha1.ExclusionBounds{Lower: &metav1.Duration{Duration: lowerBound(m, rev)}}
 	}

@@ -261,7 +261,7 @@ func TestFinalize(t *testing.T) {
 			for _, p := range tc.probes {
 				Record(&m, p.o, at(p.start), at(p.start+0.1), 2)
 			}
-			if got := Classify(&m); got != tc.wantState {
+			if got := Classify(&m, rev); got != tc.wantState {
 				t.Fatalf("state %d, want %d", got, tc.wantState)
 			}
 			Finalize(&m, rev, timeout)

@@ -2,6 +2,7 @@ package measure
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
@@ -18,6 +19,11 @@ type RunOutcome struct {
 	SetupFailed bool
 	// SLO returns the objective a surface is judged by.
 	SLO func(v1alpha1.Surface) time.Duration
+	// Revocation is when the revocation was requested and acknowledged.
+	Revocation Revocation
+	// Controls are the control personas' probe counts; one that never got a
+	// valid reply never tested isolation.
+	Controls []v1alpha1.ControlProbeCounts
 }
 
 // Verdict decides a run. The order is fixed: an isolation violation
@@ -33,16 +39,24 @@ func Verdict(o RunOutcome) (v1alpha1.Verdict, string) {
 	if o.SetupFailed {
 		return v1alpha1.VerdictSetupFailed, "the canary could not be set up"
 	}
-	if s, ok := firstInState(o.Surfaces, StillVisible); ok {
+	if s, ok := firstInState(o.Surfaces, o.Revocation, ClockStepped); ok {
+		return v1alpha1.VerdictInconclusive,
+			fmt.Sprintf("the %s surface's timestamps are out of order (the clock stepped back); no bound can be trusted", s)
+	}
+	if s, ok := firstInState(o.Surfaces, o.Revocation, StillVisible); ok {
 		return v1alpha1.VerdictNotExcluded,
 			fmt.Sprintf("the %s surface still served the revoked token at the exclusion timeout", s)
 	}
 	if len(o.Surfaces) == 0 {
 		return v1alpha1.VerdictInconclusive, "no surface was measured after the revocation"
 	}
-	if s, ok := firstInState(o.Surfaces, Undetermined); ok {
+	if s, ok := firstInState(o.Surfaces, o.Revocation, Undetermined); ok {
 		return v1alpha1.VerdictInconclusive,
 			fmt.Sprintf("probe errors prevented confirming exclusion on the %s surface", s)
+	}
+	if names := unanswered(o.Controls); len(names) > 0 {
+		return v1alpha1.VerdictInconclusive,
+			fmt.Sprintf("control persona(s) %s never got a valid reply, so isolation was not tested", strings.Join(names, ", "))
 	}
 	for i := range o.Surfaces {
 		m := &o.Surfaces[i]
@@ -66,9 +80,20 @@ func breached(b *v1alpha1.ExclusionBounds, slo time.Duration) bool {
 	return b.Upper != nil && b.Upper.Duration > slo
 }
 
-func firstInState(ms []v1alpha1.SurfaceMeasurement, s State) (v1alpha1.Surface, bool) {
+// unanswered names the control personas without a single valid reply.
+func unanswered(cs []v1alpha1.ControlProbeCounts) []string {
+	var out []string
+	for _, c := range cs {
+		if c.Answered == 0 {
+			out = append(out, c.Persona)
+		}
+	}
+	return out
+}
+
+func firstInState(ms []v1alpha1.SurfaceMeasurement, rev Revocation, s State) (v1alpha1.Surface, bool) {
 	for i := range ms {
-		if Classify(&ms[i]) == s {
+		if Classify(&ms[i], rev) == s {
 			return ms[i].Surface, true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/metrics"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // jitterFraction spreads probe rounds by up to ±10% of the interval so
@@ -27,18 +28,16 @@ type Plan struct {
 	Driver driver.Driver
 	// Corpus is the rate-limit key ("namespace/name"); Limit is its budget.
 	Corpus string
-	Limit  Limit
-	// Timeout bounds each probe.
-	Timeout time.Duration
+	Limit  target.Limit
 	// Interval between probe rounds.
 	Interval time.Duration
 	// Confirmations is how many real negatives confirm exclusion.
 	Confirmations int32
 	// Surfaces to probe, in status order.
 	Surfaces []v1alpha1.Surface
-	// Persona is the probed persona's credential; Controls are the control personas'.
+	// Persona is the probed persona's credential; Controls are the control personas.
 	Persona  driver.Token
-	Controls []driver.Token
+	Controls []Control
 	// Target is the canary document and token.
 	Target Target
 	// Metrics labels this run's series.
@@ -50,13 +49,21 @@ type Plan struct {
 	// status, used when the loop is (re)started, e.g. after a restart.
 	Resume           []v1alpha1.SurfaceMeasurement
 	ResumeViolations int32
+	ResumeControls   []v1alpha1.ControlProbeCounts
+}
+
+// Control is a control persona: a name for counts and messages, and its
+// credential.
+type Control struct {
+	Name  string
+	Token driver.Token
 }
 
 // Engine runs one probe loop per active run. It is a manager.Runnable:
 // loops stop when the manager stops.
 type Engine struct {
 	clock    clock.WithTicker
-	limiters *Limiters
+	limiters *target.Limiters
 
 	notifyMu sync.RWMutex
 	notify   func(types.NamespacedName)
@@ -76,7 +83,7 @@ type loop struct {
 }
 
 // NewEngine returns an engine drawing from limiters, with time from c.
-func NewEngine(c clock.WithTicker, limiters *Limiters) *Engine {
+func NewEngine(c clock.WithTicker, limiters *target.Limiters) *Engine {
 	base, cancel := context.WithCancel(context.Background())
 	return &Engine{clock: c, limiters: limiters, base: base, cancel: cancel,
 		loops: map[types.NamespacedName]*loop{}}
@@ -102,7 +109,7 @@ func (e *Engine) transition(key types.NamespacedName) {
 }
 
 // Limiters returns the engine's rate-limit registry.
-func (e *Engine) Limiters() *Limiters { return e.limiters }
+func (e *Engine) Limiters() *target.Limiters { return e.limiters }
 
 // Start implements manager.Runnable: it blocks until ctx ends, then stops
 // every loop. Loops may be started before Start runs.
@@ -178,15 +185,19 @@ func (e *Engine) StateAt(key types.NamespacedName, stage Stage) (*State, bool) {
 	return l.state, true
 }
 
-// Stop ends key's loop, if any, and waits until no probe of it is in flight.
-func (e *Engine) Stop(key types.NamespacedName) {
+// Stop ends key's loop, if any, and waits until no probe of it is in
+// flight. It returns the loop's final state (nil when none ran), so results
+// of rounds no snapshot reported yet are not lost.
+func (e *Engine) Stop(key types.NamespacedName) *State {
 	e.mu.Lock()
 	l := e.loops[key]
 	delete(e.loops, key)
 	e.mu.Unlock()
-	if l != nil {
-		l.stop()
+	if l == nil {
+		return nil
 	}
+	l.stop()
+	return l.state
 }
 
 func (l *loop) stop() {
@@ -247,13 +258,13 @@ func (e *Engine) round(ctx context.Context, p Plan, st *State, due time.Time) ch
 	type job struct {
 		surface v1alpha1.Surface
 		token   driver.Token
-		control bool
+		control string
 	}
 	var jobs []job
 	for _, s := range p.Surfaces {
 		jobs = append(jobs, job{surface: s, token: p.Persona})
 		for _, c := range p.Controls {
-			jobs = append(jobs, job{surface: s, token: c, control: true})
+			jobs = append(jobs, job{surface: s, token: c.Token, control: c.Name})
 		}
 	}
 	results := make([]result, len(jobs))
@@ -271,20 +282,19 @@ func (e *Engine) round(ctx context.Context, p Plan, st *State, due time.Time) ch
 	return st.apply(p.Surfaces, results)
 }
 
-// probe runs one rate-limited probe bounded by the corpus timeout.
-func (e *Engine) probe(ctx context.Context, p Plan, surface v1alpha1.Surface, token driver.Token, control bool, due time.Time) result {
+// probe runs one rate-limited probe. The driver bounds it by the corpus
+// timeout; there is no second timeout layer here.
+func (e *Engine) probe(ctx context.Context, p Plan, surface v1alpha1.Surface, token driver.Token, control string, due time.Time) result {
 	r := result{surface: surface, control: control, outcome: measure.Error}
 	if err := e.limiters.Wait(ctx, p.Corpus); err != nil {
 		return r
 	}
 	r.start = e.clock.Now()
 	metrics.ObserveSchedulingLag(p.Metrics, r.start.Sub(due))
-	pctx, cancel := context.WithTimeout(ctx, p.Timeout)
-	r.outcome = Probe(pctx, p.Driver, surface, token, p.Target)
-	cancel()
+	r.outcome = Probe(ctx, p.Driver, surface, token, p.Target)
 	r.end = e.clock.Now()
 	role := metrics.RolePersona
-	if control {
+	if control != "" {
 		role = metrics.RoleControl
 	}
 	metrics.ObserveProbe(p.Metrics, string(surface), role, r.outcome.String(), r.end.Sub(r.start))

@@ -14,6 +14,7 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/measure"
+	"github.com/ragcanary/ragcanary/internal/target"
 	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
@@ -63,11 +64,11 @@ const (
 
 func newPlan(stage Stage, d driver.Driver) Plan {
 	return Plan{
-		Stage: stage, Driver: d, Corpus: "ns/corpus", Limit: Limit{RequestsPerSecond: 1000, Burst: 1000},
-		Timeout: time.Second, Interval: 10 * time.Millisecond, Confirmations: 2,
+		Stage: stage, Driver: d, Corpus: "ns/corpus", Limit: target.Limit{RequestsPerSecond: 1000, Burst: 1000},
+		Interval: 10 * time.Millisecond, Confirmations: 2,
 		Surfaces: []v1alpha1.Surface{v1alpha1.SurfaceSearch},
-		Persona:  persona, Controls: []driver.Token{control},
-		Target: Target{DocumentID: "rc-1", Token: "tok"},
+		Persona:  persona, Controls: []Control{{Name: "control", Token: control}},
+		Target: Target{DocumentID: "rc-1", Handle: "rcanaryhandle", Payload: "rcpayload"},
 	}
 }
 
@@ -80,7 +81,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestEngineVisibilityAndIsolation(t *testing.T) {
 	f := &fakeTarget{visible: map[driver.Token]bool{}}
 	var notified atomic.Int64
-	e := NewEngine(clock.RealClock{}, NewLimiters(clock.RealClock{}))
+	e := NewEngine(clock.RealClock{}, target.NewLimiters(clock.RealClock{}))
 	e.OnTransition(func(types.NamespacedName) { notified.Add(1) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -111,7 +112,7 @@ func TestEngineVisibilityAndIsolation(t *testing.T) {
 
 func TestEngineErrorsAreNeverAbsences(t *testing.T) {
 	f := &fakeTarget{visible: map[driver.Token]bool{persona: true}}
-	e := NewEngine(clock.RealClock{}, NewLimiters(clock.RealClock{}))
+	e := NewEngine(clock.RealClock{}, target.NewLimiters(clock.RealClock{}))
 	key := types.NamespacedName{Namespace: "ns", Name: "run"}
 	defer e.Stop(key)
 
@@ -127,7 +128,7 @@ func TestEngineErrorsAreNeverAbsences(t *testing.T) {
 	f.fail(true)          // ...but the target fails
 	waitFor(t, "errors", func() bool { return st.Snapshot().Surfaces[0].Probes.Errors >= 5 })
 	m := st.Snapshot().Surfaces[0]
-	if m.Excluded || measure.Classify(&m) == measure.Excluded {
+	if m.Excluded || measure.Classify(&m, measure.Revocation{}) == measure.Excluded {
 		t.Fatalf("errors established exclusion: %+v", m)
 	}
 	f.fail(false)
@@ -135,34 +136,5 @@ func TestEngineErrorsAreNeverAbsences(t *testing.T) {
 	m = st.Snapshot().Surfaces[0]
 	if m.Probes.Negative < 3 || m.LastPositiveStart == nil || m.FirstNegativeEnd.Before(m.LastPositiveStart) {
 		t.Fatalf("exclusion confirmed without two real negatives after the last positive: %+v", m)
-	}
-}
-
-func TestDetection(t *testing.T) {
-	target := Target{DocumentID: "rc-abc", Token: "canarytok123"}
-	tests := []struct {
-		name string
-		// hits of a search reply.
-		hits []driver.Hit
-		// answer reply.
-		answer driver.Answer
-		// wantSearch, wantAnswer: whether each surface shows the canary.
-		wantSearch, wantAnswer bool
-	}{
-		{name: "hit on the canary document", hits: []driver.Hit{{ChunkID: "rc-abc#0", DocumentID: "rc-abc"}}, wantSearch: true},
-		{name: "other documents only", hits: []driver.Hit{{ChunkID: "rc-abcd#0", DocumentID: "rc-abcd"}},
-			answer: driver.Answer{Text: "nothing", Citations: []string{"rc-abcd#0"}}},
-		{name: "answer repeats the token", answer: driver.Answer{Text: "it says canarytok123"}, wantAnswer: true},
-		{name: "answer cites a canary passage", answer: driver.Answer{Text: "see", Citations: []string{"rc-abc#2"}}, wantAnswer: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := SearchShows(tc.hits, target); got != tc.wantSearch {
-				t.Errorf("search shows = %v, want %v", got, tc.wantSearch)
-			}
-			if got := AnswerShows(tc.answer, target); got != tc.wantAnswer {
-				t.Errorf("answer shows = %v, want %v", got, tc.wantAnswer)
-			}
-		})
 	}
 }

@@ -29,6 +29,8 @@ type State struct {
 	surfaces        []v1alpha1.SurfaceMeasurement
 	violations      int32
 	rounds          int64
+	// controls counts each control persona's probe outcomes, in plan order.
+	controls []v1alpha1.ControlProbeCounts
 }
 
 // Snapshot is a copy of a State at one moment.
@@ -42,6 +44,9 @@ type Snapshot struct {
 	Surfaces []v1alpha1.SurfaceMeasurement
 	// IsolationViolations counts control sightings, including those resumed from status.
 	IsolationViolations int32
+	// Controls are each control persona's probe counts, including those
+	// resumed from status.
+	Controls []v1alpha1.ControlProbeCounts
 	// Rounds counts completed probe rounds since the loop started.
 	Rounds int64
 }
@@ -52,6 +57,15 @@ type Snapshot struct {
 func newState(p Plan) *State {
 	s := &State{stage: p.Stage, confirmations: p.Confirmations, seen: map[v1alpha1.Surface]bool{},
 		violations: p.ResumeViolations}
+	for _, c := range p.Controls {
+		counts := v1alpha1.ControlProbeCounts{Persona: c.Name}
+		for _, r := range p.ResumeControls {
+			if r.Persona == c.Name {
+				counts = r
+			}
+		}
+		s.controls = append(s.controls, counts)
+	}
 	if p.Stage != StageExclusion {
 		return s
 	}
@@ -72,7 +86,8 @@ func newState(p Plan) *State {
 func (s *State) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := Snapshot{Stage: s.stage, FirstVisibleEnd: s.firstVisibleEnd, IsolationViolations: s.violations, Rounds: s.rounds}
+	out := Snapshot{Stage: s.stage, FirstVisibleEnd: s.firstVisibleEnd, IsolationViolations: s.violations, Rounds: s.rounds,
+		Controls: append([]v1alpha1.ControlProbeCounts(nil), s.controls...)}
 	out.AllVisible = s.stage == StageVisibility && len(s.seen) > 0 && s.allSeen()
 	for i := range s.surfaces {
 		out.Surfaces = append(out.Surfaces, *s.surfaces[i].DeepCopy())
@@ -91,8 +106,9 @@ func (s *State) allSeen() bool {
 
 // result is one finished probe.
 type result struct {
-	surface    v1alpha1.Surface
-	control    bool
+	surface v1alpha1.Surface
+	// control names the control persona; "" for the probed persona.
+	control    string
 	outcome    measure.Outcome
 	start, end time.Time
 }
@@ -115,7 +131,8 @@ func (s *State) apply(surfaces []v1alpha1.Surface, results []result) change {
 	defer s.mu.Unlock()
 	var ch change
 	for _, r := range results {
-		if r.control {
+		if r.control != "" {
+			s.countControl(r)
 			if r.outcome == measure.Present {
 				s.violations++
 				ch.violations++
@@ -131,6 +148,21 @@ func (s *State) apply(surfaces []v1alpha1.Surface, results []result) change {
 	}
 	s.rounds++
 	return ch
+}
+
+// countControl counts a control probe: only a valid reply (with or without
+// the canary) shows the control persona could be tested at all.
+func (s *State) countControl(r result) {
+	for i := range s.controls {
+		if s.controls[i].Persona != r.control {
+			continue
+		}
+		if r.outcome == measure.Error {
+			s.controls[i].Errors++
+		} else {
+			s.controls[i].Answered++
+		}
+	}
 }
 
 func (s *State) applyVisibility(surfaces []v1alpha1.Surface, r result) bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
@@ -35,8 +34,6 @@ type Target struct {
 	Tokens map[string]driver.Token
 	// Wait blocks for the corpus's shared rate limiter before each call.
 	Wait func(context.Context) error
-	// Timeout bounds each call.
-	Timeout time.Duration
 	// K is the search depth.
 	K int
 	// Parallelism bounds concurrent executions; at least 1.
@@ -115,14 +112,13 @@ func (t Target) run(ctx context.Context, x *Execution, question string) {
 	x.Citations = append([]string{}, answer.Citations...)
 }
 
-// call waits for the rate limiter and runs f under the per-call timeout.
+// call waits for the rate limiter and runs f; the driver bounds it by the
+// corpus timeout.
 func call[T any](ctx context.Context, t Target, f func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if err := t.Wait(ctx); err != nil {
 		return zero, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
-	defer cancel()
 	return f(ctx)
 }
 

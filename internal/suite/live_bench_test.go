@@ -10,9 +10,9 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/suite"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // Live benchmark shape: 5,000 cases × 2 personas = 10,000 executions
@@ -84,8 +84,8 @@ func BenchmarkLiveSuite10k(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			wait := func(context.Context) error { return nil }
 			if rps > 0 {
-				limiters := probe.NewLimiters(clock.RealClock{})
-				limiters.Set("bench", probe.Limit{RequestsPerSecond: rps, Burst: benchLiveBurst})
+				limiters := target.NewLimiters(clock.RealClock{})
+				limiters.Set("bench", target.Limit{RequestsPerSecond: rps, Burst: benchLiveBurst})
 				wait = func(ctx context.Context) error { return limiters.Wait(ctx, "bench") }
 			}
 			target := lt.target(wait, benchLiveParallelism)

@@ -77,9 +77,9 @@ func (lt *liveTarget) target(wait func(context.Context) error, parallelism int) 
 	}
 	return suite.Target{
 		Searcher: lt.drv, Answerer: lt.drv,
-		Tokens:  map[string]driver.Token{"alice": aliceToken, "bob": bobToken},
-		Wait:    wait,
-		Timeout: callDeadline, K: liveK, Parallelism: parallelism,
+		Tokens: map[string]driver.Token{"alice": aliceToken, "bob": bobToken},
+		Wait:   wait,
+		K:      liveK, Parallelism: parallelism,
 	}
 }
 

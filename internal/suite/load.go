@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // Reasons a suite cannot run; each is a condition reason the user acts on.
@@ -35,18 +36,14 @@ const DefaultCasesKey = "cases.json"
 // maxProblemsInMessage bounds a condition message listing many bad cases.
 const maxProblemsInMessage = 5
 
-// Problem is a suite the user must fix. It becomes a condition (reason and
-// message) and is never retried with backoff: a spec or ConfigMap change
-// brings the suite back.
-type Problem struct {
-	Reason  string
-	Message string
-}
-
-func (p *Problem) Error() string { return p.Message }
+// Problem is a suite the user must fix: the door's intent-typed problem,
+// so suite, corpus and credential problems map to conditions in one place.
+// It is never retried with backoff: a spec or ConfigMap change brings the
+// suite back.
+type Problem = target.Problem
 
 func problem(reason, format string, args ...any) *Problem {
-	return &Problem{Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return target.Stall(reason, format, args...)
 }
 
 // Definition is a suite resolved against the cluster: every case, the

@@ -64,9 +64,12 @@ func render(t *testing.T, extra ...string) string {
 	return out
 }
 
+// requiredValues are what an install must set: the target allowlist.
+var requiredValues = []string{"--set", "operator.allowedTargetURLs={https://rag.internal/}"}
+
 // TestHelmLint lints the chart with its defaults and with every toggle on.
 func TestHelmLint(t *testing.T) {
-	for _, args := range [][]string{nil, allToggles} {
+	for _, args := range [][]string{requiredValues, allToggles, {"--set", "operator.allowAnyTarget=true"}} {
 		if out, err := helm(t, append([]string{"lint", "--strict", chartDir}, args...)...); err != nil {
 			t.Errorf("helm lint %v: %v\n%s", args, err, out)
 		}
@@ -79,6 +82,9 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--set", "replicaCount=-1"},
 		{"--set", "operator.allowedTargetURLs={ftp://x}"},
+		// The allowlist is required: without it the operator would not start.
+		{},
+		{"--set", "operator.allowAnyTarget=false"},
 		{"--set", "operator.rateLimit.requestsPerSecond=0"},
 		{"--set", "notAValue=true"},
 	} {

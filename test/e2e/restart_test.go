@@ -259,9 +259,9 @@ func assertTokenGone(t *testing.T, drv *httpdriver.Driver, run *v1alpha1.CanaryR
 	if err := env.client.Get(context.Background(), key, &secret); err != nil {
 		t.Fatalf("reading the token Secret: %v", err)
 	}
-	token := string(secret.Data["token"])
+	token := string(secret.Data["handle"]) // the query probes send
 	if token == "" {
-		t.Fatal("the token Secret holds no token")
+		t.Fatal("the token Secret holds no canary handle")
 	}
 	poll(t, 5*time.Second, "the token gone from the persona's search", func() error {
 		hits, err := drv.Search(context.Background(), driver.Token(aliceToken), token, 10)
@@ -293,7 +293,8 @@ func searchMeasurement(t *testing.T, run *v1alpha1.CanaryRun) v1alpha1.SurfaceMe
 // corpus on the restart target, the persona and a control persona.
 func restartObjects(ns string) []client.Object {
 	secret := func(name, value string) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels: map[string]string{"ragcanary.dev/credential": "true"}},
 			Data: map[string][]byte{"token": []byte(value)}}
 	}
 	persona := func(name, subject string) *v1alpha1.Persona {

@@ -79,7 +79,8 @@ func plantSuiteDocuments(ctx context.Context) error {
 
 func scenarioObjects() []client.Object {
 	secret := func(name, value string) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: name},
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: name,
+			Labels: map[string]string{"ragcanary.dev/credential": "true"}},
 			Data: map[string][]byte{"token": []byte(value)}}
 	}
 	persona := func(name, subject string) *v1alpha1.Persona {

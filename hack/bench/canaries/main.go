@@ -36,8 +36,8 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/controllers"
-	"github.com/ragcanary/ragcanary/internal/corpusdriver"
 	"github.com/ragcanary/ragcanary/internal/localcluster"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // Goals from the issue.
@@ -214,7 +214,8 @@ func startManager(ctx context.Context, base *rest.Config, scheme *runtime.Scheme
 	if err != nil {
 		return nil, err
 	}
-	opts := controllers.Options{Drivers: &corpusdriver.Builder{Reader: mgr.GetAPIReader()}, Defaults: controllers.DefaultSettings()}
+	// The bench target listens on a random loopback port.
+	opts := controllers.Options{Door: &target.Door{Reader: mgr.GetAPIReader(), Allow: target.AllowAny()}, Defaults: controllers.DefaultSettings()}
 	if err := controllers.SetupAll(mgr, opts); err != nil {
 		return nil, err
 	}
@@ -253,7 +254,8 @@ func createFixture(ctx context.Context, c client.Client, url string, o options) 
 }
 
 func secret(name, token string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: name},
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: name,
+		Labels: map[string]string{target.CredentialLabel: target.CredentialLabelValue}},
 		Data: map[string][]byte{"token": []byte(token)}}
 }
 

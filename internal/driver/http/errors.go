@@ -24,6 +24,7 @@ const (
 	reasonTooLarge     = "response too large"
 	reasonUnexpected   = "unexpected status"
 	reasonBodyReadFail = "reading response failed"
+	reasonRedirect     = "redirect refused (redirects are never followed)"
 )
 
 // checkResponse classifies a transport error or a non-2xx status. On any
@@ -57,9 +58,11 @@ func statusError(op string, status int) error {
 		return driver.NewError(driver.Permanent, op, status, reasonNotFound, nil)
 	case status >= 400:
 		return driver.NewError(driver.Permanent, op, status, reasonRejected, nil)
+	case status >= 300:
+		// The client never follows redirects (see withoutRedirects): a 3xx
+		// is a target that wants us elsewhere, which is never an answer.
+		return driver.NewError(driver.Permanent, op, status, reasonRedirect, nil)
 	default:
-		// 1xx/3xx: redirects are not followed into unknown hosts by design
-		// of the contract, so treat them as a broken target.
 		return driver.NewError(driver.Transient, op, status, reasonUnexpected, nil)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
-	"github.com/ragcanary/ragcanary/internal/driver/http/contract"
+	"github.com/ragcanary/ragcanary/internal/contract"
 )
 
 // Defaults applied when a Config field is zero.
@@ -46,7 +46,8 @@ type Config struct {
 	// RetryBackoff is the first delay between retries, doubled each time;
 	// DefaultRetryBackoff when zero.
 	RetryBackoff time.Duration
-	// HTTPClient is used for requests; http.DefaultClient when nil.
+	// HTTPClient is used for requests; http.DefaultClient when nil. Its
+	// redirect policy is replaced: the driver never follows redirects.
 	HTTPClient *http.Client
 }
 
@@ -70,10 +71,7 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Retries < 0 || cfg.Timeout < 0 || cfg.MaxResponseBytes < 0 || cfg.RetryBackoff < 0 {
 		return nil, errors.New("httpdriver: retries, timeout, backoff and response limit must not be negative")
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
+	hc := withoutRedirects(cfg.HTTPClient)
 	limit := orDefault(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
 	client, err := contract.NewClient(cfg.BaseURL, contract.WithHTTPClient(&limitedDoer{doer: hc, limit: limit}))
 	if err != nil {
@@ -86,6 +84,19 @@ func New(cfg Config) (*Driver, error) {
 		retries:     cfg.Retries,
 		backoff:     orDefault(cfg.RetryBackoff, DefaultRetryBackoff),
 	}, nil
+}
+
+// withoutRedirects copies c (http.DefaultClient when nil) so that it never
+// follows a redirect: the bearer token would travel to a URL nobody allowed,
+// and whatever that URL answers could read as an absence. A 3xx reaches
+// checkResponse as a status and becomes an error naming it.
+func withoutRedirects(c *http.Client) *http.Client {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	out := *c
+	out.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &out
 }
 
 // validateBaseURL rejects URLs the driver cannot call. The URL is not echoed

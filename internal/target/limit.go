@@ -1,11 +1,4 @@
-// Package probe runs canary probes on their own schedule, outside the
-// controller's workqueue: one loop per active CanaryRun probes each surface
-// as the persona and as every control persona, at the run's interval with
-// jitter, within a per-corpus rate limit shared by everything that targets
-// the corpus. Results accumulate in memory (see State); the CanaryRun
-// controller reads them and persists them on transitions and on a coarse
-// heartbeat, not on every probe.
-package probe
+package target
 
 import (
 	"context"
@@ -14,6 +7,8 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
 
 // Limit is a corpus's request budget.
@@ -26,6 +21,29 @@ type Limit struct {
 
 func (l Limit) normalized() Limit {
 	return Limit{RequestsPerSecond: max(l.RequestsPerSecond, 1), Burst: max(l.Burst, 1)}
+}
+
+// DefaultLimit applies when neither a corpus nor the operator sets a limit.
+var DefaultLimit = Limit{RequestsPerSecond: 10, Burst: 20}
+
+// CorpusLimit is the corpus's own rate limit, with def for any value the
+// corpus leaves unset and DefaultLimit where def is unset too, so a caller
+// built without defaults never ends up at one request per second by accident.
+func CorpusLimit(c *v1alpha1.Corpus, def Limit) Limit {
+	if def.RequestsPerSecond <= 0 {
+		def.RequestsPerSecond = DefaultLimit.RequestsPerSecond
+	}
+	if def.Burst <= 0 {
+		def.Burst = DefaultLimit.Burst
+	}
+	limit := Limit{RequestsPerSecond: c.Spec.RateLimit.RequestsPerSecond, Burst: c.Spec.RateLimit.Burst}
+	if limit.RequestsPerSecond <= 0 {
+		limit.RequestsPerSecond = def.RequestsPerSecond
+	}
+	if limit.Burst <= 0 {
+		limit.Burst = def.Burst
+	}
+	return limit
 }
 
 // Limiters is a registry of token buckets, one per corpus. Every probe loop
@@ -77,7 +95,7 @@ func (l *Limiters) Forget(corpus string) {
 }
 
 // errUnknownCorpus means Wait was called before Set for the corpus.
-var errUnknownCorpus = errors.New("probe: no rate limit registered for corpus")
+var errUnknownCorpus = errors.New("target: no rate limit registered for corpus")
 
 // Wait blocks until the corpus's bucket allows one request or ctx ends. It
 // reserves against the injected clock, so tests control it.
@@ -91,7 +109,7 @@ func (l *Limiters) Wait(ctx context.Context, corpus string) error {
 	now := l.clock.Now()
 	r := b.limiter.ReserveN(now, 1)
 	if !r.OK() {
-		return errors.New("probe: rate limit burst is below one request")
+		return errors.New("target: rate limit burst is below one request")
 	}
 	delay := r.DelayFrom(now)
 	if delay <= 0 {

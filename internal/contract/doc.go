@@ -3,4 +3,4 @@
 // both use it, so the client, the server and the document cannot drift apart.
 package contract
 
-//go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2 -config oapi-codegen.yaml ../../../../api/contract/driver.v1.yaml
+//go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@v2.8.2 -config oapi-codegen.yaml ../../api/contract/driver.v1.yaml

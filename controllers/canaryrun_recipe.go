@@ -1,0 +1,150 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/target"
+)
+
+// A run keeps a copy of what cleanup needs — the corpus's driver spec, its
+// source credential and the persona's subject — in a Secret it owns, held by
+// a finalizer until the run's cleanup is done. The document can then always
+// be removed, even when the Corpus, its Secret or the Persona are deleted
+// first, as a namespace deletion does in any order. The copy is made before
+// anything is written to the target and released after the document is gone.
+const (
+	recipeSecretSuffix = "-cleanup"
+	recipeKey          = "recipe.json"
+	recipeSubjectKey   = "subject"
+	// RecipeFinalizer holds the cleanup copy until the run no longer needs it.
+	RecipeFinalizer = "ragcanary.dev/cleanup-credential"
+)
+
+// recipeSecretName is "<run>-cleanup", shortened with a hash when needed.
+func recipeSecretName(run *v1alpha1.CanaryRun) string {
+	name := run.Name
+	if len(name)+len(recipeSecretSuffix) > 253 {
+		sum := sha256.Sum256([]byte(name))
+		name = name[:253-len(recipeSecretSuffix)-9] + "-" + hex.EncodeToString(sum[:4])
+	}
+	return name + recipeSecretSuffix
+}
+
+// keepCleanupRecipe creates or refreshes the run's cleanup copy.
+func (r *CanaryRunReconciler) keepCleanupRecipe(ctx context.Context, run *v1alpha1.CanaryRun, deps *runDeps) error {
+	raw, err := json.Marshal(deps.corpus.Recipe())
+	if err != nil {
+		return err
+	}
+	data := map[string][]byte{recipeKey: raw, recipeSubjectKey: []byte(deps.persona.Object.Spec.Subject)}
+	key := types.NamespacedName{Namespace: run.Namespace, Name: recipeSecretName(run)}
+	var existing corev1.Secret
+	err = r.APIReader.Get(ctx, key, &existing)
+	if apierrors.IsNotFound(err) {
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Finalizers: []string{RecipeFinalizer}},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       data,
+		}
+		if err := controllerutil.SetControllerReference(run, secret, r.Scheme()); err != nil {
+			return err
+		}
+		return r.Create(ctx, secret)
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(&existing, run) {
+		return target.Stall("CleanupSecretTaken", "Secret %q exists and is not owned by this run; delete or rename it", key.Name)
+	}
+	if sameData(existing.Data, data) && controllerutil.ContainsFinalizer(&existing, RecipeFinalizer) {
+		return nil
+	}
+	existing.Data = data
+	controllerutil.AddFinalizer(&existing, RecipeFinalizer)
+	return r.Update(ctx, &existing)
+}
+
+func sameData(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !bytes.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanupTarget is how cleanup reaches the target: the live Corpus when it
+// still resolves, else the run's kept copy. subject is the persona's, "" when
+// neither knows it.
+func (r *CanaryRunReconciler) cleanupTarget(ctx context.Context, run *v1alpha1.CanaryRun) (*target.Corpus, string, error) {
+	subject := r.personaSubject(ctx, run)
+	corpus, err := r.resolveCorpus(ctx, run)
+	if err == nil {
+		return corpus, subject, nil
+	}
+	if _, user := target.IsUserProblem(err); !user {
+		return nil, "", err
+	}
+	var secret corev1.Secret
+	gerr := r.APIReader.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: recipeSecretName(run)}, &secret)
+	if apierrors.IsNotFound(gerr) || (gerr == nil && !metav1.IsControlledBy(&secret, run)) {
+		// Nothing kept (a run planted by an earlier build): the live problem stands.
+		return nil, "", err
+	}
+	if gerr != nil {
+		return nil, "", gerr
+	}
+	var recipe target.Recipe
+	if jerr := json.Unmarshal(secret.Data[recipeKey], &recipe); jerr != nil {
+		return nil, "", target.Stall("CleanupSecretInvalid", "Secret %q does not hold a readable cleanup copy", secret.Name)
+	}
+	kept, berr := r.Door.FromRecipe(run.Namespace, run.Spec.CorpusRef.Name, recipe)
+	if berr != nil {
+		return nil, "", fmt.Errorf("%w", target.Named("kept copy of Corpus", run.Spec.CorpusRef.Name, berr))
+	}
+	if subject == "" {
+		subject = string(secret.Data[recipeSubjectKey])
+	}
+	return kept, subject, nil
+}
+
+// releaseCleanupRecipe lets the run's cleanup copy go: the finalizer comes
+// off and the Secret is deleted (it would go with the run anyway).
+func (r *CanaryRunReconciler) releaseCleanupRecipe(ctx context.Context, run *v1alpha1.CanaryRun) error {
+	var secret corev1.Secret
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: recipeSecretName(run)}, &secret)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(&secret, run) {
+		return nil
+	}
+	if controllerutil.ContainsFinalizer(&secret, RecipeFinalizer) {
+		base := secret.DeepCopy()
+		controllerutil.RemoveFinalizer(&secret, RecipeFinalizer)
+		if err := r.Patch(ctx, &secret, client.MergeFrom(base)); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return client.IgnoreNotFound(r.Delete(ctx, &secret))
+}

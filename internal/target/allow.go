@@ -1,0 +1,153 @@
+package target
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"strings"
+)
+
+// Reasons the door refuses a configuration.
+const (
+	ReasonURLNotAllowed     = "URLNotAllowed"
+	ReasonInvalidURL        = "InvalidURL"
+	ReasonDriverUnsupported = "DriverUnsupported"
+)
+
+// Schemes an allowlist entry may name: HTTP drivers, and the DSN and gRPC
+// endpoints of drivers that are not HTTP.
+var allowedSchemes = map[string]bool{"http": true, "https": true, "postgres": true, "grpc": true}
+
+// Allowlist is the set of targets the operator may call. The zero value
+// allows nothing; AllowAny is only for a deliberate --allow-any-target.
+type Allowlist struct {
+	prefixes []*url.URL
+	any      bool
+}
+
+// AllowAny returns an allowlist that admits every well-formed target.
+func AllowAny() Allowlist { return Allowlist{any: true} }
+
+// ParseAllowlist parses and normalises entries such as
+// "https://rag.internal/tenant-a/". Entries with userinfo, no host, a query
+// or an unknown scheme are refused, so a typo cannot widen the list.
+func ParseAllowlist(entries []string) (Allowlist, error) {
+	var a Allowlist
+	for _, e := range entries {
+		u, err := normalize(e)
+		if err != nil {
+			return Allowlist{}, fmt.Errorf("allowed target URL %q: %w", redactURL(e), err)
+		}
+		a.prefixes = append(a.prefixes, u)
+	}
+	return a, nil
+}
+
+// Empty reports whether the list admits nothing.
+func (a Allowlist) Empty() bool { return !a.any && len(a.prefixes) == 0 }
+
+// String lists the entries, for start-up logs.
+func (a Allowlist) String() string {
+	if a.any {
+		return "*"
+	}
+	out := make([]string, len(a.prefixes))
+	for i, p := range a.prefixes {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ",")
+}
+
+// Check parses and normalises raw and returns it when a prefix admits it.
+// field names the spec field for the message. Prefixes match on whole path
+// segments after dot segments are resolved, so ".../tenant-a/../tenant-b/"
+// is tenant-b, and "/tenant-a" does not admit "/tenant-ab".
+func (a Allowlist) Check(field, raw string) (*url.URL, error) {
+	u, err := normalize(raw)
+	if err != nil {
+		return nil, Stall(ReasonInvalidURL, "%s: %v", field, err)
+	}
+	if a.any {
+		return u, nil
+	}
+	for _, p := range a.prefixes {
+		if admits(p, u) {
+			return u, nil
+		}
+	}
+	return nil, Stall(ReasonURLNotAllowed,
+		"%s: target %s://%s%s is not in the operator's allowed target URLs; ask the operator admin to add it to --allowed-target-urls",
+		field, u.Scheme, u.Host, u.EscapedPath())
+}
+
+// normalize parses an absolute URL and puts it in the form prefixes are
+// compared in: lower-case scheme and host, default ports dropped, dot
+// segments resolved, percent-encoded dots refused.
+func normalize(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("not a valid URL")
+	case u.User != nil:
+		return nil, fmt.Errorf("must not embed credentials (user:password@); use a credential Secret")
+	case !allowedSchemes[strings.ToLower(u.Scheme)]:
+		return nil, fmt.Errorf("must be an absolute http or https URL (postgres:// and grpc:// only where a driver uses them)")
+	case u.Opaque != "" || u.Hostname() == "":
+		return nil, fmt.Errorf("must be an absolute URL with a host")
+	case u.RawQuery != "" || u.Fragment != "":
+		return nil, fmt.Errorf("must not have a query or fragment")
+	}
+	// An encoded dot segment would be decoded by some servers after our check.
+	if lower := strings.ToLower(u.EscapedPath()); strings.Contains(lower, "%2e") || strings.Contains(lower, "%2f") {
+		return nil, fmt.Errorf("must not contain encoded dots or slashes in its path")
+	}
+	out := &url.URL{Scheme: strings.ToLower(u.Scheme), Host: hostPort(u)}
+	p := u.Path
+	if p != "" {
+		clean := path.Clean("/" + p)
+		if strings.HasSuffix(p, "/") && clean != "/" {
+			clean += "/"
+		}
+		p = clean
+	}
+	out.Path = p
+	return out, nil
+}
+
+func hostPort(u *url.URL) string {
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port == "" {
+		if strings.Contains(host, ":") {
+			return "[" + host + "]"
+		}
+		return host
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// admits compares scheme, host and port exactly and the path on segments.
+func admits(prefix, u *url.URL) bool {
+	if prefix.Scheme != u.Scheme || prefix.Host != u.Host {
+		return false
+	}
+	want := strings.TrimSuffix(prefix.Path, "/")
+	got := u.Path
+	return want == "" || got == want || strings.HasPrefix(got, want+"/")
+}
+
+// redactURL drops userinfo from a URL for a message.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable)"
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	return u.String()
+}

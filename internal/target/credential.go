@@ -1,0 +1,57 @@
+package target
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+)
+
+// CredentialLabel marks a Secret as meant for ragcanary. Without it the door
+// refuses to read the Secret, so whoever may create a Corpus or Persona
+// cannot make the operator send an arbitrary Secret of the namespace to a
+// target.
+const (
+	CredentialLabel      = "ragcanary.dev/credential"
+	CredentialLabelValue = "true"
+)
+
+// ReasonSecretNotLabeled: the Secret exists but is not marked for ragcanary.
+const ReasonSecretNotLabeled = "SecretNotLabeled"
+
+// Credential reads the referenced key of a Secret in namespace. It returns
+// a Stalled *Problem when the Secret is missing, unlabelled or lacks the
+// key, and other errors as Transient. reader should be uncached: the
+// operator then keeps no cache of Secret values.
+func Credential(ctx context.Context, reader client.Reader, namespace string, ref v1alpha1.SecretKeyReference) ([]byte, error) {
+	var secret corev1.Secret
+	err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, &secret)
+	if apierrors.IsNotFound(err) {
+		return nil, Stall(v1alpha1.ReasonSecretNotFound,
+			"Secret %q not found in namespace %q; create it with key %q and label %s=%q",
+			ref.Name, namespace, ref.Key, CredentialLabel, CredentialLabelValue)
+	}
+	if err != nil {
+		return nil, &Problem{Intent: Transient, Reason: "Transient", Message: "reading Secret " + ref.Name + " failed", Err: err}
+	}
+	return credentialFrom(&secret, ref)
+}
+
+// credentialFrom applies the label and key rules to a Secret already read.
+func credentialFrom(secret *corev1.Secret, ref v1alpha1.SecretKeyReference) ([]byte, error) {
+	if secret.Labels[CredentialLabel] != CredentialLabelValue {
+		return nil, Stall(ReasonSecretNotLabeled,
+			"Secret %q is not labelled as a ragcanary credential; add the label %s=%q if it is meant to be sent to the target",
+			ref.Name, CredentialLabel, CredentialLabelValue)
+	}
+	value, ok := secret.Data[ref.Key]
+	if !ok || len(value) == 0 {
+		return nil, Stall(v1alpha1.ReasonKeyNotFound,
+			"Secret %q has no non-empty key %q; add the key or change the reference", ref.Name, ref.Key)
+	}
+	return value, nil
+}

@@ -1,0 +1,214 @@
+// Package target is the only door from ragcanary to a system under test.
+// Controllers, the probe engine, suites, `ragcanary eval` live mode and
+// `ragcanary conformance` all reach a target through it, so its rules hold
+// everywhere:
+//
+//   - only URLs the operator's allowlist admits are called, after they are
+//     parsed and normalised; userinfo and empty hosts are refused;
+//   - no redirect is ever followed (a 3xx is an error naming the status);
+//   - a Secret is read as a credential only when it is labelled
+//     ragcanary.dev/credential=true;
+//   - every call is bounded by the corpus timeout, in one layer (the driver);
+//   - failures come back as one intent-typed *Problem (stalled, waiting,
+//     transient) that callers map to conditions in one place.
+//
+// Resolving is done once per stage by callers (a probe loop keeps the
+// driver and tokens it was started with), not on every heartbeat.
+package target
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
+)
+
+// DefaultTimeout is used when a corpus has no driver timeout set.
+const DefaultTimeout = 10 * time.Second
+
+// Door resolves Corpora and Personas into what a caller needs to talk to the
+// system under test. It is safe for concurrent use.
+type Door struct {
+	// Reader reads credential Secrets; in the operator an uncached API reader.
+	Reader client.Reader
+	// Allow is the operator's target allowlist.
+	Allow Allowlist
+	// Limiters are the per-corpus rate limiters shared by probes and suites;
+	// nil gives every resolved corpus a private limiter (the CLI).
+	Limiters *Limiters
+	// DefaultLimit applies to corpora that set no rate limit.
+	DefaultLimit Limit
+	// HTTPClient overrides the shared client; it is wrapped so it never
+	// follows redirects either way.
+	HTTPClient *http.Client
+}
+
+// Corpus is a resolved Corpus: its driver, bounded per call by Timeout, and
+// its rate limit. It holds a credential: never log it.
+type Corpus struct {
+	Object  *v1alpha1.Corpus
+	Driver  driver.Driver
+	Timeout time.Duration
+	// Key names the corpus's limiter ("namespace/name").
+	Key   string
+	Limit Limit
+
+	limiters *Limiters
+	recipe   Recipe
+}
+
+// Wait blocks until the corpus's rate limit allows one call.
+func (c *Corpus) Wait(ctx context.Context) error { return c.limiters.Wait(ctx, c.Key) }
+
+// Recipe is what rebuilds the corpus's driver later without the Corpus or its
+// Secret: a run keeps it so it can always remove what it planted.
+func (c *Corpus) Recipe() Recipe { return c.recipe }
+
+// Persona is a resolved Persona and its credential.
+type Persona struct {
+	Object *v1alpha1.Persona
+	Token  driver.Token
+}
+
+// LimiterKey is the rate-limit key of a corpus.
+func LimiterKey(namespace, name string) string { return namespace + "/" + name }
+
+// CorpusTimeout is the per-call timeout for a corpus.
+func CorpusTimeout(corpus *v1alpha1.Corpus) time.Duration {
+	if t := corpus.Spec.Driver.Timeout; t != nil && t.Duration > 0 {
+		return t.Duration
+	}
+	return DefaultTimeout
+}
+
+// Corpus resolves a Corpus: allowlist, credential, driver, timeout, limit.
+// A failure is a *Problem; its message names the field or Secret to fix.
+func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error) {
+	spec := obj.Spec.Driver
+	switch spec.Type {
+	case v1alpha1.DriverHTTP:
+		if spec.HTTP == nil {
+			return nil, Stall(ReasonDriverUnsupported, "spec.driver.http is required for type HTTP")
+		}
+		if _, err := d.Allow.Check("spec.driver.http.url", spec.HTTP.URL); err != nil {
+			return nil, err
+		}
+		cred, err := Credential(ctx, d.Reader, obj.Namespace, spec.HTTP.CredentialSecretRef)
+		if err != nil {
+			return nil, err
+		}
+		return d.build(obj, Recipe{Driver: *spec.DeepCopy(), Credential: cred})
+	default:
+		return nil, Stall(ReasonDriverUnsupported,
+			"driver type %q is not available in this version of ragcanary; use HTTP", spec.Type)
+	}
+}
+
+// Recipe rebuilds a corpus's driver from what a run kept.
+type Recipe struct {
+	// Driver is the corpus's driver spec when the recipe was taken.
+	Driver v1alpha1.Driver `json:"driver"`
+	// Credential is the source credential; secret.
+	Credential []byte `json:"credential"`
+}
+
+// FromRecipe rebuilds a corpus from a recipe. The allowlist is checked again,
+// so narrowing it also stops cleanup calls to a target no longer allowed.
+func (d *Door) FromRecipe(namespace, name string, r Recipe) (*Corpus, error) {
+	obj := &v1alpha1.Corpus{}
+	obj.Namespace, obj.Name = namespace, name
+	obj.Spec.Driver = r.Driver
+	if r.Driver.Type != v1alpha1.DriverHTTP || r.Driver.HTTP == nil {
+		return nil, Stall(ReasonDriverUnsupported, "the kept driver configuration is not an HTTP driver")
+	}
+	return d.build(obj, r)
+}
+
+func (d *Door) build(obj *v1alpha1.Corpus, r Recipe) (*Corpus, error) {
+	u, err := d.Allow.Check("spec.driver.http.url", r.Driver.HTTP.URL)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, Stall(ReasonInvalidURL, "spec.driver.http.url must be an absolute http or https URL")
+	}
+	timeout := CorpusTimeout(obj)
+	drv, err := d.HTTPDriver(u.String(), string(r.Credential), timeout)
+	if err != nil {
+		return nil, err
+	}
+	limiters := d.Limiters
+	if limiters == nil {
+		limiters = NewLimiters(clock.RealClock{})
+	}
+	c := &Corpus{Object: obj, Driver: drv, Timeout: timeout,
+		Key: LimiterKey(obj.Namespace, obj.Name), Limit: CorpusLimit(obj, d.DefaultLimit),
+		limiters: limiters, recipe: r}
+	limiters.Set(c.Key, c.Limit)
+	return c, nil
+}
+
+// HTTPDriver builds an HTTP contract driver for an already allowed base URL.
+// The per-call timeout lives in the driver and nowhere else. No driver-level
+// retries: a retried probe would stretch the probe's window and widen every
+// measured bound; lifecycle steps are retried by the controllers' backoff.
+func (d *Door) HTTPDriver(baseURL, sourceToken string, timeout time.Duration) (driver.Driver, error) {
+	drv, err := httpdriver.New(httpdriver.Config{
+		BaseURL: baseURL, SourceToken: sourceToken, Timeout: timeout,
+		HTTPClient: NoRedirects(d.HTTPClient), Retries: 0,
+	})
+	if err != nil {
+		return nil, Stall(ReasonInvalidURL, "spec.driver.http.url: %v", err)
+	}
+	return drv, nil
+}
+
+// Persona resolves a Persona's credential.
+func (d *Door) Persona(ctx context.Context, obj *v1alpha1.Persona) (Persona, error) {
+	cred, err := Credential(ctx, d.Reader, obj.Namespace, obj.Spec.CredentialSecretRef)
+	if err != nil {
+		return Persona{}, Named("Persona", obj.Name, err)
+	}
+	return Persona{Object: obj, Token: driver.Token(cred)}, nil
+}
+
+// CheckCapabilities refuses capability replies ragcanary cannot rely on, so
+// a hostile or broken reply never reaches status as if it were fact.
+func CheckCapabilities(c driver.Capabilities) error {
+	if c.ContractVersion != driver.ContractVersion {
+		return Stall(v1alpha1.ReasonContractMismatch, "target implements driver contract %q; this ragcanary speaks %q",
+			truncate(c.ContractVersion, 32), driver.ContractVersion)
+	}
+	if len(c.RevocationMethods) > len(knownMethods) {
+		return Stall(v1alpha1.ReasonContractMismatch, "target reported %d revocation methods; the contract defines %d",
+			len(c.RevocationMethods), len(knownMethods))
+	}
+	seen := map[driver.RevocationMethod]bool{}
+	for _, m := range c.RevocationMethods {
+		if !knownMethods[m] {
+			return Stall(v1alpha1.ReasonContractMismatch, "target reported revocation method %q, which the contract does not define", truncate(string(m), 32))
+		}
+		if seen[m] {
+			return Stall(v1alpha1.ReasonContractMismatch, "target reported revocation method %q twice", m)
+		}
+		seen[m] = true
+	}
+	return nil
+}
+
+var knownMethods = map[driver.RevocationMethod]bool{
+	driver.RevokeRemoveGrant: true, driver.RevokeRemoveFromGroup: true, driver.RevokeDeleteDocument: true,
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

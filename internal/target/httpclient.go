@@ -1,0 +1,34 @@
+package target
+
+import "net/http"
+
+// sharedTransport keeps connections to each target alive across the many
+// concurrent probes and suite executions (http.DefaultTransport keeps two
+// idle connections per host, which capped live suites near 1,000 req/s).
+var sharedTransport = func() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	// Proxies from the environment would send credentials to a host the
+	// allowlist never saw.
+	t.Proxy = nil
+	return t
+}()
+
+var sharedClient = &http.Client{Transport: sharedTransport, CheckRedirect: refuseRedirect}
+
+// NoRedirects returns a client that never follows redirects, sharing c's
+// transport (the shared keep-alive transport when c is nil). A 3xx reply then
+// reaches the driver as a status, which it reports as an error naming it:
+// following it would carry the bearer token to a URL nobody allowed, and the
+// reply found there could read as an absence.
+func NoRedirects(c *http.Client) *http.Client {
+	if c == nil {
+		return sharedClient
+	}
+	out := *c
+	out.CheckRedirect = refuseRedirect
+	return &out
+}
+
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
