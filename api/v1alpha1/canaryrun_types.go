@@ -71,6 +71,14 @@ type SurfaceMeasurement struct {
 	// +optional
 	Excluded bool `json:"excluded,omitempty"`
 
+	// lastReply is what the last probe with a valid reply saw: Present or
+	// Absent. It survives an operator restart (unlike the negative streak),
+	// so a run whose probes only failed after a restart is not mistaken for
+	// one still serving the canary.
+	// +optional
+	// +kubebuilder:validation:Enum=Present;Absent
+	LastReply string `json:"lastReply,omitempty"`
+
 	// bounds is the interval-censored time-to-exclusion.
 	// +optional
 	Bounds *ExclusionBounds `json:"bounds,omitempty"`
@@ -160,6 +168,15 @@ type CanaryRunStatus struct {
 	// +optional
 	IsolationViolations int32 `json:"isolationViolations,omitempty"`
 
+	// controlProbes counts, per control persona, probes that got a valid
+	// reply and probes that failed. A control persona that never got a valid
+	// reply never tested isolation, so the run cannot claim it.
+	// +optional
+	// +listType=map
+	// +listMapKey=persona
+	// +kubebuilder:validation:MaxItems=16
+	ControlProbes []ControlProbeCounts `json:"controlProbes,omitempty"`
+
 	// lastHeartbeatTime is when status was last written while probing.
 	// +optional
 	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
@@ -205,4 +222,19 @@ type CanaryRunList struct {
 
 func init() {
 	SchemeBuilder.Register(&CanaryRun{}, &CanaryRunList{})
+}
+
+// ControlProbeCounts are the probe outcomes of one control persona.
+type ControlProbeCounts struct {
+	// persona is the control Persona's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Persona string `json:"persona"`
+	// answered counts probes with a valid reply (with or without the canary).
+	// +optional
+	Answered int64 `json:"answered,omitempty"`
+	// errors counts probes that failed, timed out or got no valid reply.
+	// +optional
+	Errors int64 `json:"errors,omitempty"`
 }
