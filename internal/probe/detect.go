@@ -10,17 +10,22 @@ import (
 )
 
 // searchK is how many hits a search probe asks for. The query is the
-// token itself, a term no other document holds, so the canary ranks first
-// whenever the persona may see it; the margin tolerates noisy ranking.
+// canary's handle, a term no other document holds, so the canary ranks
+// first whenever the persona may see it; the margin tolerates noisy ranking.
 const searchK = 10
 
-// Target is what a probe looks for.
+// Target is what a probe looks for. Handle and Payload are secret: never
+// log them.
 type Target struct {
 	// DocumentID is the canary document's ID at the source.
 	DocumentID string
-	// Token is the canary token: the query, and the text to find in answers.
-	// It is secret; never log it.
-	Token string
+	// Handle is the query of every probe, a rare term of the canary
+	// document. Seeing it in an answer proves nothing: assistants repeat
+	// the question ("I found nothing about ...").
+	Handle string
+	// Payload is another rare term of the canary document that no probe
+	// ever sends, so it can reach an answer only from the document itself.
+	Payload string
 }
 
 // Probe runs one probe of surface as persona and classifies the reply. Any
@@ -29,13 +34,13 @@ type Target struct {
 func Probe(ctx context.Context, d driver.Driver, surface v1alpha1.Surface, persona driver.Token, t Target) measure.Outcome {
 	switch surface {
 	case v1alpha1.SurfaceSearch:
-		hits, err := d.Search(ctx, persona, t.Token, searchK)
+		hits, err := d.Search(ctx, persona, t.Handle, searchK)
 		if err != nil {
 			return measure.Error
 		}
 		return outcome(SearchShows(hits, t))
 	case v1alpha1.SurfaceAnswer:
-		a, err := d.Answer(ctx, persona, t.Token)
+		a, err := d.Answer(ctx, persona, t.Handle)
 		if err != nil {
 			return measure.Error
 		}
@@ -63,11 +68,11 @@ func SearchShows(hits []driver.Hit, t Target) bool {
 	return false
 }
 
-// AnswerShows reports whether the answer repeats the token or cites a
-// passage of the canary document: either means the revoked content reached
-// the persona.
+// AnswerShows reports whether the answer quotes the payload or cites a
+// passage of the canary document: either means the canary's content reached
+// the persona. The handle echoed back is not a sighting.
 func AnswerShows(a driver.Answer, t Target) bool {
-	if t.Token != "" && strings.Contains(a.Text, t.Token) {
+	if t.Payload != "" && strings.Contains(a.Text, t.Payload) {
 		return true
 	}
 	for _, c := range a.Citations {

@@ -1,0 +1,165 @@
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/probe"
+)
+
+// Keys of the run's token Secret.
+const (
+	handleSecretKey  = "handle"
+	payloadSecretKey = "payload"
+	// legacyTokenSecretKey is the single key written by builds before the
+	// handle and the payload were split.
+	legacyTokenSecretKey = "token"
+)
+
+// Prefixes of the two terms; different, so neither is ever part of the other.
+const (
+	handlePrefix  = "rcanary"
+	payloadPrefix = "rcpayload"
+)
+
+// canaryToken is the pair of secrets a run plants in its document. Probes
+// search and ask by Handle; Payload is never sent in a probe, so an answer
+// can show it only by quoting the document, never by echoing the question.
+// Both are secret: never log them, never put them in status or events.
+type canaryToken struct {
+	Handle  string
+	Payload string
+}
+
+// target is what the run's probes look for.
+func (t canaryToken) target(documentID string) probe.Target {
+	return probe.Target{DocumentID: documentID, Handle: t.Handle, Payload: t.Payload}
+}
+
+// newToken draws a handle and a payload of 128 random bits each, lower-case
+// alphanumeric so every tokenizer keeps each one term.
+func newToken() (canaryToken, error) {
+	handle, err := randomTerm(handlePrefix)
+	if err != nil {
+		return canaryToken{}, err
+	}
+	payload, err := randomTerm(payloadPrefix)
+	if err != nil {
+		return canaryToken{}, err
+	}
+	return canaryToken{Handle: handle, Payload: payload}, nil
+}
+
+func randomTerm(prefix string) (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return prefix + hex.EncodeToString(b), nil
+}
+
+// tokenHash is the short, non-reversible fingerprint status keeps to
+// correlate a run with its document. It hashes the payload only, so a run
+// from before the split (payload = its old token) keeps the hash it has.
+func tokenHash(t canaryToken) string {
+	sum := sha256.Sum256([]byte(t.Payload))
+	return hex.EncodeToString(sum[:6])
+}
+
+// canaryDocument is the planted document. The handle and the payload are
+// its only rare terms and sit in one sentence, so any chunking keeps them
+// in one passage: a search for the handle finds this document and nothing
+// else, and an answer quoting that passage quotes the payload. Neither term
+// is followed by punctuation a tokenizer might glue to it.
+func canaryDocument(run *v1alpha1.CanaryRun, t canaryToken) driver.Document {
+	return driver.Document{
+		ID:    run.Status.DocumentID,
+		Title: "ragcanary revocation canary",
+		Body:  "This document is a ragcanary revocation canary. Its handle is " + t.Handle + " and its payload is " + t.Payload,
+	}
+}
+
+// ensureToken returns the run's token, creating its Secret (owned by the
+// run) on first use. A Secret of that name not owned by the run is a
+// problem for the user, reported as a message.
+func (r *CanaryRunReconciler) ensureToken(ctx context.Context, run *v1alpha1.CanaryRun) (canaryToken, string, error) {
+	t, problem, err := r.readToken(ctx, run)
+	if err == nil && problem == "" {
+		return t, "", nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return canaryToken{}, problem, err
+	}
+	if t, err = newToken(); err != nil {
+		return canaryToken{}, "", err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: run.Status.TokenSecretName},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{handleSecretKey: []byte(t.Handle), payloadSecretKey: []byte(t.Payload)},
+	}
+	if err := controllerutil.SetControllerReference(run, secret, r.Scheme()); err != nil {
+		return canaryToken{}, "", err
+	}
+	if err := r.Create(ctx, secret); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return canaryToken{}, "", errTokenSecretRace
+		}
+		return canaryToken{}, "", err
+	}
+	return t, "", nil
+}
+
+// readToken reads the token from the run's Secret, uncached. A missing
+// Secret is returned as a NotFound error.
+func (r *CanaryRunReconciler) readToken(ctx context.Context, run *v1alpha1.CanaryRun) (canaryToken, string, error) {
+	var secret corev1.Secret
+	key := types.NamespacedName{Namespace: run.Namespace, Name: run.Status.TokenSecretName}
+	if err := r.APIReader.Get(ctx, key, &secret); err != nil {
+		return canaryToken{}, "", err
+	}
+	if !metav1.IsControlledBy(&secret, run) {
+		return canaryToken{}, fmt.Sprintf("Secret %q exists and is not owned by this run; delete or rename it", key.Name), nil
+	}
+	t, missing := tokenFromSecret(secret.Data)
+	if missing != "" {
+		return canaryToken{}, fmt.Sprintf("Secret %q has no canary %s", key.Name, missing), nil
+	}
+	return t, "", nil
+}
+
+// tokenFromSecret decodes the Secret's data; missing names what is absent.
+//
+// A run planted by a build before the split holds only the old single token,
+// and its document holds nothing else. It reads as handle = payload = that
+// token, so an in-flight run finishes with the rule it started with: the
+// visibility it measured and the exclusion it will measure are judged alike.
+// Such a run still counts an answer echoing its token as a sighting; only
+// runs planted from now on are immune to the echo.
+func tokenFromSecret(data map[string][]byte) (t canaryToken, missing string) {
+	handle, payload := string(data[handleSecretKey]), string(data[payloadSecretKey])
+	if handle == "" && payload == "" {
+		if legacy := string(data[legacyTokenSecretKey]); legacy != "" {
+			return canaryToken{Handle: legacy, Payload: legacy}, ""
+		}
+		return canaryToken{}, "handle and payload"
+	}
+	switch {
+	case handle == "":
+		return canaryToken{}, "handle"
+	case payload == "":
+		return canaryToken{}, "payload"
+	}
+	return canaryToken{Handle: handle, Payload: payload}, ""
+}

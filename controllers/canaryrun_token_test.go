@@ -1,0 +1,79 @@
+package controllers
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+)
+
+func TestTokenFromSecret(t *testing.T) {
+	tests := []struct {
+		name string
+		// data of the run's token Secret.
+		data map[string][]byte
+		// want is the token read; wantMissing what the problem names.
+		want        canaryToken
+		wantMissing string
+	}{
+		{name: "handle and payload",
+			data: map[string][]byte{"handle": []byte("rcanaryh"), "payload": []byte("rcpayloadp")},
+			want: canaryToken{Handle: "rcanaryh", Payload: "rcpayloadp"}},
+		// Written by the previous build: the run keeps the rule it started with.
+		{name: "only the old single token",
+			data: map[string][]byte{"token": []byte("rcanaryold")},
+			want: canaryToken{Handle: "rcanaryold", Payload: "rcanaryold"}},
+		// A half-written new Secret never falls back to the old key.
+		{name: "handle without payload",
+			data:        map[string][]byte{"handle": []byte("rcanaryh"), "token": []byte("rcanaryold")},
+			wantMissing: "payload"},
+		{name: "payload without handle", data: map[string][]byte{"payload": []byte("rcpayloadp")}, wantMissing: "handle"},
+		{name: "empty", data: map[string][]byte{"token": {}}, wantMissing: "handle and payload"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, missing := tokenFromSecret(tc.data)
+			if got != tc.want || missing != tc.wantMissing {
+				t.Errorf("tokenFromSecret = %+v, missing %q; want %+v, missing %q", got, missing, tc.want, tc.wantMissing)
+			}
+		})
+	}
+}
+
+// TestNewTokenPlantsTwoTerms: the handle and the payload are distinct
+// single terms, neither inside the other, both in the document body, and
+// status's hash reveals neither.
+func TestNewTokenPlantsTwoTerms(t *testing.T) {
+	term := regexp.MustCompile(`^[a-z0-9]{32,}$`)
+	a, err := newToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := newToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatal("two runs drew the same token")
+	}
+	if !term.MatchString(a.Handle) || !term.MatchString(a.Payload) {
+		t.Fatalf("handle %d and payload %d characters: want lower-case alphanumeric single terms", len(a.Handle), len(a.Payload))
+	}
+	if strings.Contains(a.Handle, a.Payload) || strings.Contains(a.Payload, a.Handle) {
+		t.Fatal("one term contains the other: an echoed handle would show the payload")
+	}
+	run := &v1alpha1.CanaryRun{Status: v1alpha1.CanaryRunStatus{DocumentID: "rc-1"}}
+	fields := strings.Fields(canaryDocument(run, a).Body)
+	if !slices.Contains(fields, a.Handle) || !slices.Contains(fields, a.Payload) {
+		t.Fatal("the document body does not hold both terms as whole words")
+	}
+	h := tokenHash(a)
+	if h == "" || strings.Contains(a.Handle, h) || strings.Contains(a.Payload, h) {
+		t.Fatalf("tokenHash %q is empty or part of a secret", h)
+	}
+	if tokenHash(canaryToken{Handle: "x", Payload: a.Payload}) != h {
+		t.Fatal("tokenHash depends on more than the payload")
+	}
+}
