@@ -5,22 +5,30 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/ragcanary/ragcanary/internal/metrics"
 )
 
 // TestCanaryInfoMetrics: a ready canary publishes its SLO and schedule period
-// (what the alerts compare against), and deleting it removes its series.
+// (what the alerts compare against), loses the period while suspended, and
+// deleting it removes its series.
 func TestCanaryInfoMetrics(t *testing.T) {
 	f := newCanaryFixture(t, allCanaryRefs, nil)
-	labels := []string{f.ns, f.canary.Name, "corpus"}
 	eventually(t, "canary info gauges", func() error {
-		slo := testutil.ToFloat64(metrics.CanaryExclusionSLO.WithLabelValues(labels...))
-		period := testutil.ToFloat64(metrics.CanarySchedulePeriod.WithLabelValues(labels...))
-		if slo != 30 || period != 3600 {
+		slo := canaryGauge(t, "ragcanary_canary_exclusion_slo_seconds", f.ns, f.canary.Name, "")
+		period := canaryGauge(t, "ragcanary_canary_schedule_period_seconds", f.ns, f.canary.Name, "")
+		if slo == nil || *slo != 30 || period == nil || *period != 3600 {
 			return fmt.Errorf("slo=%v period=%v, want 30 and 3600", slo, period)
+		}
+		return nil
+	})
+	// Suspended on purpose: no period, so the stale alert stays quiet; the
+	// SLO still applies to runs in flight.
+	f.patchSpec(`{"suspend":true}`)
+	eventually(t, "no period while suspended", func() error {
+		slo := canaryGauge(t, "ragcanary_canary_exclusion_slo_seconds", f.ns, f.canary.Name, "")
+		period := canaryGauge(t, "ragcanary_canary_schedule_period_seconds", f.ns, f.canary.Name, "")
+		if slo == nil || *slo != 30 || period != nil {
+			return fmt.Errorf("slo=%v period=%v, want 30 and absent", slo, period)
 		}
 		return nil
 	})

@@ -196,29 +196,12 @@ func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary
 		canary.Status.NextScheduleTime = nil
 		return ctrl.Result{}, nil
 	}
-	if err := r.publishInfo(ctx, canary, sched); err != nil {
-		return ctrl.Result{}, err
-	}
+	// Counters exist at zero from the first ready reconcile, so their
+	// first increase shows in rate().
+	metrics.InitCanary(metrics.Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: canary.Spec.CorpusRef.Name})
 	return sch.schedule(ctx, canaryParent(canary, &sched), runs, func(planned *schedule.Run) client.Object {
 		return newCanaryRun(canary, planned)
 	})
-}
-
-// publishInfo exports the canary's SLO and schedule period, which the
-// alert rules compare measurements against.
-func (r *RevocationCanaryReconciler) publishInfo(ctx context.Context, canary *v1alpha1.RevocationCanary, sched schedule.Schedule) error {
-	var corpus v1alpha1.Corpus
-	if err := r.Get(ctx, client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.CorpusRef.Name}, &corpus); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	run := &v1alpha1.CanaryRun{Spec: v1alpha1.CanaryRunSpec{CanarySpec: canary.Spec.CanarySpec}}
-	var period time.Duration
-	if canary.Spec.Suspend == nil || !*canary.Spec.Suspend {
-		period = sched.Period(r.Clock.Now())
-	}
-	metrics.SetCanaryInfo(metrics.Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name},
-		exclusionSLO(run, &corpus, v1alpha1.SurfaceSearch), period)
-	return nil
 }
 
 // describeCanaryRun tells the shared scheduling code about one CanaryRun.

@@ -84,6 +84,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	setups := []func() error{
+		func() error { return mgr.Add(newObjectCollector(mgr, opts)) },
 		func() error {
 			return (&PersonaReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 		},

@@ -4,8 +4,13 @@
 //
 // Labels are limited to namespace, canary, corpus, surface, role, outcome and
 // verdict: never run names, document IDs, tokens or error text, so series
-// stay bounded and nothing secret reaches a scrape. Forget deletes a
-// canary's series when the canary is deleted.
+// stay bounded and nothing secret reaches a scrape.
+//
+// Counters and histograms are pushed as events happen; Forget deletes a
+// canary's when the canary is deleted. Gauges that restate an object's
+// spec or status are built from the objects at scrape time by
+// ObjectCollector (collector.go), so they survive a restart and vanish with
+// their object.
 package metrics
 
 import (
@@ -66,14 +71,6 @@ var (
 		Help:    "Upper bound of time from revocation to confirmed exclusion on the answer surface.",
 		Buckets: LatencyBuckets,
 	}, runLabels)
-	ExclusionLowerBound = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "last_run_exclusion_lower_bound_seconds",
-		Help: "Lower bound of time-to-exclusion of the canary's last finished run, per surface.",
-	}, surfaceLabels)
-	ExclusionUpperBound = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "last_run_exclusion_upper_bound_seconds",
-		Help: "Upper bound of time-to-exclusion of the canary's last finished run, per surface; absent when exclusion was not established.",
-	}, surfaceLabels)
 	LiveExposure = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "live_exposure_seconds",
 		Help: "Seconds a revoked canary token has still been visible in the active run; 0 once exclusion is confirmed.",
@@ -104,10 +101,6 @@ var (
 		Help:    "Delay between a probe's due time and its start, including rate-limit waits.",
 		Buckets: probeBuckets,
 	}, runLabels)
-	LastCompletedRun = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "last_completed_run_timestamp_seconds",
-		Help: "Unix time the canary's last run finished.",
-	}, runLabels)
 )
 
 // all lists every vector for registration and Forget.
@@ -115,10 +108,9 @@ var all = []interface {
 	prometheus.Collector
 	DeletePartialMatch(prometheus.Labels) int
 }{
-	TimeToVisibility, TimeToExclusion, CacheInvalidation, ExclusionLowerBound, ExclusionUpperBound,
+	TimeToVisibility, TimeToExclusion, CacheInvalidation,
 	LiveExposure, RunsTotal, IsolationViolationsTotal, ReappearancesTotal, ProbesTotal,
-	ProbeDuration, ProbeSchedulingLag, LastCompletedRun,
-	CanaryExclusionSLO, CanarySchedulePeriod,
+	ProbeDuration, ProbeSchedulingLag,
 }
 
 func init() {
@@ -217,13 +209,14 @@ const (
 	surfaceAnswer = "Answer"
 )
 
-// RecordCompletion records a finished run: the verdict count, histograms of
-// upper bounds, and the last-run gauges. Live exposure drops to 0.
+// RecordCompletion records a finished run: the verdict count and the
+// histograms of time-to-visibility and of upper bounds. Live exposure drops
+// to 0. The last-run gauges are not set here: ObjectCollector builds them
+// from the canary's status.
 func RecordCompletion(r Run, c Completion) {
 	l := r.labels()
 	l[LabelVerdict] = c.Verdict
 	RunsTotal.With(l).Inc()
-	LastCompletedRun.With(r.labels()).Set(float64(c.Finished.Unix()))
 	if c.TimeToVisibility != nil {
 		TimeToVisibility.With(r.labels()).Observe(c.TimeToVisibility.Seconds())
 	}
@@ -233,20 +226,10 @@ func RecordCompletion(r Run, c Completion) {
 }
 
 func recordSurface(r Run, s SurfaceResult) {
-	sl := r.withSurface(s.Surface)
-	LiveExposure.With(sl).Set(0)
-	if s.Lower != nil {
-		ExclusionLowerBound.With(sl).Set(s.Lower.Seconds())
-	} else {
-		ExclusionLowerBound.Delete(sl)
-	}
+	LiveExposure.With(r.withSurface(s.Surface)).Set(0)
 	if s.Upper == nil {
-		// An upper bound that was not established must not keep showing the
-		// previous run's value.
-		ExclusionUpperBound.Delete(sl)
 		return
 	}
-	ExclusionUpperBound.With(sl).Set(s.Upper.Seconds())
 	switch s.Surface {
 	case surfaceSearch:
 		TimeToExclusion.With(r.labels()).Observe(s.Upper.Seconds())

@@ -27,15 +27,16 @@ func TestRecordCompletionAndForget(t *testing.T) {
 	if got := testutil.ToFloat64(RunsTotal.WithLabelValues("ns-a", "c1", "corp", "SLOMet")); got != 1 {
 		t.Errorf("runs_total = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(ExclusionUpperBound.WithLabelValues("ns-a", "c1", "corp", "Search")); got != 7 {
-		t.Errorf("upper gauge = %v, want 7", got)
-	}
-	// The answer surface had no upper bound: no series may exist for it.
-	if n := testutil.CollectAndCount(ExclusionUpperBound, "ragcanary_last_run_exclusion_upper_bound_seconds"); n != 1 {
-		t.Errorf("upper bound series = %d, want 1 (answer must be absent)", n)
-	}
+	// Only the search surface had an upper bound; the answer surface's
+	// histogram gets nothing rather than a stand-in.
 	if n := testutil.CollectAndCount(TimeToExclusion); n != 1 {
 		t.Errorf("time_to_exclusion series = %d, want 1", n)
+	}
+	if n := testutil.CollectAndCount(CacheInvalidation); n != 0 {
+		t.Errorf("cache_invalidation series = %d, want 0 (no answer upper bound)", n)
+	}
+	if got := testutil.ToFloat64(LiveExposure.WithLabelValues("ns-a", "c1", "corp", "Answer")); got != 0 {
+		t.Errorf("live exposure after completion = %v, want 0", got)
 	}
 
 	Forget("ns-a", "c1")
@@ -45,8 +46,8 @@ func TestRecordCompletionAndForget(t *testing.T) {
 	if n := testutil.CollectAndCount(RunsTotal); n != 1 {
 		t.Errorf("runs_total series after Forget = %d, want 1", n)
 	}
-	if n := testutil.CollectAndCount(ExclusionUpperBound); n != 0 {
-		t.Errorf("upper bound series after Forget = %d, want 0", n)
+	if n := testutil.CollectAndCount(TimeToExclusion); n != 0 {
+		t.Errorf("time_to_exclusion series after Forget = %d, want 0", n)
 	}
 }
 

@@ -67,14 +67,6 @@ var (
 		Namespace: namespace, Name: "suite_runs_total",
 		Help: "Finished suite runs by result (passed, failed).",
 	}, []string{LabelNamespace, LabelSuite, LabelCorpus, LabelResult})
-	SuiteLastRunPassed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_last_run_passed",
-		Help: "1 when the suite's latest finished run passed every gate, else 0; what the gate-failed alert watches.",
-	}, suiteLabels)
-	SuiteLastCompletedRun = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_last_completed_run_timestamp_seconds",
-		Help: "Unix time the suite's last run finished.",
-	}, suiteLabels)
 	SuiteRunDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "suite_run_duration_seconds",
 		Help:    "Time from a suite run's start to its completion, passed or failed.",
@@ -93,7 +85,7 @@ var suiteVecs = []interface {
 	DeletePartialMatch(prometheus.Labels) int
 }{
 	SuiteUtility, SuiteDisclosureRate, SuiteFalseBlockRate, SuiteRecall, SuiteMRR,
-	SuiteDisclosuresTotal, SuiteRunsTotal, SuiteLastRunPassed, SuiteLastCompletedRun, SuiteRunDuration,
+	SuiteDisclosuresTotal, SuiteRunsTotal, SuiteRunDuration,
 }
 
 func init() {
@@ -144,9 +136,10 @@ type SuiteCompletion struct {
 }
 
 // RecordSuiteCompletion records a finished run: its result, disclosures,
-// the per-persona gauges, the completion time and the run's duration. Personas of an earlier run
-// that this run did not score lose their gauges, so a dashboard never mixes
-// two runs.
+// the per-persona gauges and the run's duration; ObjectCollector builds the
+// last verdict and completion time from the EvalSuite. Personas of an
+// earlier run that this run did not score lose their gauges, so a dashboard
+// never mixes two runs.
 func RecordSuiteCompletion(s Suite, c SuiteCompletion) {
 	result := ResultFailed
 	if c.Passed {
@@ -160,8 +153,6 @@ func RecordSuiteCompletion(s Suite, c SuiteCompletion) {
 		disclosures += max(p.Disclosures, 0)
 	}
 	IsolationViolationsTotal.With(s.isolationLabels()).Add(float64(disclosures))
-	SuiteLastRunPassed.With(s.labels()).Set(boolToFloat(c.Passed))
-	SuiteLastCompletedRun.With(s.labels()).Set(float64(c.Finished.Unix()))
 	// A start after the completion (clock skew across an operator restart)
 	// is no duration at all, not a negative one.
 	if !c.Started.IsZero() && !c.Finished.Before(c.Started) {

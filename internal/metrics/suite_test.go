@@ -22,11 +22,8 @@ func TestSuiteCompletionAndForgetSuite(t *testing.T) {
 	if got := testutil.ToFloat64(SuiteRunsTotal.WithLabelValues("ns-s", "iso", "corp", ResultFailed)); got != 1 {
 		t.Errorf("suite_runs_total{failed} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(SuiteLastRunPassed.WithLabelValues("ns-s", "iso", "corp")); got != 0 {
-		t.Errorf("suite_last_run_passed after a failed run = %v, want 0", got)
-	}
-	if got := testutil.ToFloat64(SuiteLastRunPassed.WithLabelValues("ns-s", "other", "corp")); got != 1 {
-		t.Errorf("suite_last_run_passed after a passed run = %v, want 1", got)
+	if got := testutil.ToFloat64(SuiteRunsTotal.WithLabelValues("ns-s", "other", "corp", ResultPassed)); got != 1 {
+		t.Errorf("suite_runs_total{passed} = %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(SuiteDisclosuresTotal.WithLabelValues("ns-s", "iso", "corp", "mallory")); got != 1 {
 		t.Errorf("disclosures = %v, want 1", got)
@@ -44,9 +41,6 @@ func TestSuiteCompletionAndForgetSuite(t *testing.T) {
 	RecordSuiteCompletion(s, SuiteCompletion{Passed: true, Finished: time.Unix(300, 0), Personas: []PersonaScores{{Persona: "alice"}}})
 	if n := testutil.CollectAndCount(SuiteUtility); n != 0 {
 		t.Errorf("utility series after an undefined run = %d, want 0", n)
-	}
-	if got := testutil.ToFloat64(SuiteLastCompletedRun.WithLabelValues("ns-s", "iso", "corp")); got != 300 {
-		t.Errorf("last completed = %v, want 300", got)
 	}
 
 	ForgetSuite("ns-s", "iso")

@@ -1,0 +1,333 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/schedule"
+)
+
+// The gauges below restate what the objects already say: a canary's SLO and
+// schedule, its last run's result, a suite's last verdict. They are built
+// from the objects at every scrape instead of being set when a reconciler
+// sees something happen, so a restarted manager exports them from its first
+// scrape (no canary looks stale because this process has not yet seen one of
+// its runs finish) and a deleted object's series go with it. Counters and
+// histograms count events that no object records; they stay pushed.
+var (
+	canaryExclusionSLODesc = newGaugeDesc("canary_exclusion_slo_seconds",
+		"Exclusion SLO the canary's runs are judged by (search surface).", runLabels)
+	canarySchedulePeriodDesc = newGaugeDesc("canary_schedule_period_seconds",
+		"Time between the canary's scheduled runs; absent while the canary is suspended or not ready.", runLabels)
+	lastCompletedRunDesc = newGaugeDesc("last_completed_run_timestamp_seconds",
+		"Unix time the canary's last run finished.", runLabels)
+	exclusionLowerBoundDesc = newGaugeDesc("last_run_exclusion_lower_bound_seconds",
+		"Lower bound of time-to-exclusion of the canary's last finished run, per surface.", surfaceLabels)
+	exclusionUpperBoundDesc = newGaugeDesc("last_run_exclusion_upper_bound_seconds",
+		"Upper bound of time-to-exclusion of the canary's last finished run, per surface; absent when exclusion was not established.", surfaceLabels)
+	suiteLastRunPassedDesc = newGaugeDesc("suite_last_run_passed",
+		"1 when the suite's latest finished run passed every gate, else 0; what the gate-failed alert watches.", suiteLabels)
+	suiteLastCompletedRunDesc = newGaugeDesc("suite_last_completed_run_timestamp_seconds",
+		"Unix time the suite's last run finished.", suiteLabels)
+)
+
+// derivedDescs lists every family the ObjectCollector builds.
+var derivedDescs = []*prometheus.Desc{
+	canaryExclusionSLODesc, canarySchedulePeriodDesc, lastCompletedRunDesc,
+	exclusionLowerBoundDesc, exclusionUpperBoundDesc,
+	suiteLastRunPassedDesc, suiteLastCompletedRunDesc,
+}
+
+func newGaugeDesc(name, help string, labels []string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
+}
+
+// readTimeout bounds one scrape's reads. The cache answers from memory; the
+// bound only matters for an informer that is not synced yet.
+const readTimeout = 10 * time.Second
+
+// Rules are the reconcilers' own decisions the collector must repeat
+// exactly, passed in so each lives in one place.
+type Rules struct {
+	// SearchSLO is the exclusion SLO a canary's runs are judged by on the
+	// search surface, given the canary's Corpus.
+	SearchSLO func(*v1alpha1.RevocationCanary, *v1alpha1.Corpus) time.Duration
+	// CanaryOf names the canary whose series a run's measurements belong
+	// to; "" for a run created by hand rather than by a RevocationCanary.
+	CanaryOf func(*v1alpha1.CanaryRun) string
+}
+
+// ObjectCollector is a prometheus.Collector that builds the derived gauges
+// from the objects a client.Reader (the manager's cache) holds at scrape
+// time. As a manager Runnable it registers itself on controller-runtime's
+// registry while its manager leads, and only then: a standby replica does
+// not reconcile, and two replicas exporting the same series would break the
+// alerts' one-to-one joins.
+type ObjectCollector struct {
+	reader client.Reader
+	clock  clock.PassiveClock
+	rules  Rules
+}
+
+// NewObjectCollector reads through reader; clock is the scheduling clock,
+// which places a cron schedule's period.
+func NewObjectCollector(reader client.Reader, clk clock.PassiveClock, rules Rules) *ObjectCollector {
+	return &ObjectCollector{reader: reader, clock: clk, rules: rules}
+}
+
+// Describe sends the descriptors of every derived family.
+func (c *ObjectCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range derivedDescs {
+		ch <- d
+	}
+}
+
+// Collect reads the objects and sends one gauge per derived series. A
+// failed read fails the scrape rather than dropping the series: an alert
+// must never take "could not read" for "no run completed".
+func (c *ObjectCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	objs, err := readObjects(ctx, c.reader)
+	if err != nil {
+		for _, d := range derivedDescs {
+			ch <- prometheus.NewInvalidMetric(d, err)
+		}
+		return
+	}
+	for _, s := range derive(objs, c.rules, c.clock.Now()) {
+		ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, s.value, s.labels...)
+	}
+}
+
+// Start registers the collector on controller-runtime's registry and
+// unregisters it when the manager stops, so a later manager in the same
+// process can register its own.
+func (c *ObjectCollector) Start(ctx context.Context) error {
+	if err := crmetrics.Registry.Register(c); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	crmetrics.Registry.Unregister(c)
+	return nil
+}
+
+// NeedLeaderElection keeps the collector to the leader, which is the
+// replica whose reconcilers push the counters.
+func (c *ObjectCollector) NeedLeaderElection() bool { return true }
+
+// objects is one scrape's view of the cluster.
+type objects struct {
+	canaries []v1alpha1.RevocationCanary
+	corpora  map[client.ObjectKey]*v1alpha1.Corpus
+	runs     []v1alpha1.CanaryRun
+	// runCorpus is the corpus each CanaryRun measured, by run.
+	runCorpus map[client.ObjectKey]string
+	suites    []v1alpha1.EvalSuite
+}
+
+// readObjects lists what the gauges derive from. The lists are shared
+// with the cache, not copied: nothing here writes to them.
+func readObjects(ctx context.Context, r client.Reader) (objects, error) {
+	var (
+		canaries v1alpha1.RevocationCanaryList
+		corpora  v1alpha1.CorpusList
+		runs     v1alpha1.CanaryRunList
+		suites   v1alpha1.EvalSuiteList
+	)
+	err := errors.Join(
+		r.List(ctx, &canaries, client.UnsafeDisableDeepCopy),
+		r.List(ctx, &corpora, client.UnsafeDisableDeepCopy),
+		r.List(ctx, &runs, client.UnsafeDisableDeepCopy),
+		r.List(ctx, &suites, client.UnsafeDisableDeepCopy),
+	)
+	if err != nil {
+		return objects{}, err
+	}
+	o := objects{canaries: canaries.Items, runs: runs.Items, suites: suites.Items,
+		corpora: map[client.ObjectKey]*v1alpha1.Corpus{}, runCorpus: map[client.ObjectKey]string{}}
+	for i := range corpora.Items {
+		o.corpora[client.ObjectKeyFromObject(&corpora.Items[i])] = &corpora.Items[i]
+	}
+	for i := range runs.Items {
+		o.runCorpus[client.ObjectKeyFromObject(&runs.Items[i])] = runs.Items[i].Spec.CorpusRef.Name
+	}
+	return o, nil
+}
+
+// sample is one series of a derived family.
+type sample struct {
+	desc   *prometheus.Desc
+	value  float64
+	labels []string
+}
+
+// derive builds every derived series from one view of the objects. Objects
+// being deleted export nothing: the user has asked for them to go.
+func derive(o objects, rules Rules, now time.Time) []sample {
+	var out []sample
+	for i := range o.canaries {
+		if canary := &o.canaries[i]; canary.DeletionTimestamp.IsZero() {
+			out = append(out, canarySamples(canary, o, rules, now)...)
+		}
+	}
+	out = append(out, handMadeRunSamples(o.runs, rules.CanaryOf)...)
+	for i := range o.suites {
+		if s := &o.suites[i]; s.DeletionTimestamp.IsZero() {
+			out = append(out, suiteSamples(s)...)
+		}
+	}
+	return out
+}
+
+// canarySamples: the SLO and period of a ready canary, and its last
+// finished run as status.lastRun summarises it (the summary outlives the
+// run when the history limit deletes it).
+func canarySamples(canary *v1alpha1.RevocationCanary, o objects, rules Rules, now time.Time) []sample {
+	var out []sample
+	corpus := o.corpora[client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.CorpusRef.Name}]
+	if corpus != nil && meta.IsStatusConditionTrue(canary.Status.Conditions, v1alpha1.ConditionReady) {
+		l := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name}.values()
+		out = append(out, sample{canaryExclusionSLODesc, rules.SearchSLO(canary, corpus).Seconds(), l})
+		if p := schedulePeriod(canary, now); p > 0 {
+			out = append(out, sample{canarySchedulePeriodDesc, p.Seconds(), l})
+		}
+	}
+	last := canary.Status.LastRun
+	if last == nil {
+		return out
+	}
+	// The run's series carry the corpus it measured, which differs from the
+	// canary's when spec.corpusRef changed since; once the run is gone the
+	// canary's is the best left.
+	corpusName, ok := o.runCorpus[client.ObjectKey{Namespace: canary.Namespace, Name: last.Name}]
+	if !ok {
+		corpusName = canary.Spec.CorpusRef.Name
+	}
+	r := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpusName}
+	bounds := []surfaceBounds{{surfaceSearch, last.TimeToExclusion}, {surfaceAnswer, last.CacheInvalidation}}
+	return append(out, lastRunSamples(r, last.CompletionTime, bounds)...)
+}
+
+// schedulePeriod is the gap between the next two scheduled runs; 0 while
+// the canary is suspended or its schedule does not parse. For a cron
+// schedule it is measured between scheduled times, never from now.
+func schedulePeriod(canary *v1alpha1.RevocationCanary, now time.Time) time.Duration {
+	if canary.Spec.Suspend != nil && *canary.Spec.Suspend {
+		return 0
+	}
+	sched, err := schedule.Parse(canary.Spec.Schedule)
+	if err != nil {
+		return 0
+	}
+	next := sched.Next(now, now)
+	if next.IsZero() {
+		return 0
+	}
+	return sched.Period(next)
+}
+
+// surfaceBounds is one surface's interval; nil when the run did not
+// measure the surface.
+type surfaceBounds struct {
+	surface string
+	bounds  *v1alpha1.ExclusionBounds
+}
+
+// lastRunSamples: the completion time and each established bound. A bound
+// that was not established has no series, never a stand-in value.
+func lastRunSamples(r Run, completed *metav1.Time, bounds []surfaceBounds) []sample {
+	var out []sample
+	if completed != nil {
+		out = append(out, sample{lastCompletedRunDesc, float64(completed.Unix()), r.values()})
+	}
+	for _, b := range bounds {
+		if b.bounds == nil {
+			continue
+		}
+		l := append(r.values(), b.surface)
+		if b.bounds.Lower != nil {
+			out = append(out, sample{exclusionLowerBoundDesc, b.bounds.Lower.Seconds(), l})
+		}
+		if b.bounds.Upper != nil {
+			out = append(out, sample{exclusionUpperBoundDesc, b.bounds.Upper.Seconds(), l})
+		}
+	}
+	return out
+}
+
+// handMadeRunSamples reports runs created by hand, which no canary
+// summarises, under canary="": per namespace and corpus, the newest
+// finished run.
+func handMadeRunSamples(runs []v1alpha1.CanaryRun, canaryOf func(*v1alpha1.CanaryRun) string) []sample {
+	latest := map[Run]*v1alpha1.CanaryRun{}
+	var order []Run
+	for i := range runs {
+		run := &runs[i]
+		if !finishedRun(run) || !run.DeletionTimestamp.IsZero() || canaryOf(run) != "" {
+			continue
+		}
+		key := Run{Namespace: run.Namespace, Corpus: run.Spec.CorpusRef.Name}
+		prev, seen := latest[key]
+		if !seen {
+			order = append(order, key)
+		}
+		if !seen || finishedAfter(run, prev) {
+			latest[key] = run
+		}
+	}
+	var out []sample
+	for _, key := range order {
+		run := latest[key]
+		var bounds []surfaceBounds
+		for _, m := range run.Status.Surfaces {
+			bounds = append(bounds, surfaceBounds{string(m.Surface), m.Bounds})
+		}
+		out = append(out, lastRunSamples(key, run.Status.CompletionTime, bounds)...)
+	}
+	return out
+}
+
+func finishedRun(run *v1alpha1.CanaryRun) bool {
+	phase := run.Status.Phase
+	return (phase == v1alpha1.PhaseSucceeded || phase == v1alpha1.PhaseFailed) && run.Status.CompletionTime != nil
+}
+
+// finishedAfter orders finished runs by completion, then by name, so the
+// same objects always give the same series.
+func finishedAfter(a, b *v1alpha1.CanaryRun) bool {
+	if c := a.Status.CompletionTime.Compare(b.Status.CompletionTime.Time); c != 0 {
+		return c > 0
+	}
+	return a.Name > b.Name
+}
+
+// suiteSamples: the verdict and completion time of the suite's latest
+// finished run, as status.lastRun summarises it.
+func suiteSamples(s *v1alpha1.EvalSuite) []sample {
+	last := s.Status.LastRun
+	if last == nil {
+		return nil
+	}
+	l := Suite{Namespace: s.Namespace, Suite: s.Name, Corpus: s.Spec.CorpusRef.Name}.values()
+	out := []sample{{suiteLastRunPassedDesc, boolToFloat(last.Passed), l}}
+	if last.CompletionTime != nil {
+		out = append(out, sample{suiteLastCompletedRunDesc, float64(last.CompletionTime.Unix()), l})
+	}
+	return out
+}
+
+// values are the run's label values in the order of runLabels.
+func (r Run) values() []string { return []string{r.Namespace, r.Canary, r.Corpus} }
+
+// values are the suite's label values in the order of suiteLabels.
+func (s Suite) values() []string { return []string{s.Namespace, s.Suite, s.Corpus} }

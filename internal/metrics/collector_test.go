@@ -1,0 +1,370 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	rctestutil "github.com/ragcanary/ragcanary/internal/testutil"
+)
+
+// testRules stand in for the controllers' rules: the canary's SLO
+// override, else the corpus's; a run belongs to the canary its label names.
+var testRules = Rules{
+	SearchSLO: func(c *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus) time.Duration {
+		if c.Spec.ExclusionSLO != nil {
+			return c.Spec.ExclusionSLO.Duration
+		}
+		return corpus.Spec.Freshness.ExclusionSLO.Duration
+	},
+	CanaryOf: func(r *v1alpha1.CanaryRun) string { return r.Labels["ragcanary.dev/canary"] },
+}
+
+// scrapeTime is a Friday, 30 s before a 6-hourly cron time: a period taken
+// from now would be 30 s.
+var scrapeTime = time.Date(2026, 3, 6, 5, 59, 30, 0, time.UTC)
+
+func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+
+func at(unix int64) *metav1.Time { return &metav1.Time{Time: time.Unix(unix, 0)} }
+
+func ready(status metav1.ConditionStatus, reason string) []metav1.Condition {
+	return []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: status, Reason: reason}}
+}
+
+func corpus(name string, slo time.Duration) *v1alpha1.Corpus {
+	return &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: name},
+		Spec: v1alpha1.CorpusSpec{Freshness: v1alpha1.Freshness{ExclusionSLO: dur(slo)}}}
+}
+
+// canary is a ready canary on corpus kb running every hour; mutate shapes it.
+func canary(name string, mutate func(*v1alpha1.RevocationCanary)) *v1alpha1.RevocationCanary {
+	c := &v1alpha1.RevocationCanary{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: name},
+		Spec: v1alpha1.RevocationCanarySpec{
+			Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: dur(time.Hour)}},
+			CanarySpec: v1alpha1.CanarySpec{CorpusRef: v1alpha1.LocalObjectReference{Name: "kb"}},
+		},
+		Status: v1alpha1.RevocationCanaryStatus{Conditions: ready(metav1.ConditionTrue, "Scheduled")},
+	}
+	if mutate != nil {
+		mutate(c)
+	}
+	return c
+}
+
+// run is a CanaryRun on corpus kb; canaryName "" makes it a hand-made run.
+func run(name, canaryName string, phase v1alpha1.CanaryPhase, completed *metav1.Time, surfaces ...v1alpha1.SurfaceMeasurement) *v1alpha1.CanaryRun {
+	r := &v1alpha1.CanaryRun{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: name},
+		Spec:       v1alpha1.CanaryRunSpec{CanarySpec: v1alpha1.CanarySpec{CorpusRef: v1alpha1.LocalObjectReference{Name: "kb"}}},
+		Status:     v1alpha1.CanaryRunStatus{Phase: phase, CompletionTime: completed, Surfaces: surfaces},
+	}
+	if canaryName != "" {
+		r.Labels = map[string]string{"ragcanary.dev/canary": canaryName}
+	}
+	return r
+}
+
+func newReader(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) client.WithWatch {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...)
+	if funcs != nil {
+		b = b.WithInterceptorFuncs(*funcs)
+	}
+	return b.Build()
+}
+
+// fixture is a fleet covering each rule of the derived gauges. Nothing was
+// ever pushed for it: everything exported comes from the objects.
+func fixture() []client.Object {
+	lastRun := &v1alpha1.RunSummary{
+		Name: "hourly-1", Verdict: v1alpha1.VerdictSLOMet, CompletionTime: at(1000),
+		TimeToExclusion: &v1alpha1.ExclusionBounds{Lower: dur(10 * time.Second), Upper: dur(12 * time.Second)},
+		// The answer surface never confirmed exclusion: a lower bound only.
+		CacheInvalidation: &v1alpha1.ExclusionBounds{Lower: dur(50 * time.Second)},
+	}
+	return []client.Object{
+		corpus("kb", time.Minute),
+		corpus("old", time.Minute),
+		// Ready, with a finished run whose object the history limit removed.
+		canary("hourly", func(c *v1alpha1.RevocationCanary) { c.Status.LastRun = lastRun }),
+		// Suspended: its SLO still applies, but no period, so it never goes stale.
+		canary("paused", func(c *v1alpha1.RevocationCanary) {
+			c.Spec.Suspend = ptr.To(true)
+			c.Status.Conditions = ready(metav1.ConditionTrue, "Suspended")
+		}),
+		// Not ready (a Persona is missing): neither SLO nor period, but its
+		// last run stays reported.
+		canary("broken", func(c *v1alpha1.RevocationCanary) {
+			c.Status.Conditions = ready(metav1.ConditionFalse, "PersonaNotFound")
+			c.Status.LastRun = &v1alpha1.RunSummary{Name: "gone", CompletionTime: at(900)}
+		}),
+		// Moved to corpus kb after its last run measured corpus old: the
+		// run's series keep the corpus it measured.
+		canary("moved", func(c *v1alpha1.RevocationCanary) {
+			c.Spec.ExclusionSLO = dur(30 * time.Second)
+			c.Status.LastRun = &v1alpha1.RunSummary{Name: "moved-1", CompletionTime: at(800)}
+		}),
+		func() client.Object {
+			r := run("moved-1", "moved", v1alpha1.PhaseSucceeded, at(800))
+			r.Spec.CorpusRef.Name = "old"
+			return r
+		}(),
+		// Six-hourly cron: the period is 6 h, not the 30 s to the next time.
+		canary("cron", func(c *v1alpha1.RevocationCanary) {
+			c.Spec.Schedule = v1alpha1.Schedule{Cron: "0 */6 * * *"}
+		}),
+		// Being deleted: nothing, whatever its status says.
+		canary("leaving", func(c *v1alpha1.RevocationCanary) {
+			c.Finalizers = []string{"ragcanary.dev/runs"}
+			c.DeletionTimestamp = at(2000)
+			c.Status.LastRun = lastRun
+		}),
+		// Hand-made runs on kb: the newest finished one is reported under
+		// canary=""; the running one and the canary's own run are not.
+		run("manual-a", "", v1alpha1.PhaseSucceeded, at(1100),
+			v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceSearch, Bounds: &v1alpha1.ExclusionBounds{Lower: dur(time.Second), Upper: dur(2 * time.Second)}}),
+		run("manual-b", "", v1alpha1.PhaseFailed, at(1200),
+			v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceSearch, Bounds: &v1alpha1.ExclusionBounds{Lower: dur(300 * time.Second)}}),
+		run("manual-c", "", v1alpha1.PhaseAwaitingExclusion, nil),
+		run("hourly-2", "hourly", v1alpha1.PhaseSucceeded, at(5000)),
+		&v1alpha1.EvalSuite{ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: "iso"},
+			Spec:   v1alpha1.EvalSuiteSpec{CorpusRef: v1alpha1.LocalObjectReference{Name: "kb"}},
+			Status: v1alpha1.EvalSuiteStatus{LastRun: &v1alpha1.SuiteRunSummary{Name: "iso-1", Passed: false, CompletionTime: at(1300)}}},
+		// A suite that never finished a run has no verdict series at all.
+		&v1alpha1.EvalSuite{ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: "new"},
+			Spec: v1alpha1.EvalSuiteSpec{CorpusRef: v1alpha1.LocalObjectReference{Name: "kb"}}},
+	}
+}
+
+const wantSeries = `
+# HELP ragcanary_canary_exclusion_slo_seconds Exclusion SLO the canary's runs are judged by (search surface).
+# TYPE ragcanary_canary_exclusion_slo_seconds gauge
+ragcanary_canary_exclusion_slo_seconds{canary="cron",corpus="kb",namespace="rag"} 60
+ragcanary_canary_exclusion_slo_seconds{canary="hourly",corpus="kb",namespace="rag"} 60
+ragcanary_canary_exclusion_slo_seconds{canary="moved",corpus="kb",namespace="rag"} 30
+ragcanary_canary_exclusion_slo_seconds{canary="paused",corpus="kb",namespace="rag"} 60
+# HELP ragcanary_canary_schedule_period_seconds Time between the canary's scheduled runs; absent while the canary is suspended or not ready.
+# TYPE ragcanary_canary_schedule_period_seconds gauge
+ragcanary_canary_schedule_period_seconds{canary="cron",corpus="kb",namespace="rag"} 21600
+ragcanary_canary_schedule_period_seconds{canary="hourly",corpus="kb",namespace="rag"} 3600
+ragcanary_canary_schedule_period_seconds{canary="moved",corpus="kb",namespace="rag"} 3600
+# HELP ragcanary_last_completed_run_timestamp_seconds Unix time the canary's last run finished.
+# TYPE ragcanary_last_completed_run_timestamp_seconds gauge
+ragcanary_last_completed_run_timestamp_seconds{canary="",corpus="kb",namespace="rag"} 1200
+ragcanary_last_completed_run_timestamp_seconds{canary="broken",corpus="kb",namespace="rag"} 900
+ragcanary_last_completed_run_timestamp_seconds{canary="hourly",corpus="kb",namespace="rag"} 1000
+ragcanary_last_completed_run_timestamp_seconds{canary="moved",corpus="old",namespace="rag"} 800
+# HELP ragcanary_last_run_exclusion_lower_bound_seconds Lower bound of time-to-exclusion of the canary's last finished run, per surface.
+# TYPE ragcanary_last_run_exclusion_lower_bound_seconds gauge
+ragcanary_last_run_exclusion_lower_bound_seconds{canary="",corpus="kb",namespace="rag",surface="Search"} 300
+ragcanary_last_run_exclusion_lower_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Answer"} 50
+ragcanary_last_run_exclusion_lower_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Search"} 10
+# HELP ragcanary_last_run_exclusion_upper_bound_seconds Upper bound of time-to-exclusion of the canary's last finished run, per surface; absent when exclusion was not established.
+# TYPE ragcanary_last_run_exclusion_upper_bound_seconds gauge
+ragcanary_last_run_exclusion_upper_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Search"} 12
+# HELP ragcanary_suite_last_completed_run_timestamp_seconds Unix time the suite's last run finished.
+# TYPE ragcanary_suite_last_completed_run_timestamp_seconds gauge
+ragcanary_suite_last_completed_run_timestamp_seconds{corpus="kb",namespace="rag",suite="iso"} 1300
+# HELP ragcanary_suite_last_run_passed 1 when the suite's latest finished run passed every gate, else 0; what the gate-failed alert watches.
+# TYPE ragcanary_suite_last_run_passed gauge
+ragcanary_suite_last_run_passed{corpus="kb",namespace="rag",suite="iso"} 0
+`
+
+// TestObjectCollectorDerivesGaugesFromObjects: a collector that never saw a
+// run finish exports every derived series, with the values and labels the
+// pushed gauges had, from the objects alone.
+func TestObjectCollectorDerivesGaugesFromObjects(t *testing.T) {
+	c := NewObjectCollector(newReader(t, nil, fixture()...), clocktesting.NewFakePassiveClock(scrapeTime), testRules)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(wantSeries)); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestObjectCollectorDropsDeletedObjects: deleting a canary or a suite
+// removes its series at the next scrape, with no Forget call.
+func TestObjectCollectorDropsDeletedObjects(t *testing.T) {
+	reader := newReader(t, nil, fixture()...)
+	c := NewObjectCollector(reader, clocktesting.NewFakePassiveClock(scrapeTime), testRules)
+	if n := seriesOf(t, c, "hourly", "iso"); n != 8 {
+		t.Fatalf("before deletion: %d series of canary hourly and suite iso, want 8", n)
+	}
+	ctx := context.Background()
+	for _, obj := range []client.Object{canary("hourly", nil), &v1alpha1.EvalSuite{ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: "iso"}}} {
+		if err := reader.Delete(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := seriesOf(t, c, "hourly", "iso"); n != 0 {
+		t.Errorf("after deletion: %d series of canary hourly and suite iso remain", n)
+	}
+	if n := testutil.CollectAndCount(c, "ragcanary_canary_exclusion_slo_seconds"); n != 3 {
+		t.Errorf("other canaries' SLO series = %d, want 3", n)
+	}
+}
+
+// seriesOf counts collected series labelled canary=canaryName or suite=suiteName.
+func seriesOf(t *testing.T, c prometheus.Collector, canaryName, suiteName string) int {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, fam := range families {
+		for _, m := range fam.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if (l.GetName() == LabelCanary && l.GetValue() == canaryName) || (l.GetName() == LabelSuite && l.GetValue() == suiteName) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+// TestObjectCollectorReadErrorFailsScrape: when the objects cannot be read
+// the scrape fails; it never reports the canaries as having no runs.
+func TestObjectCollectorReadErrorFailsScrape(t *testing.T) {
+	failing := &interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*v1alpha1.CanaryRunList); ok {
+			return errors.New("cache not synced")
+		}
+		return c.List(ctx, list, opts...)
+	}}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewObjectCollector(newReader(t, failing, fixture()...), clocktesting.NewFakePassiveClock(scrapeTime), testRules))
+	families, err := reg.Gather()
+	if err == nil || !strings.Contains(err.Error(), "cache not synced") {
+		t.Errorf("gather error = %v, want the read error", err)
+	}
+	for _, fam := range families {
+		if len(fam.GetMetric()) > 0 {
+			t.Errorf("family %s exported %d series from a failed read", fam.GetName(), len(fam.GetMetric()))
+		}
+	}
+}
+
+// TestObjectCollectorRegistersWhileRunning: as a manager runnable the
+// collector serves on controller-runtime's registry until its manager
+// stops, and then leaves room for the next manager's collector.
+func TestObjectCollectorRegistersWhileRunning(t *testing.T) {
+	reader := newReader(t, nil, fixture()...)
+	clk := clocktesting.NewFakePassiveClock(scrapeTime)
+	const family = "ragcanary_suite_last_run_passed"
+	for round := 1; round <= 2; round++ {
+		c := NewObjectCollector(reader, clk, testRules)
+		if !c.NeedLeaderElection() {
+			t.Fatal("the collector must run on the leader only")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.Start(ctx) }()
+		rctestutil.Eventually(t, 10*time.Second, fmt.Sprintf("round %d: %s served", round, family), func() error {
+			if n := gatheredSeries(t, family); n != 1 {
+				return fmt.Errorf("%d series", n)
+			}
+			return nil
+		})
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: Start returned %v", round, err)
+		}
+		if n := gatheredSeries(t, family); n != 0 {
+			t.Errorf("round %d: %d series still served after the manager stopped", round, n)
+		}
+	}
+}
+
+func gatheredSeries(t *testing.T, name string) int {
+	t.Helper()
+	n, err := testutil.GatherAndCount(crmetrics.Registry, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestSchedulePeriod(t *testing.T) {
+	friday10 := time.Date(2026, 3, 6, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		// schedule and suspend are the canary's spec.
+		schedule v1alpha1.Schedule
+		suspend  *bool
+		// now is the scrape time.
+		now  time.Time
+		want time.Duration
+	}{
+		{name: "every", schedule: v1alpha1.Schedule{Every: dur(15 * time.Minute)}, now: scrapeTime, want: 15 * time.Minute},
+		{name: "@every in cron", schedule: v1alpha1.Schedule{Cron: "@every 2h"}, now: scrapeTime, want: 2 * time.Hour},
+		{name: "cron just before a time", schedule: v1alpha1.Schedule{Cron: "0 * * * *"}, now: scrapeTime, want: time.Hour},
+		// The gap after the next time: Monday 09:00 to Tuesday 09:00.
+		{name: "weekday cron over a weekend", schedule: v1alpha1.Schedule{Cron: "0 9 * * 1-5"}, now: friday10, want: 24 * time.Hour},
+		{name: "suspended", schedule: v1alpha1.Schedule{Every: dur(time.Hour)}, suspend: ptr.To(true), now: scrapeTime, want: 0},
+		{name: "explicitly not suspended", schedule: v1alpha1.Schedule{Every: dur(time.Hour)}, suspend: ptr.To(false), now: scrapeTime, want: time.Hour},
+		{name: "invalid schedule", schedule: v1alpha1.Schedule{Cron: "61 * * * *"}, now: scrapeTime, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := canary("c", func(c *v1alpha1.RevocationCanary) {
+				c.Spec.Schedule, c.Spec.Suspend = tt.schedule, tt.suspend
+			})
+			if got := schedulePeriod(c, tt.now); got != tt.want {
+				t.Errorf("period = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// BenchmarkDerive is one scrape's work for a fleet of 1,000 canaries with
+// six retained runs each and 100 suites, once the lists are read.
+func BenchmarkDerive(b *testing.B) {
+	var o objects
+	o.corpora = map[client.ObjectKey]*v1alpha1.Corpus{{Namespace: "rag", Name: "kb"}: corpus("kb", time.Minute)}
+	o.runCorpus = map[client.ObjectKey]string{}
+	for i := range 1000 {
+		name := fmt.Sprintf("canary-%d", i)
+		o.canaries = append(o.canaries, *canary(name, func(c *v1alpha1.RevocationCanary) {
+			c.Status.LastRun = &v1alpha1.RunSummary{Name: name + "-5", CompletionTime: at(1000),
+				TimeToExclusion: &v1alpha1.ExclusionBounds{Lower: dur(time.Second), Upper: dur(2 * time.Second)}}
+		}))
+		for j := range 6 {
+			r := run(fmt.Sprintf("%s-%d", name, j), name, v1alpha1.PhaseSucceeded, at(int64(1000+j)))
+			o.runs = append(o.runs, *r)
+			o.runCorpus[client.ObjectKeyFromObject(r)] = "kb"
+		}
+	}
+	for i := range 100 {
+		o.suites = append(o.suites, v1alpha1.EvalSuite{ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: fmt.Sprintf("suite-%d", i)},
+			Status: v1alpha1.EvalSuiteStatus{LastRun: &v1alpha1.SuiteRunSummary{Passed: true, CompletionTime: at(1000)}}})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := len(derive(o, testRules, scrapeTime)); n != 5200 {
+			b.Fatalf("%d series, want 5200", n)
+		}
+	}
+}
