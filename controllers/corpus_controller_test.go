@@ -121,7 +121,8 @@ func TestCorpusContractMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := waitCorpusReady(t, corpus, metav1.ConditionFalse, v1alpha1.ReasonContractMismatch)
-	if got.Status.Capabilities == nil || got.Status.Capabilities.ContractVersion != "v9" {
-		t.Errorf("capabilities = %+v, want the reported v9", got.Status.Capabilities)
+	// A reply ragcanary cannot rely on never stands in status as fact.
+	if got.Status.Capabilities != nil {
+		t.Errorf("capabilities = %+v, want none from a v9 target", got.Status.Capabilities)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 const personaCredential = "s3cr3t-persona-credential"
@@ -95,9 +96,19 @@ func TestPersonaIgnoresUnrelatedSecrets(t *testing.T) {
 	if meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionReady) {
 		t.Fatalf("persona became Ready from an unrelated Secret")
 	}
+	// The referenced Secret without the credential label is not read: the
+	// Persona says which label to add.
 	ref := other.DeepCopy()
 	ref.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "bob-cred"}
 	if err := k8sClient.Create(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	got := waitPersonaReady(t, persona, metav1.ConditionFalse, target.ReasonSecretNotLabeled)
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, `ragcanary.dev/credential="true"`) {
+		t.Errorf("message %q does not name the label to add", c.Message)
+	}
+	ref.Labels = credentialLabels()
+	if err := k8sClient.Update(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
 	waitPersonaReady(t, persona, metav1.ConditionTrue, v1alpha1.ReasonSecretFound)

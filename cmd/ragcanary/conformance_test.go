@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,5 +85,51 @@ func TestConformanceBadArguments(t *testing.T) {
 		if code := dispatch(args, &stdout, &stderr); code != exitInvalid {
 			t.Fatalf("%v: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// TestConformanceRedirectIsAFailedCheck: a target that redirects every call
+// to another server fails its checks naming the redirect, and the other
+// server never receives a request (so never a credential).
+func TestConformanceRedirectIsAFailedCheck(t *testing.T) {
+	var reached atomic.Int64
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"hits":[]}`))
+	}))
+	defer sink.Close()
+	real := serveRagtarget(t, ragtarget.FilterPrefilter)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/capabilities" {
+			resp, err := http.Get(real + r.URL.Path)
+			if err != nil {
+				http.Error(w, "down", http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.Copy(w, resp.Body)
+			return
+		}
+		http.Redirect(w, r, sink.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer proxy.Close()
+	code, out, errOut := runConformanceAgainst(t, proxy.URL)
+	if code != exitFailed || !strings.Contains(out, "FAIL") || !strings.Contains(out, "307") {
+		t.Fatalf("exit %d, want 1 with a failed check naming status 307\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Fatalf("the redirect target received %d requests", n)
+	}
+}
+
+// TestConformanceRefusesURLOutsideItsAllowlist: the same URL rules as the
+// operator; nothing is sent.
+func TestConformanceRefusesURLOutsideItsAllowlist(t *testing.T) {
+	url := serveRagtarget(t, ragtarget.FilterPrefilter)
+	code, _, errOut := runConformanceAgainst(t, url+"/tenant-a/../tenant-b/", "--allowed-target-urls", url+"/tenant-a/")
+	if code != exitInvalid || !strings.Contains(errOut, "not in the operator's allowed target URLs") {
+		t.Fatalf("exit %d, want 2 with URLNotAllowed; stderr:\n%s", code, errOut)
 	}
 }

@@ -86,13 +86,16 @@ type runner struct {
 	cfg    Config
 	report Report
 	docID  string
-	token  string // canary content searched for
-	caps   driver.Capabilities
+	token  string // the query handle searched and asked for
+	// payload is in the document but never in a request, so an answer that
+	// merely echoes the question is not mistaken for one quoting the document.
+	payload string
+	caps    driver.Capabilities
 }
 
 // Run executes the checks. The test document is always deleted at the end.
 func Run(ctx context.Context, cfg Config) Report {
-	r := &runner{cfg: cfg, docID: "ragcanary-conformance-" + randomHex(6), token: "rcconf" + randomHex(8)}
+	r := &runner{cfg: cfg, docID: "ragcanary-conformance-" + randomHex(6), token: "rcconf" + randomHex(8), payload: "rcconfpayload" + randomHex(8)}
 	defer r.cleanup(ctx)
 	if !r.step(CheckCapabilities, r.capabilities(ctx)) {
 		r.skipRest(CheckCreateDocument, CheckCreateIdempotent, CheckGrant, CheckSearchVisible, CheckAnswerVisible, CheckUnauthorized, CheckRevoke, CheckSearchExcluded, CheckAnswerExcluded, CheckDeleteDocument, CheckDeleteIdempotent)
@@ -177,7 +180,7 @@ func (r *runner) create(ctx context.Context) error {
 	return r.cfg.Driver.CreateDocument(ctx, driver.Document{
 		ID:         r.docID,
 		Title:      "ragcanary conformance " + r.token,
-		Body:       "This document exists to check the driver contract. Marker " + r.token + ".",
+		Body:       "This document exists to check the driver contract. Marker " + r.token + " and payload " + r.payload + ".",
 		Principals: []string{},
 	})
 }
@@ -231,7 +234,7 @@ func (r *runner) answerShows(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	cited := slices.ContainsFunc(a.Citations, func(c string) bool { return strings.HasPrefix(c, r.docID+"#") })
-	return cited || strings.Contains(a.Text, r.token), nil
+	return cited || strings.Contains(a.Text, r.payload), nil
 }
 
 // await polls p until it reports want; absence needs consecutive
