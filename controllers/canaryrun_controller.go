@@ -32,6 +32,11 @@ const DefaultProbeHeartbeat = 30 * time.Second
 // waitRetry is how often a run waiting for a missing reference re-checks.
 const waitRetry = 10 * time.Second
 
+// canaryRunWorkers is how many runs reconcile at once. A step against a
+// blackholed target holds a worker for up to the corpus timeout; with a few
+// workers, runs of one slow corpus would delay every other run's deadlines.
+const canaryRunWorkers = 16
+
 // maxStepsPerReconcile bounds how many phases one reconcile advances.
 const maxStepsPerReconcile = 10
 
@@ -177,7 +182,7 @@ func (r *CanaryRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.CanaryRun{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, deletionStarted()))).
 		WatchesRawSource(source.Channel(r.transitions, enqueueKey)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: canaryRunWorkers}).
 		Named("canaryrun").
 		Complete(r)
 }
