@@ -60,6 +60,10 @@ type PersonaResult struct {
 	// disclosureRate is disclosures / required-block cases.
 	// +optional
 	DisclosureRate Ratio `json:"disclosureRate"`
+	// failedToAbstainRate is required-block cases answered without a leak /
+	// required-block cases: the policy said refuse and the persona got an answer.
+	// +optional
+	FailedToAbstainRate Ratio `json:"failedToAbstainRate"`
 	// meanRecall is the mean recall@k over answerable cases where it is defined.
 	// +optional
 	MeanRecall Ratio `json:"meanRecall"`

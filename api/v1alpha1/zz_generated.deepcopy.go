@@ -756,6 +756,7 @@ func (in *PersonaResult) DeepCopyInto(out *PersonaResult) {
 	in.Utility.DeepCopyInto(&out.Utility)
 	in.FalseBlockRate.DeepCopyInto(&out.FalseBlockRate)
 	in.DisclosureRate.DeepCopyInto(&out.DisclosureRate)
+	in.FailedToAbstainRate.DeepCopyInto(&out.FailedToAbstainRate)
 	in.MeanRecall.DeepCopyInto(&out.MeanRecall)
 	in.MeanMRR.DeepCopyInto(&out.MeanMRR)
 }

@@ -37,7 +37,9 @@ flags:
   --min-mrr X       fail when the overall MRR@k is below X (0..1)
 
 A threshold on a metric that is undefined (no answerable case with relevant
-evidence) fails. See docs/eval.md for the file formats and the JSON report.
+evidence) fails. A required-block case that got an answer fails the
+no_failed_to_abstain gate. Each input file may be at most 512 MiB; a larger
+one is invalid input. See docs/eval.md for the file formats and the JSON report.
 `
 
 // evalConfig is the parsed command line.
@@ -169,12 +171,19 @@ func evaluateFiles(cfg evalConfig) (scoring.Report, error) {
 	return scoring.Evaluate(cases, results, cfg.opts)
 }
 
+// decodeFile refuses a regular file over scoring.MaxInputBytes before
+// reading any of it; the decoders stop any other input (a pipe) one byte
+// past the cap.
 func decodeFile[T any](path string, decode func(io.Reader) ([]T, error)) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > scoring.MaxInputBytes {
+		return nil, fmt.Errorf("%s: the file is %d bytes, larger than the limit of %d MiB for an input file",
+			path, st.Size(), scoring.MaxInputBytes>>20)
+	}
 	items, err := decode(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -218,7 +227,7 @@ func writeText(w io.Writer, r scoring.Report) error {
 
 func writeSummaryTable(w io.Writer, s scoring.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PERSONA\tANSWERABLE\tREQUIRED_BLOCK\tUTILITY\tFALSE_BLOCK_RATE\tDISCLOSURE_RATE\tRECALL@K\tMRR@K")
+	fmt.Fprintln(tw, "PERSONA\tANSWERABLE\tREQUIRED_BLOCK\tUTILITY\tFALSE_BLOCK_RATE\tDISCLOSURE_RATE\tFAILED_TO_ABSTAIN\tRECALL@K\tMRR@K")
 	writeStatsRow(tw, "(all)", s.Overall)
 	for _, name := range slices.Sorted(maps.Keys(s.Personas)) {
 		writeStatsRow(tw, personaLabel(name), s.Personas[name])
@@ -227,9 +236,9 @@ func writeSummaryTable(w io.Writer, s scoring.Summary) error {
 }
 
 func writeStatsRow(w io.Writer, label string, st scoring.Stats) {
-	fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", label, st.Answerable, st.RequiredBlock,
+	fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", label, st.Answerable, st.RequiredBlock,
 		fmtRatio(st.Utility), fmtRatio(st.FalseBlockRate), fmtRatio(st.DisclosureRate),
-		fmtMean(st.RecallAtK), fmtMean(st.MRRAtK))
+		fmtRatio(st.FailedToAbstainRate), fmtMean(st.RecallAtK), fmtMean(st.MRRAtK))
 }
 
 func writeGateTable(w io.Writer, gates []scoring.Gate) error {

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/ragcanary/ragcanary/internal/scoring"
 )
 
 // td returns the path of an eval test fixture.
@@ -42,7 +46,15 @@ func TestEvalExitCodes(t *testing.T) {
 			// Mean recall is (1 + 0.5 + 1)/3 ≈ 0.833.
 			name: "recall gate fails",
 			args: []string{cases, td("results_pass.json"), "--min-recall", "0.9"},
-			code: exitFailed, stdout: "min_recall         FAIL",
+			code: exitFailed, stdout: "min_recall            FAIL",
+		},
+		{
+			// q-salaries must be refused for the contractor, who got an
+			// answer from evidence they may see: nothing leaked, but the
+			// policy was broken, so the run fails.
+			name: "answered required block fails",
+			args: []string{cases, td("results_failed_to_abstain.json")},
+			code: exitFailed, stdout: "no_failed_to_abstain  FAIL    1",
 		},
 		{
 			name: "forbidden id fails and names the case",
@@ -136,17 +148,17 @@ func TestEvalJSONSchema(t *testing.T) {
 		assertKeys(t, "gate", gm, "name", "passed", "value", "threshold")
 		names = append(names, gm["name"].(string))
 	}
-	if want := []string{"no_forbidden", "citation_validity", "min_mrr"}; !reflect.DeepEqual(names, want) {
+	if want := []string{"no_forbidden", "citation_validity", "no_failed_to_abstain", "min_mrr"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("gate names = %v, want %v", names, want)
 	}
 
 	summary := out["summary"].(map[string]any)
 	assertKeys(t, "summary", summary, "overall", "personas")
-	statKeys := []string{"answerable", "required_block", "supported", "false_blocks", "disclosures",
-		"utility", "false_block_rate", "disclosure_rate", "recall_at_k", "mrr_at_k"}
+	statKeys := []string{"answerable", "required_block", "supported", "false_blocks", "disclosures", "failed_to_abstain",
+		"utility", "false_block_rate", "disclosure_rate", "failed_to_abstain_rate", "recall_at_k", "mrr_at_k"}
 	overall := summary["overall"].(map[string]any)
 	assertKeys(t, "overall", overall, statKeys...)
-	for _, r := range []string{"utility", "false_block_rate", "disclosure_rate", "recall_at_k", "mrr_at_k"} {
+	for _, r := range []string{"utility", "false_block_rate", "disclosure_rate", "failed_to_abstain_rate", "recall_at_k", "mrr_at_k"} {
 		assertKeys(t, "overall."+r, overall[r].(map[string]any), "value", "numerator", "denominator")
 	}
 	personas := summary["personas"].(map[string]any)
@@ -204,5 +216,63 @@ func TestEvalSamples(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("text report lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// TestEvalFailedToAbstainReport: the count is in both report formats, per
+// persona, over the required-block cases, and null where there are none.
+func TestEvalFailedToAbstainReport(t *testing.T) {
+	code, stdout, stderr := runEvalCmd("--format", "json", td("cases.json"), td("results_failed_to_abstain.json"))
+	if code != exitFailed {
+		t.Fatalf("exit = %d, want %d; stderr: %s", code, exitFailed, stderr)
+	}
+	var out struct {
+		Summary struct {
+			Personas map[string]struct {
+				FailedToAbstain int `json:"failed_to_abstain"`
+				Rate            struct {
+					Value       *float64 `json:"value"`
+					Numerator   float64  `json:"numerator"`
+					Denominator int      `json:"denominator"`
+				} `json:"failed_to_abstain_rate"`
+			} `json:"personas"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout)
+	}
+	contractor, employee := out.Summary.Personas["contractor"], out.Summary.Personas["employee"]
+	if contractor.FailedToAbstain != 1 || contractor.Rate.Value == nil || *contractor.Rate.Value != 1 || contractor.Rate.Denominator != 1 {
+		t.Errorf("contractor = %+v, want 1 failed to abstain, rate 1/1", contractor)
+	}
+	if employee.FailedToAbstain != 0 || employee.Rate.Value != nil || employee.Rate.Denominator != 0 {
+		t.Errorf("employee = %+v, want 0 and a null rate (no required-block case)", employee)
+	}
+	_, text, _ := runEvalCmd(td("cases.json"), td("results_failed_to_abstain.json"))
+	for _, want := range []string{"FAILED_TO_ABSTAIN", "1.000 (1/1)", "q-salaries  contractor  failed_to_abstain"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text report lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestEvalInputSizeCap: a file one byte over the cap is invalid input,
+// refused before it is read. The file is sparse: valid JSON at the start,
+// then a hole, so the test writes almost nothing.
+func TestEvalInputSizeCap(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "results.json")
+	if err := os.WriteFile(big, []byte("[\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, scoring.MaxInputBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runEvalCmd(td("cases.json"), big)
+	want := fmt.Sprintf("results.json: the file is %d bytes, larger than the limit of 512 MiB for an input file", scoring.MaxInputBytes+1)
+	if code != exitInvalid || !strings.Contains(stderr, want) || stdout != "" {
+		t.Errorf("exit = %d, stderr %q, stdout %q; want exit 2 with %q", code, stderr, stdout, want)
+	}
+	if !strings.Contains(evalUsage, fmt.Sprintf("at most %d MiB", scoring.MaxInputBytes>>20)) {
+		t.Errorf("usage does not state the %d MiB cap:\n%s", scoring.MaxInputBytes>>20, evalUsage)
 	}
 }

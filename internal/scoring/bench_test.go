@@ -1,7 +1,12 @@
 package scoring
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -68,4 +73,107 @@ func BenchmarkEvaluateMillion(b *testing.B) {
 	peak.Report(b)
 	// After the loop: ResetTimer drops metrics reported before it.
 	b.ReportMetric(float64(base.HeapAlloc)/(1<<20), "inputs-heap-MiB")
+}
+
+// BenchmarkEvaluateAtInputCap decodes and scores a cases file of nearly
+// MaxInputBytes and its results file (shaped like millionInputs, about 2
+// million cases), as `ragcanary eval` does: open, strictly decode both,
+// evaluate. The files are written once, outside the timer. peak-heap-MiB is
+// the bound the input cap buys.
+func BenchmarkEvaluateAtInputCap(b *testing.B) {
+	dir := b.TempDir()
+	casesPath, resultsPath := filepath.Join(dir, "cases.json"), filepath.Join(dir, "results.json")
+	n, err := writeUpTo(casesPath, resultsPath, MaxInputBytes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	peak := testutil.StartPeakHeap()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		cases, err := decodeFile(casesPath, DecodeCases)
+		if err != nil {
+			b.Fatal(err)
+		}
+		results, err := decodeFile(resultsPath, DecodeResults)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := Evaluate(cases, results, Options{K: 10})
+		if err != nil || len(r.Cases) != n {
+			b.Fatalf("scored %d of %d cases: %v", len(r.Cases), n, err)
+		}
+	}
+	b.StopTimer()
+	peak.Report(b)
+	b.ReportMetric(float64(n), "cases")
+	for _, p := range []string{casesPath, resultsPath} {
+		if st, err := os.Stat(p); err == nil {
+			b.ReportMetric(float64(st.Size())/(1<<20), filepath.Base(p)+"-MiB")
+		}
+	}
+}
+
+func decodeFile[T any](path string, decode func(io.Reader) ([]T, error)) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return decode(f)
+}
+
+// writeUpTo writes cases and results shaped like millionInputs until the
+// cases file would pass limit, and returns how many it wrote.
+func writeUpTo(casesPath, resultsPath string, limit int64) (int, error) {
+	cf, err := os.Create(casesPath)
+	if err != nil {
+		return 0, err
+	}
+	defer cf.Close()
+	rf, err := os.Create(resultsPath)
+	if err != nil {
+		return 0, err
+	}
+	defer rf.Close()
+	cw, rw := bufio.NewWriterSize(cf, 1<<20), bufio.NewWriterSize(rf, 1<<20)
+	// A repeating block keeps millionInputs' mix without holding millions
+	// of cases in memory while writing.
+	const block = 10_000
+	cases, results := millionInputs(block)
+	written := int64(1) // the opening bracket
+	cw.WriteByte('[')
+	rw.WriteByte('[')
+	n := 0
+	for ; ; n++ {
+		c, r := cases[n%block], results[n%block]
+		c.ID, r.ID = fmt.Sprintf("case-%08d", n), fmt.Sprintf("case-%08d", n)
+		cj, err := json.Marshal(c)
+		if err != nil {
+			return 0, err
+		}
+		rj, err := json.Marshal(r)
+		if err != nil {
+			return 0, err
+		}
+		// Room for this case, its separator and the closing bracket.
+		if written+int64(len(cj))+2 > limit {
+			break
+		}
+		if n > 0 {
+			cw.WriteByte(',')
+			rw.WriteByte(',')
+			written++
+		}
+		cw.Write(cj)
+		rw.Write(rj)
+		written += int64(len(cj))
+	}
+	cw.WriteByte(']')
+	rw.WriteByte(']')
+	if err := cw.Flush(); err != nil {
+		return 0, err
+	}
+	return n, rw.Flush()
 }

@@ -8,24 +8,35 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 )
+
+// MaxInputBytes is the largest cases or results document DecodeCases and
+// DecodeResults read; a longer one is invalid input, and reading stops one
+// byte past the cap. Decoded cases take several times the space of their
+// JSON, so this is what bounds memory (BenchmarkEvaluateAtInputCap). It
+// leaves room for twice the documented million-case evaluation, whose cases
+// file is 260 MiB.
+const MaxInputBytes = 512 << 20
 
 // DecodeCases strictly decodes a JSON array of cases. Unknown or duplicated
 // keys, wrong types, null and missing required fields are all rejected so a
 // typo in an export cannot silently change a score. Only "persona" is
 // optional. Semantic checks (duplicate IDs, relevant ⊆ allowed, ...) are left
-// to Evaluate, which runs them for every caller. Errors are *ValidationError.
+// to Evaluate, which runs them for every caller. At most MaxInputBytes are
+// read. Errors are *ValidationError.
 func DecodeCases(r io.Reader) ([]Case, error) {
-	elems, err := decodeArray(r, KindCase)
-	if err != nil {
-		return nil, err
-	}
+	return decodeCases(r, MaxInputBytes)
+}
+
+// decodeCases is DecodeCases reading at most limit bytes.
+func decodeCases(r io.Reader, limit int64) ([]Case, error) {
 	var ps problems
-	cases := make([]Case, 0, len(elems))
-	for i, raw := range elems {
+	var cases []Case
+	err := decodeArray(r, KindCase, limit, func(i int, raw json.RawMessage) {
 		o := parseObject(raw, KindCase, i, caseFields, &ps)
 		if o == nil {
-			continue
+			return
 		}
 		cases = append(cases, Case{
 			ID:          o.str("id", true),
@@ -35,26 +46,30 @@ func DecodeCases(r io.Reader) ([]Case, error) {
 			AllowedIDs:  o.strs("allowed_ids"),
 			MustAbstain: o.boolean("must_abstain"),
 		})
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
-	return cases, nil
+	return nonNilList(cases), nil
 }
 
 // DecodeResults strictly decodes a JSON array of results, with the same rules
 // as DecodeCases; every field is required.
 func DecodeResults(r io.Reader) ([]Result, error) {
-	elems, err := decodeArray(r, KindResult)
-	if err != nil {
-		return nil, err
-	}
+	return decodeResults(r, MaxInputBytes)
+}
+
+// decodeResults is DecodeResults reading at most limit bytes.
+func decodeResults(r io.Reader, limit int64) ([]Result, error) {
 	var ps problems
-	results := make([]Result, 0, len(elems))
-	for i, raw := range elems {
+	var results []Result
+	err := decodeArray(r, KindResult, limit, func(i int, raw json.RawMessage) {
 		o := parseObject(raw, KindResult, i, resultFields, &ps)
 		if o == nil {
-			continue
+			return
 		}
 		results = append(results, Result{
 			ID:           o.str("id", true),
@@ -62,11 +77,21 @@ func DecodeResults(r io.Reader) ([]Result, error) {
 			CitedIDs:     o.strs("cited_ids"),
 			Abstained:    o.boolean("abstained"),
 		})
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
-	return results, nil
+	return nonNilList(results), nil
+}
+
+func nonNilList[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // caseFields and resultFields list the accepted keys; the value says whether
@@ -82,26 +107,97 @@ var (
 	}
 )
 
-// decodeArray reads exactly one top-level JSON array and returns its raw
-// elements. A second value after the array is rejected: a concatenated or
+// errInputTooLarge is returned by capReader past its cap.
+var errInputTooLarge = errors.New("input too large")
+
+// capReader reads at most max bytes of r and fails on the next one, so an
+// oversized input is an error rather than a silently truncated document.
+type capReader struct {
+	r   io.Reader
+	max int64
+	n   int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.n > c.max {
+		return 0, errInputTooLarge
+	}
+	// One byte past the cap tells "exactly max bytes" from "more".
+	if rest := c.max + 1 - c.n; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.n > c.max {
+		return n, errInputTooLarge
+	}
+	return n, err
+}
+
+// decodeArray reads exactly one top-level JSON array, handing each raw
+// element to each in order, one at a time, so only the decoded values stay
+// in memory. A second value after the array is rejected: a concatenated or
 // half-written export should not be half-read.
-func decodeArray(r io.Reader, kind Kind) ([]json.RawMessage, error) {
-	dec := json.NewDecoder(r)
-	var doc json.RawMessage
-	if err := dec.Decode(&doc); err != nil {
-		return nil, inputError("malformed JSON in %s list: %s", kind, describeJSONError(err))
+func decodeArray(r io.Reader, kind Kind, limit int64, each func(i int, raw json.RawMessage)) error {
+	dec := json.NewDecoder(&capReader{r: r, max: limit})
+	// elem is the index of the element being decoded, -1 between elements.
+	malformed := func(err error, elem int) error {
+		if errors.Is(err, errInputTooLarge) {
+			return inputError("%s list is larger than the limit of %s for an input file", kind, byteSize(limit))
+		}
+		return inputError("malformed JSON in %s list: %s", kind, describeJSONError(err, kind, elem, dec))
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return malformed(err, -1)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return inputError("%s list must be a JSON array, got %s", kind, tokenKind(tok))
+	}
+	for i := 0; dec.More(); i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return malformed(err, i)
+		}
+		each(i, raw)
+	}
+	if _, err := dec.Token(); err != nil {
+		return malformed(err, -1)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, inputError("malformed JSON in %s list: unexpected data after the top-level array", kind)
+		if errors.Is(err, errInputTooLarge) {
+			return malformed(err, -1)
+		}
+		return inputError("malformed JSON in %s list: unexpected data after the top-level array", kind)
 	}
-	if len(doc) == 0 || doc[0] != '[' {
-		return nil, inputError("%s list must be a JSON array, got %s", kind, jsonKind(doc))
+	return nil
+}
+
+// byteSize renders a limit in MiB when it is a whole number of them.
+func byteSize(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
 	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(doc, &elems); err != nil {
-		return nil, inputError("malformed JSON in %s list: %s", kind, describeJSONError(err))
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// tokenKind names the JSON type of a first token for error messages.
+func tokenKind(tok json.Token) string {
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '{' {
+			return "an object"
+		}
+		return fmt.Sprintf("%q", string(t))
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	default:
+		return "a number"
 	}
-	return elems, nil
 }
 
 func inputError(format string, args ...any) error {
@@ -110,17 +206,24 @@ func inputError(format string, args ...any) error {
 	return ps.err()
 }
 
-// describeJSONError adds the byte offset to syntax errors so a broken export
-// can be located.
-func describeJSONError(err error) string {
+// describeJSONError locates a syntax error so a broken export can be
+// found: the decoder's own errors (a missing comma, a bad first token)
+// carry their offset in the input; an error inside an element names the
+// element and where it starts, because encoding/json counts that offset
+// from no fixed point.
+func describeJSONError(err error, kind Kind, elem int, dec *json.Decoder) string {
 	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		return fmt.Sprintf("%v (at byte %d)", syn, syn.Offset)
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 		return "unexpected end of input"
+	case !errors.As(err, &syn):
+		return err.Error()
+	case elem < 0 || strings.Contains(syn.Error(), "after array element"):
+		return fmt.Sprintf("%v (at byte %d)", syn, syn.Offset)
+	default:
+		// A failed Decode leaves the decoder where the element starts.
+		return fmt.Sprintf("%v (in %s #%d, which starts at byte %d)", syn, kind, elem+1, dec.InputOffset())
 	}
-	return err.Error()
 }
 
 // object is one decoded JSON object whose fields are type-checked on access;

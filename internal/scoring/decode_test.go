@@ -2,6 +2,8 @@ package scoring
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -36,7 +38,7 @@ func TestDecodeCasesInvalid(t *testing.T) {
 		msg string
 	}{
 		{name: "malformed json", in: `[` + validCase, ids: []string{}, msg: "malformed JSON"},
-		{name: "syntax error has offset", in: `[{"id": }]`, ids: []string{}, msg: "at byte"},
+		{name: "syntax error names the element", in: `[{"id": }]`, ids: []string{}, msg: "in case #1, which starts at byte 1"},
 		{name: "not an array", in: `{"id":"q1"}`, ids: []string{}, msg: "must be a JSON array, got an object"},
 		{name: "top-level null", in: `null`, ids: []string{}, msg: "must be a JSON array, got null"},
 		{name: "trailing data", in: `[] []`, ids: []string{}, msg: "unexpected data after"},
@@ -197,4 +199,53 @@ func FuzzDecodeCases(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodeInputCap: a document longer than the cap is invalid input, and
+// reading stops one byte past it; a document of exactly the cap decodes.
+func TestDecodeInputCap(t *testing.T) {
+	doc := `[{"id":"q1","retrieved_ids":[],"cited_ids":[],"abstained":true}]`
+	limit := int64(len(doc))
+	if _, err := decodeResults(strings.NewReader(doc), limit); err != nil {
+		t.Fatalf("a document of exactly the cap: %v", err)
+	}
+	// An endless document: only a cap ends the read.
+	endless := io.MultiReader(strings.NewReader(doc[:len(doc)-1]+","), infiniteSpaces{})
+	counted := &countingReader{r: endless}
+	_, err := decodeResults(counted, limit)
+	var verr *ValidationError
+	if !errors.As(err, &verr) || !strings.Contains(err.Error(), fmt.Sprintf("result list is larger than the limit of %d bytes", limit)) {
+		t.Fatalf("error = %v, want the size limit", err)
+	}
+	if counted.n > limit+1 {
+		t.Errorf("read %d bytes of an input capped at %d", counted.n, limit)
+	}
+	// Whitespace alone never ends either.
+	if _, err := decodeCases(infiniteSpaces{}, limit); err == nil || !strings.Contains(err.Error(), "case list is larger than") {
+		t.Errorf("cases past the cap: error = %v", err)
+	}
+	if got := byteSize(MaxInputBytes); got != "512 MiB" {
+		t.Errorf("the cap renders as %q, docs/eval.md says 512 MiB", got)
+	}
+}
+
+// infiniteSpaces is valid JSON whitespace without end.
+type infiniteSpaces struct{}
+
+func (infiniteSpaces) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

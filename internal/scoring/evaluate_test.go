@@ -163,14 +163,14 @@ func TestGates(t *testing.T) {
 		{
 			name:  "clean run without thresholds",
 			cases: []Case{answerable("a", "")}, results: []Result{hit("a")},
-			want:   map[string]bool{GateNoForbidden: true, GateCitationValidity: true},
+			want:   map[string]bool{GateNoForbidden: true, GateCitationValidity: true, GateNoFailedToAbstain: true},
 			passed: true,
 		},
 		{
 			name:    "citation outside retrieved fails citation_validity",
 			cases:   []Case{answerable("a", "")},
 			results: []Result{{ID: "a", RetrievedIDs: []string{}, CitedIDs: []string{"a-doc"}}},
-			want:    map[string]bool{GateNoForbidden: true, GateCitationValidity: false},
+			want:    map[string]bool{GateNoForbidden: true, GateCitationValidity: false, GateNoFailedToAbstain: true},
 		},
 		{
 			// recall 1 >= 0.5 passes; the hit is at rank 2, so MRR 0.5 < 0.9 fails.
@@ -178,15 +178,23 @@ func TestGates(t *testing.T) {
 			cases:   []Case{{ID: "a", RelevantIDs: []string{"d1"}, AllowedIDs: []string{"d1", "d2"}}},
 			results: []Result{{ID: "a", RetrievedIDs: []string{"d2", "d1"}, CitedIDs: []string{"d1"}}},
 			opts:    Options{MinRecall: &half, MinMRR: &high},
-			want:    map[string]bool{GateNoForbidden: true, GateCitationValidity: true, GateMinRecall: true, GateMinMRR: false},
+			want:    map[string]bool{GateNoForbidden: true, GateCitationValidity: true, GateNoFailedToAbstain: true, GateMinRecall: true, GateMinMRR: false},
 		},
 		{
 			name:    "both thresholds met",
 			cases:   []Case{answerable("a", "")},
 			results: []Result{hit("a")},
 			opts:    Options{MinRecall: &half, MinMRR: &high},
-			want:    map[string]bool{GateNoForbidden: true, GateCitationValidity: true, GateMinRecall: true, GateMinMRR: true},
+			want:    map[string]bool{GateNoForbidden: true, GateCitationValidity: true, GateNoFailedToAbstain: true, GateMinRecall: true, GateMinMRR: true},
 			passed:  true,
+		},
+		{
+			// A required block answered from allowed evidence leaks nothing
+			// but breaks the policy: it fails its own gate, not no_forbidden.
+			name:    "answered required block fails no_failed_to_abstain",
+			cases:   []Case{blocked("b", "")},
+			results: []Result{{ID: "b", RetrievedIDs: []string{"pub"}, CitedIDs: []string{"pub"}}},
+			want:    map[string]bool{GateNoForbidden: true, GateCitationValidity: true, GateNoFailedToAbstain: false},
 		},
 		{
 			// Only required-block cases: mean recall is null, and a set
@@ -194,7 +202,7 @@ func TestGates(t *testing.T) {
 			name:  "null mean fails threshold closed",
 			cases: []Case{blocked("b", "")}, results: []Result{abstain("b")},
 			opts: Options{MinRecall: &half},
-			want: map[string]bool{GateNoForbidden: true, GateCitationValidity: true, GateMinRecall: false},
+			want: map[string]bool{GateNoForbidden: true, GateCitationValidity: true, GateNoFailedToAbstain: true, GateMinRecall: false},
 		},
 	}
 	for _, tt := range tests {
@@ -323,24 +331,76 @@ func TestReportJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stats := `{"answerable":0,"required_block":1,"supported":0,"false_blocks":0,"disclosures":0,"failed_to_abstain":0,` +
+		`"utility":{"value":null,"numerator":0,"denominator":0},` +
+		`"false_block_rate":{"value":null,"numerator":0,"denominator":0},` +
+		`"disclosure_rate":{"value":0,"numerator":0,"denominator":1},` +
+		`"failed_to_abstain_rate":{"value":0,"numerator":0,"denominator":1},` +
+		`"recall_at_k":{"value":null,"numerator":0,"denominator":0},` +
+		`"mrr_at_k":{"value":null,"numerator":0,"denominator":0}}`
 	want := `{"k":3,"passed":true,` +
 		`"gates":[{"name":"no_forbidden","passed":true,"value":0,"threshold":0},` +
-		`{"name":"citation_validity","passed":true,"value":0,"threshold":0}],` +
-		`"summary":{"overall":{"answerable":0,"required_block":1,"supported":0,"false_blocks":0,"disclosures":0,` +
-		`"utility":{"value":null,"numerator":0,"denominator":0},` +
-		`"false_block_rate":{"value":null,"numerator":0,"denominator":0},` +
-		`"disclosure_rate":{"value":0,"numerator":0,"denominator":1},` +
-		`"recall_at_k":{"value":null,"numerator":0,"denominator":0},` +
-		`"mrr_at_k":{"value":null,"numerator":0,"denominator":0}},` +
-		`"personas":{"ops":{"answerable":0,"required_block":1,"supported":0,"false_blocks":0,"disclosures":0,` +
-		`"utility":{"value":null,"numerator":0,"denominator":0},` +
-		`"false_block_rate":{"value":null,"numerator":0,"denominator":0},` +
-		`"disclosure_rate":{"value":0,"numerator":0,"denominator":1},` +
-		`"recall_at_k":{"value":null,"numerator":0,"denominator":0},` +
-		`"mrr_at_k":{"value":null,"numerator":0,"denominator":0}}}},` +
+		`{"name":"citation_validity","passed":true,"value":0,"threshold":0},` +
+		`{"name":"no_failed_to_abstain","passed":true,"value":0,"threshold":0}],` +
+		`"summary":{"overall":` + stats + `,"personas":{"ops":` + stats + `}},` +
 		`"cases":[{"id":"b","persona":"ops","forbidden_ids":[],"duplicate_count":0,` +
 		`"recall_at_k":null,"fill_at_k":0,"reciprocal_rank":null,"outcome":"justified_block"}]}`
 	if string(raw) != want {
 		t.Errorf("JSON mismatch\n got: %s\nwant: %s", raw, want)
+	}
+}
+
+// TestFailedToAbstain: a required block answered from allowed evidence
+// leaks nothing, yet it must count (per persona, over required-block
+// cases) and fail the run through its own zero-tolerance gate.
+func TestFailedToAbstain(t *testing.T) {
+	cases := []Case{blocked("b1", "bob"), blocked("b2", "bob"), blocked("c1", "carol"), answerable("d1", "dave")}
+	results := []Result{
+		{ID: "b1", RetrievedIDs: []string{"pub"}, CitedIDs: []string{"pub"}}, // answered: failed to abstain
+		abstain("b2", "pub"), // justified block
+		abstain("c1"),        // justified block
+		hit("d1"),
+	}
+	rep, err := Evaluate(cases, results, Options{})
+	if err != nil {
+		t.Fatalf("Evaluate: %v", err)
+	}
+	if rep.Passed {
+		t.Error("passed = true, want false: a required block was answered")
+	}
+	var gate *Gate
+	for i := range rep.Gates {
+		if rep.Gates[i].Name == GateNoFailedToAbstain {
+			gate = &rep.Gates[i]
+		}
+	}
+	if gate == nil || gate.Passed || gate.Value == nil || *gate.Value != 1 || gate.Threshold != 0 {
+		t.Errorf("%s gate = %+v, want failing with value 1, threshold 0", GateNoFailedToAbstain, gate)
+	}
+	tests := []struct {
+		// key is the persona; "*" selects the overall stats.
+		key string
+		// count is failed_to_abstain; rate is failed_to_abstain / required_block.
+		count int
+		rate  wantRatio
+	}{
+		{key: "*", count: 1, rate: wantRatio{ptr(1.0 / 3), 1, 3}},
+		{key: "bob", count: 1, rate: wantRatio{ptr(0.5), 1, 2}},
+		{key: "carol", count: 0, rate: wantRatio{ptr(0), 0, 1}},
+		// No required-block case: the rate is undefined, not 0.
+		{key: "dave", count: 0, rate: wantRatio{nil, 0, 0}},
+	}
+	for _, tt := range tests {
+		st, ok := rep.Summary.Overall, true
+		if tt.key != "*" {
+			st, ok = rep.Summary.Personas[tt.key]
+		}
+		if !ok {
+			t.Fatalf("no stats for persona %q", tt.key)
+		}
+		if st.FailedToAbstain != tt.count {
+			t.Errorf("%s: failed_to_abstain = %d, want %d", tt.key, st.FailedToAbstain, tt.count)
+		}
+		checkRatio(t, tt.key+": failed_to_abstain_rate", st.FailedToAbstainRate, tt.rate)
 	}
 }

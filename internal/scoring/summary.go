@@ -4,6 +4,7 @@ package scoring
 type tally struct {
 	answerable, requiredBlock         int
 	supported, falseBlocks, disclosed int
+	failedToAbstain                   int
 	recallSum, rrSum                  float64
 	recallN, rrN                      int
 }
@@ -14,8 +15,11 @@ type tally struct {
 func (t *tally) add(s CaseScore, mustAbstain bool) {
 	if mustAbstain {
 		t.requiredBlock++
-		if s.Outcome == OutcomeDisclosure {
+		switch s.Outcome {
+		case OutcomeDisclosure:
 			t.disclosed++
+		case OutcomeFailedToAbstain:
+			t.failedToAbstain++
 		}
 		return
 	}
@@ -39,16 +43,18 @@ func (t *tally) add(s CaseScore, mustAbstain bool) {
 // stats turns the tally into Stats; every zero denominator becomes null.
 func (t tally) stats() Stats {
 	return Stats{
-		Answerable:     t.answerable,
-		RequiredBlock:  t.requiredBlock,
-		Supported:      t.supported,
-		FalseBlocks:    t.falseBlocks,
-		Disclosures:    t.disclosed,
-		Utility:        newRatio(float64(t.supported), t.answerable),
-		FalseBlockRate: newRatio(float64(t.falseBlocks), t.answerable),
-		DisclosureRate: newRatio(float64(t.disclosed), t.requiredBlock),
-		RecallAtK:      newRatio(t.recallSum, t.recallN),
-		MRRAtK:         newRatio(t.rrSum, t.rrN),
+		Answerable:          t.answerable,
+		RequiredBlock:       t.requiredBlock,
+		Supported:           t.supported,
+		FalseBlocks:         t.falseBlocks,
+		Disclosures:         t.disclosed,
+		FailedToAbstain:     t.failedToAbstain,
+		Utility:             newRatio(float64(t.supported), t.answerable),
+		FalseBlockRate:      newRatio(float64(t.falseBlocks), t.answerable),
+		DisclosureRate:      newRatio(float64(t.disclosed), t.requiredBlock),
+		FailedToAbstainRate: newRatio(float64(t.failedToAbstain), t.requiredBlock),
+		RecallAtK:           newRatio(t.recallSum, t.recallN),
+		MRRAtK:              newRatio(t.rrSum, t.rrN),
 	}
 }
 

@@ -70,16 +70,19 @@ const (
 	// OutcomeDisclosure: a forbidden ID was retrieved or cited, whether or
 	// not the system abstained afterwards.
 	OutcomeDisclosure Outcome = "disclosure"
-	// OutcomeFailedToAbstain: answered, nothing forbidden surfaced.
+	// OutcomeFailedToAbstain: answered, nothing forbidden surfaced. No
+	// forbidden ID leaked, but the policy said refuse: it fails the
+	// no_failed_to_abstain gate.
 	OutcomeFailedToAbstain Outcome = "failed_to_abstain"
 )
 
 // Gate names, stable so CI and the controller can match on them.
 const (
-	GateNoForbidden      = "no_forbidden"
-	GateCitationValidity = "citation_validity"
-	GateMinRecall        = "min_recall"
-	GateMinMRR           = "min_mrr"
+	GateNoForbidden       = "no_forbidden"
+	GateCitationValidity  = "citation_validity"
+	GateNoFailedToAbstain = "no_failed_to_abstain"
+	GateMinRecall         = "min_recall"
+	GateMinMRR            = "min_mrr"
 )
 
 // Report is the full result of an evaluation. It marshals to the JSON schema
@@ -89,8 +92,9 @@ type Report struct {
 	K int `json:"k"`
 	// Passed is true when every gate passed.
 	Passed bool `json:"passed"`
-	// Gates in fixed order: no_forbidden, citation_validity, then the
-	// optional min_recall and min_mrr when configured.
+	// Gates in fixed order: no_forbidden, citation_validity,
+	// no_failed_to_abstain, then the optional min_recall and min_mrr when
+	// configured.
 	Gates []Gate `json:"gates"`
 	// Summary aggregates the cases overall and per persona.
 	Summary Summary `json:"summary"`
@@ -127,12 +131,16 @@ type Stats struct {
 	Supported     int `json:"supported"`
 	FalseBlocks   int `json:"false_blocks"`
 	Disclosures   int `json:"disclosures"`
+	// FailedToAbstain counts required-block cases answered without a leak.
+	FailedToAbstain int `json:"failed_to_abstain"`
 	// Utility = supported / answerable.
 	Utility Ratio `json:"utility"`
 	// FalseBlockRate = false_blocks / answerable.
 	FalseBlockRate Ratio `json:"false_block_rate"`
 	// DisclosureRate = disclosures / required_block.
 	DisclosureRate Ratio `json:"disclosure_rate"`
+	// FailedToAbstainRate = failed_to_abstain / required_block.
+	FailedToAbstainRate Ratio `json:"failed_to_abstain_rate"`
 	// RecallAtK is the mean recall@k over answerable cases whose recall is
 	// defined; the denominator is the number of cases used.
 	RecallAtK Ratio `json:"recall_at_k"`

@@ -3,6 +3,7 @@ package suite
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/ragcanary/ragcanary/internal/scoring"
 )
@@ -31,16 +32,32 @@ type ProbeError struct {
 	Error   string `json:"error"`
 }
 
-// ReportData renders the report ConfigMap's data. When everything does not
-// fit in MaxReportBytes, the report keeps its summary and gates and lists
-// only as many cases as fit, in input order, and TruncatedKey says so.
+// FinalReport is the report that decided the run: the scoring engine's
+// gates followed by GateProbeErrors, and Passed equal to the run's verdict.
+// The engine only sees executions that replied, so its own Passed can be
+// true on a run that failed on probe errors; every stored or printed report
+// (the report ConfigMap, live mode's output) and status.gates come from here
+// so they cannot disagree with the run.
+func FinalReport(r Result) scoring.Report {
+	report := r.Report
+	errs := float64(len(r.Errored))
+	report.Gates = append(slices.Clone(r.Report.Gates),
+		scoring.Gate{Name: GateProbeErrors, Passed: errs == 0, Value: &errs, Threshold: 0})
+	report.Passed = r.Passed
+	return report
+}
+
+// ReportData renders the report ConfigMap's data: FinalReport and the
+// probe errors. When everything does not fit in MaxReportBytes, the report
+// keeps its summary and gates and lists only as many cases as fit, in input
+// order, and TruncatedKey says so.
 func ReportData(r Result) (map[string]string, error) {
 	errs := probeErrors(r)
 	errJSON, err := json.Marshal(errs)
 	if err != nil {
 		return nil, err
 	}
-	report := r.Report
+	report := FinalReport(r)
 	full, err := json.Marshal(report)
 	if err != nil {
 		return nil, err

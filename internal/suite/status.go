@@ -18,8 +18,8 @@ const (
 	maxForbiddenIDs   = 10
 )
 
-// GateProbeErrors is the status-only gate for executions without a reply.
-// It is not in the report, whose gates are the offline engine's.
+// GateProbeErrors is the gate for executions without a reply. The scoring
+// engine never sees them, so FinalReport appends it to the engine's gates.
 const GateProbeErrors = "no_probe_errors"
 
 // PersonaResults is status.personas: every persona over all strata, then
@@ -40,13 +40,14 @@ func personaRows(stratum string, s scoring.Summary) []v1alpha1.PersonaResult {
 	for _, persona := range slices.Sorted(maps.Keys(s.Personas)) {
 		st := s.Personas[persona]
 		out = append(out, v1alpha1.PersonaResult{
-			Persona:        persona,
-			Stratum:        stratum,
-			Utility:        Ratio(st.Utility),
-			FalseBlockRate: Ratio(st.FalseBlockRate),
-			DisclosureRate: Ratio(st.DisclosureRate),
-			MeanRecall:     Ratio(st.RecallAtK),
-			MeanMRR:        Ratio(st.MRRAtK),
+			Persona:             persona,
+			Stratum:             stratum,
+			Utility:             Ratio(st.Utility),
+			FalseBlockRate:      Ratio(st.FalseBlockRate),
+			DisclosureRate:      Ratio(st.DisclosureRate),
+			FailedToAbstainRate: Ratio(st.FailedToAbstainRate),
+			MeanRecall:          Ratio(st.RecallAtK),
+			MeanMRR:             Ratio(st.MRRAtK),
 		})
 	}
 	return out
@@ -73,32 +74,32 @@ func Decimal(v float64) string {
 	return s
 }
 
-// GateResults is status.gates: the report's gates and the probe-error gate.
+// GateResults is status.gates: FinalReport's gates, so status and the
+// stored report list the same verdicts.
 func GateResults(r Result) []v1alpha1.GateResult {
 	var out []v1alpha1.GateResult
-	for _, g := range r.Report.Gates {
+	for _, g := range FinalReport(r).Gates {
 		gr := v1alpha1.GateResult{Name: g.Name, Passed: g.Passed, Threshold: Decimal(g.Threshold)}
 		if g.Value != nil {
 			gr.Value = Decimal(*g.Value)
 		}
 		out = append(out, gr)
 	}
-	errs := len(r.Errored)
-	return append(out, v1alpha1.GateResult{Name: GateProbeErrors, Passed: errs == 0,
-		Value: strconv.Itoa(errs), Threshold: "0"})
+	return out
 }
 
-// FailingCases is status.failingCases: executions that failed a gate
-// (forbidden evidence, invalid citations, no reply) first, then the other
-// cases needing attention, each group in case order, within the bound.
-// Ordering this way keeps a disclosure from being crowded out of the list.
+// FailingCases is status.failingCases: executions that failed a
+// zero-tolerance gate (forbidden evidence, invalid citations, an answer
+// where policy requires a refusal, no reply) first, then the other cases
+// needing attention, each group in case order, within the bound. Ordering
+// this way keeps a disclosure from being crowded out of the list.
 func FailingCases(r Result) []v1alpha1.FailingCase {
 	var gate, other []v1alpha1.FailingCase
 	for _, s := range r.failing {
 		caseID, persona := splitKey(s.ID, s.Persona)
 		fc := v1alpha1.FailingCase{CaseID: caseID, Persona: persona, Outcome: string(s.Outcome),
 			ForbiddenIDs: firstN(s.ForbiddenIDs, maxForbiddenIDs)}
-		if len(s.ForbiddenIDs) > 0 || len(s.InvalidCitations) > 0 {
+		if len(s.ForbiddenIDs) > 0 || len(s.InvalidCitations) > 0 || s.Outcome == scoring.OutcomeFailedToAbstain {
 			gate = append(gate, fc)
 		} else {
 			other = append(other, fc)
