@@ -1,19 +1,23 @@
 package controllers
 
 import (
+	"errors"
 	"time"
 
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/ragcanary/ragcanary/internal/corpusdriver"
+	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // Options are the dependencies and operator settings shared by the reconcilers.
 type Options struct {
-	// Drivers builds the driver for a Corpus.
-	Drivers corpusdriver.Factory
+	// Door is how every reconciler reaches a system under test. SetupAll
+	// fills in its rate limiters (shared with the probe engine) and default
+	// rate limit.
+	Door *target.Door
 	// Clock drives lifecycle steps and probes. Tests keep it real: probes
 	// measure real latency against a real target.
 	Clock clock.WithTicker
@@ -35,7 +39,7 @@ type Options struct {
 // Defaults are the operator-wide values for settings objects may leave unset.
 type Defaults struct {
 	// RateLimit applies to a Corpus without spec.rateLimit values.
-	RateLimit probe.Limit
+	RateLimit target.Limit
 	// SuccessfulRunsHistoryLimit and FailedRunsHistoryLimit apply to
 	// canaries and suites without their own limits.
 	SuccessfulRunsHistoryLimit int32
@@ -45,7 +49,7 @@ type Defaults struct {
 // DefaultSettings are the Defaults when the operator is not configured.
 func DefaultSettings() Defaults {
 	return Defaults{
-		RateLimit:                  probe.DefaultLimit,
+		RateLimit:                  target.DefaultLimit,
 		SuccessfulRunsHistoryLimit: 3,
 		FailedRunsHistoryLimit:     3,
 	}
@@ -73,16 +77,26 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	// Lifecycle and probe timestamps follow the monotonic clock, so a wall
+	// clock step while the operator runs cannot shrink a bound.
+	opts.Clock = measure.Steady(opts.Clock)
 	if opts.ScheduleClock == nil {
 		opts.ScheduleClock = opts.Clock
 	}
 	opts.Defaults = opts.Defaults.withFallbacks()
 	if opts.Probes == nil {
-		opts.Probes = probe.NewEngine(opts.Clock, probe.NewLimiters(opts.Clock))
+		opts.Probes = probe.NewEngine(opts.Clock, target.NewLimiters(opts.Clock))
 		if err := mgr.Add(opts.Probes); err != nil {
 			return err
 		}
 	}
+	if opts.Door == nil {
+		return errors.New("controllers: Options.Door is required")
+	}
+	door := *opts.Door
+	door.Limiters = opts.Probes.Limiters()
+	door.DefaultLimit = opts.Defaults.RateLimit
+	opts.Door = &door
 	setups := []func() error{
 		func() error { return mgr.Add(newObjectCollector(mgr, opts)) },
 		func() error {
@@ -92,11 +106,11 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 			return (&RevocationCanaryReconciler{newParentReconciler(mgr, opts, "revocationcanary-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&CorpusReconciler{Client: mgr.GetClient(), Drivers: opts.Drivers, Clock: opts.Clock}).SetupWithManager(mgr)
+			return (&CorpusReconciler{Client: mgr.GetClient(), Door: opts.Door, Clock: opts.Clock}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Drivers: opts.Drivers,
-				Clock: opts.Clock, Probes: opts.Probes, Heartbeat: opts.ProbeHeartbeat, DefaultRateLimit: opts.Defaults.RateLimit,
+			return (&CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Door: opts.Door,
+				Clock: opts.Clock, Probes: opts.Probes, Heartbeat: opts.ProbeHeartbeat,
 				Recorder: mgr.GetEventRecorder("canaryrun-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
@@ -104,8 +118,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 		},
 		func() error {
 			// Suites draw from the same per-corpus limiters as the canary probes.
-			return (&SuiteRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Drivers: opts.Drivers,
-				Limiters: opts.Probes.Limiters(), DefaultRateLimit: opts.Defaults.RateLimit, Clock: opts.Clock,
+			return (&SuiteRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Door: opts.Door, Clock: opts.Clock,
 				Recorder: mgr.GetEventRecorder("suiterun-controller")}).SetupWithManager(mgr)
 		},
 	}

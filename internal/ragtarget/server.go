@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/ragcanary/ragcanary/internal/driver/http/contract"
+	"github.com/ragcanary/ragcanary/internal/contract"
 )
 
 // maxRequestBytes bounds request bodies; the contract caps a document body at 1 MB.

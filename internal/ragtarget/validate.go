@@ -9,7 +9,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
-	"github.com/ragcanary/ragcanary/internal/driver/http/contract"
+	"github.com/ragcanary/ragcanary/internal/contract"
 )
 
 // validateRequests checks every request against the OpenAPI document embedded
