@@ -14,7 +14,6 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/manifests"
-	"github.com/ragcanary/ragcanary/internal/scoring"
 	"github.com/ragcanary/ragcanary/internal/suite"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
@@ -102,7 +101,7 @@ func runEvalLive(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ragcanary eval: %v\n", err)
 		return exitInvalid
 	}
-	report := liveReport(res)
+	report := suite.FinalReport(res)
 	if err := writeReport(stdout, cfg.format, report); err != nil {
 		fmt.Fprintf(stderr, "ragcanary eval: writing report: %v\n", err)
 		return exitInvalid
@@ -293,18 +292,6 @@ func asInputError(err error) error {
 		return inputError("%s", ie.Msg)
 	}
 	return err
-}
-
-// liveReport is the scoring report with the probe-error gate appended, as
-// status.gates has it: executions without a reply were never scored, and
-// the verdict says so.
-func liveReport(res suite.Result) scoring.Report {
-	r := res.Report
-	errs := float64(len(res.Errored))
-	r.Gates = append(append([]scoring.Gate{}, r.Gates...),
-		scoring.Gate{Name: suite.GateProbeErrors, Passed: errs == 0, Value: &errs, Threshold: 0})
-	r.Passed = res.Passed
-	return r
 }
 
 // writeProbeErrors lists executions without a reply, with sanitized errors.
