@@ -2,7 +2,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -75,16 +74,7 @@ func main() {
 // allowlist is the operator's target allowlist. It is required: an operator
 // that may call any URL sends credentials wherever a Corpus points.
 func (s settings) allowlist() (target.Allowlist, error) {
-	entries := splitList(s.allowedTargetURLs)
-	switch {
-	case s.allowAnyTarget && len(entries) > 0:
-		return target.Allowlist{}, errors.New("--allow-any-target and --allowed-target-urls are exclusive")
-	case s.allowAnyTarget:
-		return target.AllowAny(), nil
-	case len(entries) == 0:
-		return target.Allowlist{}, errors.New("--allowed-target-urls is required (the targets the operator may call, e.g. https://rag.internal/); pass --allow-any-target to allow every target")
-	}
-	return target.ParseAllowlist(entries)
+	return target.AllowlistFromFlags(s.allowedTargetURLs, s.allowAnyTarget)
 }
 
 func run(s settings) error {

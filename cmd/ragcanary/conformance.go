@@ -97,7 +97,7 @@ func (o conformanceOptions) config() (conformance.Config, error) {
 	if allowed == "" {
 		allowed = o.url
 	}
-	allow, err := parseAllowlist(allowed, false)
+	allow, err := target.AllowlistFromFlags(allowed, false)
 	if err != nil {
 		return conformance.Config{}, err
 	}

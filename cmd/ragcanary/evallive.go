@@ -159,7 +159,7 @@ func parseLiveArgs(args []string, stderr io.Writer) (liveConfig, error) {
 		return cfg, fmt.Errorf("--k must be at least 1, got %d", *k)
 	}
 	cfg.k = *k
-	if cfg.allow, err = parseAllowlist(*allowed, *anyTarget); err != nil {
+	if cfg.allow, err = target.AllowlistFromFlags(*allowed, *anyTarget); err != nil {
 		return cfg, err
 	}
 	if cfg.format != "text" && cfg.format != "json" {
@@ -263,26 +263,6 @@ func liveTarget(ctx context.Context, m *manifests.Set, allow target.Allowlist, s
 		return suite.Target{}, inputError("%v", err)
 	}
 	return t, nil
-}
-
-// parseAllowlist reads --allowed-target-urls / --allow-any-target: one of
-// them is required, as for the operator.
-func parseAllowlist(list string, anyTarget bool) (target.Allowlist, error) {
-	var entries []string
-	for _, e := range strings.Split(list, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			entries = append(entries, e)
-		}
-	}
-	switch {
-	case anyTarget && len(entries) > 0:
-		return target.Allowlist{}, errors.New("--allow-any-target and --allowed-target-urls are exclusive")
-	case anyTarget:
-		return target.AllowAny(), nil
-	case len(entries) == 0:
-		return target.Allowlist{}, errors.New("--allowed-target-urls is required (the URL prefixes the corpus may use); or pass --allow-any-target")
-	}
-	return target.ParseAllowlist(entries)
 }
 
 // asInputError keeps a manifests.InputError's message as invalid input.

@@ -151,3 +151,24 @@ func redactURL(raw string) string {
 	}
 	return u.String()
 }
+
+// AllowlistFromFlags reads the --allowed-target-urls / --allow-any-target
+// pair the manager and the CLI share: one of them is required, both is an
+// error. list is comma-separated.
+func AllowlistFromFlags(list string, anyTarget bool) (Allowlist, error) {
+	var entries []string
+	for _, e := range strings.Split(list, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			entries = append(entries, e)
+		}
+	}
+	switch {
+	case anyTarget && len(entries) > 0:
+		return Allowlist{}, fmt.Errorf("--allow-any-target and --allowed-target-urls are exclusive")
+	case anyTarget:
+		return AllowAny(), nil
+	case len(entries) == 0:
+		return Allowlist{}, fmt.Errorf("--allowed-target-urls is required (the URL prefixes ragcanary may call, e.g. https://rag.internal/); or pass --allow-any-target to allow every target")
+	}
+	return ParseAllowlist(entries)
+}
