@@ -104,9 +104,26 @@ func TestEngineVisibilityAndIsolation(t *testing.T) {
 	if again := e.Ensure(key, newPlan(StageVisibility, f)); again != st {
 		t.Fatal("Ensure replaced a loop running at the same stage")
 	}
-	e.Stop(key)
+	seen := st.Snapshot()
+	final := e.Stop(key)
 	if _, ok := e.State(key); ok {
 		t.Fatal("state kept after Stop")
+	}
+	// Stop hands back the loop's complete state: sightings of rounds after
+	// the last snapshot the controller read are not lost, and the control
+	// persona's replies are counted.
+	if final == nil {
+		t.Fatal("Stop returned no final state")
+	}
+	last := final.Snapshot()
+	if last.IsolationViolations < seen.IsolationViolations || last.Rounds < seen.Rounds {
+		t.Fatalf("final state %+v is behind an earlier snapshot %+v", last, seen)
+	}
+	if len(last.Controls) != 1 || last.Controls[0].Persona != "control" || last.Controls[0].Answered == 0 {
+		t.Fatalf("control counts %+v, want answered probes for the control persona", last.Controls)
+	}
+	if e.Stop(key) != nil {
+		t.Fatal("a second Stop returned a state")
 	}
 }
 
