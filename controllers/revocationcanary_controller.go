@@ -55,7 +55,15 @@ const (
 	ReasonNoVerdict       = "NoVerdict"
 	ReasonRunCreated      = "RunCreated"
 	ReasonRecovered       = "Recovered"
+	// ReasonTooManyActiveRuns: a due run waits because maxActiveRuns are active.
+	ReasonTooManyActiveRuns = "TooManyActiveRuns"
 )
+
+// maxActiveRuns caps a canary's unfinished runs. Under concurrencyPolicy
+// Allow, a schedule faster than a run lasts would otherwise create runs,
+// token Secrets and probe loops without bound; at the cap a due run waits
+// as under Forbid and starts when a run finishes.
+const maxActiveRuns = 5
 
 // Field indexes on RevocationCanary, so a Corpus or Persona appearing
 // re-evaluates the canaries waiting for it.
@@ -187,6 +195,7 @@ func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	wasHeld := heldByCap(canary)
 	meta.SetStatusCondition(&canary.Status.Conditions, ready)
 	if ready.Status != metav1.ConditionTrue {
 		// The user must fix the spec or create the reference; the spec
@@ -199,7 +208,9 @@ func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary
 	// Counters exist at zero from the first ready reconcile, so their
 	// first increase shows in rate().
 	metrics.InitCanary(metrics.Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: canary.Spec.CorpusRef.Name})
-	return sch.schedule(ctx, canaryParent(canary, &sched), runs, func(planned *schedule.Run) client.Object {
+	parent := canaryParent(canary, &sched)
+	parent.wasHeld = wasHeld
+	return sch.schedule(ctx, parent, runs, func(planned *schedule.Run) client.Object {
 		return newCanaryRun(canary, planned)
 	})
 }
@@ -393,14 +404,23 @@ func canaryParent(canary *v1alpha1.RevocationCanary, sched *schedule.Schedule) s
 		sched:     sched,
 		suspended: ptrTrue(canary.Spec.Suspend),
 		policy:    canary.Spec.ConcurrencyPolicy,
+		maxActive: maxActiveRuns,
 		jitter:    jitter,
 		status: schedulingStatus{
 			active:           &canary.Status.Active,
 			lastScheduleTime: &canary.Status.LastScheduleTime,
 			nextScheduleTime: &canary.Status.NextScheduleTime,
 			lastRunNowToken:  &canary.Status.LastRunNowToken,
+			conditions:       &canary.Status.Conditions,
 		},
 	}
+}
+
+// heldByCap reports whether the canary's status, as read, shows a due run
+// held back by maxActiveRuns.
+func heldByCap(canary *v1alpha1.RevocationCanary) bool {
+	c := meta.FindStatusCondition(canary.Status.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Reason == ReasonTooManyActiveRuns
 }
 
 // newCanaryRun builds the run with the canary spec copied as it is now, so

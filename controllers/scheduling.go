@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -145,6 +146,9 @@ type schedulingStatus struct {
 	lastScheduleTime **metav1.Time
 	nextScheduleTime **metav1.Time
 	lastRunNowToken  *string
+	// conditions is where a due run held back by the active-run cap is
+	// shown; only kinds with a cap need it.
+	conditions *[]metav1.Condition
 }
 
 // scheduledParent is a scheduling object as the shared code sees it.
@@ -154,8 +158,14 @@ type scheduledParent struct {
 	sched     *schedule.Schedule
 	suspended bool
 	policy    v1alpha1.ConcurrencyPolicy
-	jitter    time.Duration
-	status    schedulingStatus
+	// maxActive caps the active runs whatever the policy allows; zero for
+	// no cap.
+	maxActive int
+	// wasHeld: the status read showed a due run held back by the cap, so
+	// holding one back now is no transition worth an event.
+	wasHeld bool
+	jitter  time.Duration
+	status  schedulingStatus
 }
 
 // runScheduler acts on scheduling decisions for one kind of parent.
@@ -241,6 +251,9 @@ func (s runScheduler) schedule(ctx context.Context, p scheduledParent, runs chil
 	if plan.Blocked != schedule.NotBlocked {
 		logger.V(1).Info("due run held back", "blocked", plan.Blocked)
 	}
+	if plan.Blocked == schedule.BlockedTooManyActive {
+		s.holdBack(p, len(runs.active))
+	}
 	if plan.ReplaceActive {
 		for _, run := range runs.active {
 			if err := s.deleteChild(ctx, run.obj); err != nil {
@@ -277,8 +290,25 @@ func (s runScheduler) input(p scheduledParent, runs childRuns) schedule.Input {
 		Suspended:        p.suspended,
 		Policy:           p.policy,
 		Active:           len(runs.active),
+		MaxActive:        p.maxActive,
 		RunNowAnnotation: p.obj.GetAnnotations()[v1alpha1.RunNowAnnotation],
 		LastRunNowToken:  *p.status.lastRunNowToken,
+	}
+}
+
+// holdBack shows a due run held back by the active-run cap: Ready stays
+// True (the object is fine, its runs last longer than its schedule allows)
+// with reason TooManyActiveRuns while the cap holds, and a Warning event
+// marks the moment it starts holding.
+func (s runScheduler) holdBack(p scheduledParent, active int) {
+	msg := fmt.Sprintf("%d runs are active, the most allowed at once (%d); the due run starts when one finishes",
+		active, p.maxActive)
+	if p.status.conditions != nil {
+		meta.SetStatusCondition(p.status.conditions, metav1.Condition{Type: v1alpha1.ConditionReady,
+			Status: metav1.ConditionTrue, Reason: ReasonTooManyActiveRuns, Message: msg, ObservedGeneration: p.obj.GetGeneration()})
+	}
+	if !p.wasHeld {
+		s.recorder.Eventf(p.obj, nil, corev1.EventTypeWarning, ReasonTooManyActiveRuns, "HoldRun", "%s", msg)
 	}
 }
 

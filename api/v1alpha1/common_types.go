@@ -57,7 +57,7 @@ type ConcurrencyPolicy string
 const (
 	// ForbidConcurrent skips a due run while another run is active.
 	ForbidConcurrent ConcurrencyPolicy = "Forbid"
-	// AllowConcurrent lets runs overlap.
+	// AllowConcurrent lets runs overlap, up to a cap of active runs.
 	AllowConcurrent ConcurrencyPolicy = "Allow"
 	// ReplaceConcurrent deletes the active run and starts the new one.
 	ReplaceConcurrent ConcurrencyPolicy = "Replace"
@@ -74,7 +74,9 @@ type Scheduling struct {
 	Suspend *bool `json:"suspend,omitempty"`
 
 	// concurrencyPolicy says what to do when a run is due while one is active.
-	// Forbid (the default) never overlaps runs.
+	// Forbid (the default) never overlaps runs. Allow lets at most 5
+	// unfinished runs of one canary overlap: at that cap a due run waits as
+	// under Forbid, and Ready shows reason TooManyActiveRuns.
 	// +optional
 	// +kubebuilder:default=Forbid
 	ConcurrencyPolicy ConcurrencyPolicy `json:"concurrencyPolicy,omitempty"`

@@ -38,6 +38,9 @@ type Input struct {
 	Policy v1alpha1.ConcurrencyPolicy
 	// Active is the number of runs not yet finished.
 	Active int
+	// MaxActive caps Active whatever the policy allows: at the cap a due
+	// run waits as under Forbid. Zero means no cap.
+	MaxActive int
 	// RunNowAnnotation is the run-now annotation value, empty when absent.
 	RunNowAnnotation string
 	// LastRunNowToken is status.lastRunNowToken.
@@ -66,6 +69,9 @@ const (
 	BlockedSuspended Blocked = "Suspended"
 	// BlockedActive: the concurrency policy is Forbid and a run is active.
 	BlockedActive Blocked = "Active"
+	// BlockedTooManyActive: the policy allows overlap, but Input.MaxActive
+	// runs are active already.
+	BlockedTooManyActive Blocked = "TooManyActive"
 )
 
 // Plan is the decision for one reconcile.
@@ -110,11 +116,23 @@ func Decide(in Input) Plan {
 			p.Blocked = BlockedSuspended
 		}
 	case due != nil:
-		p.apply(Concurrency(in.Policy, in.Active), due)
+		p.apply(in.concurrency(), due)
 	}
 	p.RequeueAfter = requeueAfter(p.NextTime, now)
 	return p
 }
+
+// concurrency is the policy's action, bounded by the active-run cap.
+func (in Input) concurrency() Action {
+	action := Concurrency(in.Policy, in.Active)
+	if action == ActionCreate && in.MaxActive > 0 && in.Active >= in.MaxActive {
+		return actionWaitCapped
+	}
+	return action
+}
+
+// actionWaitCapped is ActionWait because of the active-run cap, not Forbid.
+const actionWaitCapped Action = "WaitCapped"
 
 // apply records the concurrency decision for a due run. A run held back by
 // Forbid stays due (its time is not consumed) and starts as soon as the
@@ -124,6 +142,8 @@ func (p *Plan) apply(action Action, due *Run) {
 	switch action {
 	case ActionWait:
 		p.Blocked = BlockedActive
+	case actionWaitCapped:
+		p.Blocked = BlockedTooManyActive
 	case ActionReplace:
 		p.Create, p.ReplaceActive = due, true
 	default:
