@@ -420,8 +420,19 @@ func (r *CanaryRunReconciler) sourceResult(rc *runCtx, what string, err error, d
 			fmt.Sprintf("%s kept failing until the deadline: %v", what, err))
 		return res, true, cerr
 	}
-	return ctrl.Result{}, true, fmt.Errorf("%s: %w", what, err)
+	// Retried on a short fixed delay, never past the deadline: controller
+	// backoff doubles without regard to it and could overshoot it by far.
+	msg := fmt.Sprintf("%s failed, retrying until %s: %v", what, deadline.UTC().Format(time.RFC3339), err)
+	setCondition(rc.run, ConditionWaiting, metav1.ConditionTrue, ReasonSourceRetrying, msg)
+	return ctrl.Result{RequeueAfter: max(min(sourceRetry, deadline.Sub(rc.now)), 10*time.Millisecond)}, true, nil
 }
+
+// sourceRetry is how soon a transiently failed source-side step is retried.
+const sourceRetry = 2 * time.Second
+
+// ReasonSourceRetrying: a source-side step failed transiently and is retried
+// until the phase deadline.
+const ReasonSourceRetrying = "SourceRetrying"
 
 // onProblem is where a run maps a failure from the door: the user's
 // problems (Stalled or Waiting) become a Waiting condition until the phase
