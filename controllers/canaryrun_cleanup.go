@@ -79,6 +79,9 @@ func (r *CanaryRunReconciler) removeCanary(ctx context.Context, rc *runCtx, dele
 	corpus, subject, err := r.cleanupTarget(ctx, run)
 	if p, user := target.IsUserProblem(err); user {
 		if deleting {
+			// Logged too: events are refused in a namespace being deleted.
+			log.FromContext(ctx).Info("cleanup abandoned: the canary document may remain at the target",
+				"document", run.Status.DocumentID, "reason", p.Reason)
 			r.Recorder.Eventf(run, nil, "Warning", ReasonCleanupAbandoned, "Cleanup",
 				"canary document %s may remain at the target: %s", run.Status.DocumentID, p.Message)
 			return ctrl.Result{}, true, r.releaseCleanupRecipe(ctx, run)

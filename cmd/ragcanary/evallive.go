@@ -287,4 +287,3 @@ func writeProbeErrors(w io.Writer, errored []suite.Execution) error {
 	}
 	return tw.Flush()
 }
-

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
-	"github.com/ragcanary/ragcanary/internal/manifests"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
+	"github.com/ragcanary/ragcanary/internal/manifests"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 

@@ -61,7 +61,7 @@ func main() {
 
 func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
 	kubeconfig := abs(".local/kubeconfig")
-	step("starting the local control plane (etcd + kube-apiserver from bin/)")
+	step("starting the local control plane (etcd, kube-apiserver, kube-controller-manager from bin/)")
 	cluster, err := localcluster.Start(localcluster.Options{BinDir: abs("bin"), CRDDir: abs("config/crd/bases"), Kubeconfig: kubeconfig})
 	if err != nil {
 		return err

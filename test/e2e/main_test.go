@@ -1,5 +1,5 @@
 // Package e2e runs ragcanary end to end on this machine: a real control plane
-// (etcd + kube-apiserver from bin/), the reference RAG target over HTTP, the
+// (etcd, kube-apiserver and kube-controller-manager from bin/), the reference RAG target over HTTP, the
 // manager binary, and a real Prometheus scraping it. The chart, the alert
 // rules and the dashboard are checked against what the operator emits.
 package e2e
@@ -49,7 +49,7 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	env.root = root
-	for _, tool := range []string{"bin/kube-apiserver", "bin/etcd", "bin/helm", "bin/kubectl"} {
+	for _, tool := range []string{"bin/kube-apiserver", "bin/etcd", "bin/kube-controller-manager", "bin/helm", "bin/kubectl"} {
 		if _, err := os.Stat(filepath.Join(root, tool)); err != nil {
 			return fail(fmt.Errorf("%s is missing: run 'make test', which builds it", tool))
 		}

@@ -15,8 +15,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/contract"
+	"github.com/ragcanary/ragcanary/internal/driver"
 )
 
 // Defaults applied when a Config field is zero.
