@@ -33,14 +33,15 @@ func DecodeCases(r io.Reader) ([]Case, error) {
 func decodeCases(r io.Reader, limit int64) ([]Case, error) {
 	var ps problems
 	var cases []Case
+	in := newInterner()
 	err := decodeArray(r, KindCase, limit, func(i int, raw json.RawMessage) {
-		o := parseObject(raw, KindCase, i, caseFields, &ps)
+		o := parseObject(raw, KindCase, i, caseFields, &ps, in)
 		if o == nil {
 			return
 		}
 		cases = append(cases, Case{
 			ID:          o.str("id", true),
-			Persona:     o.str("persona", false),
+			Persona:     in.intern(o.str("persona", false)),
 			Question:    o.str("question", true),
 			RelevantIDs: o.strs("relevant_ids"),
 			AllowedIDs:  o.strs("allowed_ids"),
@@ -66,8 +67,9 @@ func DecodeResults(r io.Reader) ([]Result, error) {
 func decodeResults(r io.Reader, limit int64) ([]Result, error) {
 	var ps problems
 	var results []Result
+	in := newInterner()
 	err := decodeArray(r, KindResult, limit, func(i int, raw json.RawMessage) {
-		o := parseObject(raw, KindResult, i, resultFields, &ps)
+		o := parseObject(raw, KindResult, i, resultFields, &ps, in)
 		if o == nil {
 			return
 		}
@@ -235,18 +237,19 @@ type object struct {
 	index  int
 	id     string
 	ps     *problems
+	in     *interner
 }
 
 // parseObject splits raw into its keys, rejecting non-objects, duplicate and
 // unknown keys, and missing required keys. It returns nil when raw is not an
 // object at all; otherwise field accessors record any further problems.
-func parseObject(raw json.RawMessage, kind Kind, index int, allowed map[string]bool, ps *problems) *object {
+func parseObject(raw json.RawMessage, kind Kind, index int, allowed map[string]bool, ps *problems, in *interner) *object {
 	fields, dup, err := splitKeys(raw)
 	if err != nil {
 		ps.add(kind, index, "", "must be a JSON object, got %s", jsonKind(raw))
 		return nil
 	}
-	o := &object{fields: fields, kind: kind, index: index, ps: ps}
+	o := &object{fields: fields, kind: kind, index: index, ps: ps, in: in}
 	// Resolve the ID first so every later message can name the case.
 	if v, ok := fields["id"]; ok {
 		var id string
@@ -335,7 +338,33 @@ func (o *object) strs(key string) []string {
 		o.problem("field %q must be an array of strings, got %s", key, describeArray(v))
 		return nil
 	}
+	for i, s := range out {
+		out[i] = o.in.intern(s)
+	}
 	return out
+}
+
+// interner shares one copy of each repeated string. Evidence IDs and
+// persona names repeat across many cases, and one string per occurrence is
+// most of a decoded export's memory. It stops adding after maxInterned
+// distinct strings, so an export of all-distinct IDs costs little extra.
+type interner map[string]string
+
+const maxInterned = 1 << 20
+
+func newInterner() *interner {
+	in := interner{}
+	return &in
+}
+
+func (in *interner) intern(s string) string {
+	if c, ok := (*in)[s]; ok {
+		return c
+	}
+	if len(*in) < maxInterned {
+		(*in)[s] = s
+	}
+	return s
 }
 
 // boolean returns a boolean field; "yes", 1 and null are all rejected.
