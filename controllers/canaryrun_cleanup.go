@@ -33,6 +33,7 @@ func (r *CanaryRunReconciler) cleanUp(ctx context.Context, rc *runCtx) (ctrl.Res
 		v, msg := measure.Verdict(measure.RunOutcome{IsolationViolations: run.Status.IsolationViolations})
 		run.Status.Verdict, run.Status.Message = v, msg
 	}
+	setMeasurementText(&run.Status)
 	if controllerutil.ContainsFinalizer(run, CanaryRunFinalizer) {
 		if res, done, err := r.removeCanary(ctx, rc, false); !done {
 			return res, err

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/cli"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 )
 
@@ -158,6 +159,25 @@ func completion(run *v1alpha1.CanaryRun, now time.Time) metrics.Completion {
 		c.Surfaces = append(c.Surfaces, s)
 	}
 	return c
+}
+
+// setMeasurementText fills the rounded, human-readable copies of the
+// measurement that printer columns show. It runs once the verdict is known;
+// a surface that was not probed keeps an empty field rather than a claim.
+func setMeasurementText(st *v1alpha1.CanaryRunStatus) {
+	st.VisibleAfter = ""
+	if st.TimeToVisibility != nil {
+		st.VisibleAfter = cli.HumanDuration(st.TimeToVisibility.Duration)
+	}
+	st.SearchExclusion, st.AnswerExclusion = "", ""
+	for i := range st.Surfaces {
+		switch st.Surfaces[i].Surface {
+		case v1alpha1.SurfaceSearch:
+			st.SearchExclusion = cli.Interval(st.Surfaces[i].Bounds)
+		case v1alpha1.SurfaceAnswer:
+			st.AnswerExclusion = cli.Interval(st.Surfaces[i].Bounds)
+		}
+	}
 }
 
 // probingSurfaces are the run's surfaces, Search when none are set.

@@ -279,6 +279,11 @@ func summarise(run *v1alpha1.CanaryRun) *v1alpha1.RunSummary {
 			s.CacheInvalidation = m.Bounds.DeepCopy()
 		}
 	}
+	// Recomputed from the bounds rather than copied, so runs that finished
+	// before the run kept these fields are shown the same way.
+	text := v1alpha1.CanaryRunStatus{TimeToVisibility: run.Status.TimeToVisibility, Surfaces: run.Status.Surfaces}
+	setMeasurementText(&text)
+	s.VisibleAfter, s.SearchExclusion, s.AnswerExclusion = text.VisibleAfter, text.SearchExclusion, text.AnswerExclusion
 	return s
 }
 

@@ -187,6 +187,23 @@ type RunSummary struct {
 	// cacheInvalidation is time-to-exclusion on the answer surface.
 	// +optional
 	CacheInvalidation *ExclusionBounds `json:"cacheInvalidation,omitempty"`
+
+	// visibleAfter is timeToVisibility rounded for people, e.g. "5.9s".
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	VisibleAfter string `json:"visibleAfter,omitempty"`
+
+	// searchExclusion is timeToExclusion as an interval rounded outwards for
+	// people: "1.2s–1.7s", ">30m" when right-censored, "?" when not established.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	SearchExclusion string `json:"searchExclusion,omitempty"`
+
+	// answerExclusion is cacheInvalidation as an interval rounded outwards
+	// for people; unset when the answer surface was not probed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	AnswerExclusion string `json:"answerExclusion,omitempty"`
 }
 
 // RevocationCanaryStatus is the observed state of a RevocationCanary.
@@ -236,7 +253,9 @@ type RevocationCanaryStatus struct {
 // +kubebuilder:printcolumn:name="Persona",type=string,JSONPath=`.spec.personaRef.name`,priority=1
 // +kubebuilder:printcolumn:name="SLO Met",type=string,JSONPath=`.status.conditions[?(@.type=="SLOMet")].status`
 // +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.lastRun.verdict`
-// +kubebuilder:printcolumn:name="TTE-Upper",type=string,JSONPath=`.status.lastRun.timeToExclusion.upper`
+// +kubebuilder:printcolumn:name="Search Exclusion",type=string,JSONPath=`.status.lastRun.searchExclusion`
+// +kubebuilder:printcolumn:name="Cache Invalidation",type=string,JSONPath=`.status.lastRun.answerExclusion`
+// +kubebuilder:printcolumn:name="Visible After",type=string,JSONPath=`.status.lastRun.visibleAfter`,priority=1
 // +kubebuilder:printcolumn:name="Last Run",type=date,JSONPath=`.status.lastRun.completionTime`
 // +kubebuilder:printcolumn:name="Next Run",type=string,JSONPath=`.status.nextScheduleTime`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -184,6 +184,29 @@ type CanaryRunStatus struct {
 	// completionTime is when the run reached Succeeded or Failed.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// The fields below are the measurement rounded for people, for printer
+	// columns; the exact values are the ones above. They are set when the
+	// verdict is known.
+
+	// visibleAfter is timeToVisibility rounded, e.g. "5.9s".
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	VisibleAfter string `json:"visibleAfter,omitempty"`
+
+	// searchExclusion is the search surface's time-to-exclusion as an
+	// interval, rounded outwards: "1.2s–1.7s"; ">30m" when only a lower bound
+	// is known (still visible at the timeout); "?" when nothing was
+	// established. Unset when the surface was not probed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	SearchExclusion string `json:"searchExclusion,omitempty"`
+
+	// answerExclusion is the same for the answer surface: how long answers
+	// and their cache kept serving revoked content (cache invalidation).
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	AnswerExclusion string `json:"answerExclusion,omitempty"`
 }
 
 // CanaryRun is one canary lifecycle: plant, share, await visibility, revoke,
@@ -194,8 +217,9 @@ type CanaryRunStatus struct {
 // +kubebuilder:printcolumn:name="Corpus",type=string,JSONPath=`.spec.corpusRef.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.verdict`
-// +kubebuilder:printcolumn:name="TTV",type=string,JSONPath=`.status.timeToVisibility`
-// +kubebuilder:printcolumn:name="TTE-Upper",type=string,JSONPath=`.status.surfaces[?(@.surface=="Search")].bounds.upper`
+// +kubebuilder:printcolumn:name="Visible After",type=string,JSONPath=`.status.visibleAfter`
+// +kubebuilder:printcolumn:name="Search Exclusion",type=string,JSONPath=`.status.searchExclusion`
+// +kubebuilder:printcolumn:name="Cache Invalidation",type=string,JSONPath=`.status.answerExclusion`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type CanaryRun struct {
 	metav1.TypeMeta `json:",inline"`
