@@ -21,6 +21,7 @@ ETCD := $(BIN)/etcd
 KUBECTL := $(BIN)/kubectl
 CONTROLLER_GEN := $(BIN)/controller-gen
 HELM := $(BIN)/helm
+SPICEDB := $(BIN)/spicedb
 
 K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBERNETES_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
@@ -68,7 +69,7 @@ verify: generate manifests ## Regenerate everything and fail if anything differs
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 
 .PHONY: test
-test: envtest-assets $(KUBECTL) $(HELM) prometheus-tools test-alerts ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end (builds its tools on first use).
+test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) prometheus-tools test-alerts ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions (builds its tools on first use).
 	$(GO) test ./... -count=1 -timeout 30m
 
 .PHONY: test-alerts
@@ -147,6 +148,12 @@ $(HELM):
 .PHONY: prometheus-tools
 prometheus-tools: ## Install prometheus and promtool from Debian's packages (needs root or sudo).
 	hack/install-prometheus.sh
+
+# SpiceDB, the authorization engine the permissions tests run against (the
+# tests start it on loopback with telemetry and release checks off).
+$(SPICEDB): hack/tools/spicedb/go.mod
+	@echo "building spicedb from Go modules (first time: about 2-7 min)"
+	cd hack/tools/spicedb && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/authzed/spicedb/cmd/spicedb
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

@@ -135,6 +135,13 @@ func removeDocument(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRu
 			return err
 		}
 	}
+	// A separate permissions backend keeps the group's grant after the
+	// document is gone: remove it too, so no relationship outlives the run.
+	if g, ok := d.(driver.GroupGranter); ok && revocationMethod(run) == v1alpha1.RevokeRemoveFromGroup {
+		if err := g.RevokeGroup(ctx, run.Status.DocumentID, run.Spec.Revocation.Group); err != nil && !driver.IsPermanent(err) {
+			return err
+		}
+	}
 	if err := d.DeleteDocument(ctx, run.Status.DocumentID); err != nil && !isNotFound(err) {
 		return err
 	}

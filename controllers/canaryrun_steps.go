@@ -117,6 +117,10 @@ func shareCanary(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, 
 		if err := d.AddMember(ctx, group, subject); err != nil {
 			return err
 		}
+		// A backend with typed principals grants the group's members.
+		if g, ok := d.(driver.GroupGranter); ok {
+			return g.GrantGroup(ctx, doc, group)
+		}
 		return d.Grant(ctx, doc, group)
 	}
 	return d.Grant(ctx, doc, subject)

@@ -103,6 +103,9 @@ func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
 	corpus.Status.Capabilities = toCorpusCapabilities(caps)
+	if res, stop := r.checkPermissions(ctx, corpus, resolved, interval); stop {
+		return res, nil
+	}
 	if err := checkSourceCredential(ctx, d); err != nil {
 		reason := v1alpha1.ReasonUnreachable
 		if driver.IsUnauthorized(err) {
@@ -114,6 +117,29 @@ func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (
 	r.setReady(corpus, metav1.ConditionTrue, v1alpha1.ReasonReachable,
 		fmt.Sprintf("target answered with driver contract %s", caps.ContractVersion))
 	return ctrl.Result{RequeueAfter: interval}, nil
+}
+
+// checkPermissions checks a separate permissions backend: reachable, key
+// accepted, schema as mapped. stop is true when Ready was set to False.
+func (r *CorpusReconciler) checkPermissions(ctx context.Context, corpus *v1alpha1.Corpus, resolved *target.Corpus, interval time.Duration) (ctrl.Result, bool) {
+	if resolved.CheckPermissions == nil {
+		return ctrl.Result{}, false
+	}
+	err := resolved.CheckPermissions(ctx)
+	if err == nil {
+		return ctrl.Result{}, false
+	}
+	if p, ok := target.IsUserProblem(err); ok {
+		r.setReady(corpus, metav1.ConditionFalse, p.Reason, p.Message)
+		return ctrl.Result{RequeueAfter: interval}, true
+	}
+	reason := v1alpha1.ReasonUnreachable
+	if driver.IsUnauthorized(err) {
+		reason = v1alpha1.ReasonCredentialRejected
+	}
+	// Driver errors are sanitized: operation, kind and gRPC code only.
+	r.setReady(corpus, metav1.ConditionFalse, reason, fmt.Sprintf("permissions backend check failed: %v", err))
+	return ctrl.Result{RequeueAfter: interval}, true
 }
 
 func (r *CorpusReconciler) setReady(corpus *v1alpha1.Corpus, status metav1.ConditionStatus, reason, message string) {
@@ -147,25 +173,27 @@ func healthCheckInterval(corpus *v1alpha1.Corpus) time.Duration {
 	return defaultHealthCheckInterval
 }
 
-// corpusSecretName is the Secret a corpus's driver reads, if any.
-func corpusSecretName(c *v1alpha1.Corpus) string {
+// corpusSecretNames are the Secrets a corpus reads: its driver's and its
+// permissions backend's.
+func corpusSecretNames(c *v1alpha1.Corpus) []string {
+	var out []string
 	switch {
 	case c.Spec.Driver.HTTP != nil:
-		return c.Spec.Driver.HTTP.CredentialSecretRef.Name
+		out = append(out, c.Spec.Driver.HTTP.CredentialSecretRef.Name)
 	case c.Spec.Driver.Postgres != nil:
-		return c.Spec.Driver.Postgres.DSNSecretRef.Name
+		out = append(out, c.Spec.Driver.Postgres.DSNSecretRef.Name)
 	}
-	return ""
+	if p := c.Spec.Permissions; p != nil && p.SpiceDB != nil {
+		out = append(out, p.SpiceDB.PresharedKeySecretRef.Name)
+	}
+	return out
 }
 
 // SetupWithManager registers the controller; Secrets are watched as metadata only.
 func (r *CorpusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Corpus{}, corpusSecretIndex,
 		func(o client.Object) []string {
-			if name := corpusSecretName(o.(*v1alpha1.Corpus)); name != "" {
-				return []string{name}
-			}
-			return nil
+			return corpusSecretNames(o.(*v1alpha1.Corpus))
 		}); err != nil {
 		return err
 	}

@@ -131,4 +131,7 @@ const (
 	ReasonContractMismatch = "ContractMismatch"
 	// ReasonCredentialRejected: the target refused the corpus credential.
 	ReasonCredentialRejected = "CredentialRejected"
+	// ReasonPermissionsSchemaMismatch: the permissions backend's schema lacks
+	// a definition or relation the corpus's mapping names.
+	ReasonPermissionsSchemaMismatch = "PermissionsSchemaMismatch"
 )

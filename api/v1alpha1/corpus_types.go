@@ -112,6 +112,85 @@ type RateLimit struct {
 }
 
 // CorpusSpec describes a RAG system under test.
+// PermissionsType names a permissions backend.
+// +kubebuilder:validation:Enum=SpiceDB
+type PermissionsType string
+
+// PermissionsSpiceDB keeps permissions as SpiceDB relationships.
+const PermissionsSpiceDB PermissionsType = "SpiceDB"
+
+// Permissions selects and configures a permissions backend.
+// +kubebuilder:validation:XValidation:rule="self.type != 'SpiceDB' || has(self.spicedb)",message="spicedb is required when type is SpiceDB"
+type Permissions struct {
+	// type of permissions backend.
+	// +required
+	Type PermissionsType `json:"type"`
+
+	// spicedb configures the SpiceDB backend.
+	// +optional
+	SpiceDB *SpiceDBPermissions `json:"spicedb,omitempty"`
+}
+
+// SpiceDBPermissions maps ragcanary's permission operations onto a SpiceDB
+// schema: a grant is documentType:<doc>#grantRelation@subjectType:<subject>
+// (or @groupType:<group>#memberRelation), a membership is
+// groupType:<group>#memberRelation@subjectType:<subject>.
+type SpiceDBPermissions struct {
+	// endpoint is the gRPC address, host:port. It must be allowed by the
+	// operator's --allowed-target-urls as grpc://host:port.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.-]+:[0-9]{1,5}$|^\[[0-9A-Fa-f:]+\]:[0-9]{1,5}$`
+	Endpoint string `json:"endpoint"`
+
+	// presharedKeySecretRef selects the Secret key holding SpiceDB's
+	// preshared key; the Secret must be labelled ragcanary.dev/credential=true.
+	// +required
+	PresharedKeySecretRef SecretKeyReference `json:"presharedKeySecretRef"`
+
+	// insecure allows plaintext gRPC; without it the endpoint is reached over
+	// TLS (system roots) and plaintext is refused. With it the key travels
+	// unencrypted: use it only on loopback or a trusted network.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+
+	// documentType is the definition of documents.
+	// +optional
+	// +kubebuilder:default=document
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{1,62}[a-z0-9](/[a-z][a-z0-9_]{1,62}[a-z0-9])?$`
+	DocumentType string `json:"documentType,omitempty"`
+
+	// grantRelation is the document relation that grants reading.
+	// +optional
+	// +kubebuilder:default=viewer
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{1,62}[a-z0-9]$`
+	GrantRelation string `json:"grantRelation,omitempty"`
+
+	// groupType is the definition of groups.
+	// +optional
+	// +kubebuilder:default=group
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{1,62}[a-z0-9](/[a-z][a-z0-9_]{1,62}[a-z0-9])?$`
+	GroupType string `json:"groupType,omitempty"`
+
+	// memberRelation is the group relation holding its members.
+	// +optional
+	// +kubebuilder:default=member
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{1,62}[a-z0-9]$`
+	MemberRelation string `json:"memberRelation,omitempty"`
+
+	// subjectType is the definition persona subjects are (e.g. user).
+	// +optional
+	// +kubebuilder:default=user
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{1,62}[a-z0-9](/[a-z][a-z0-9_]{1,62}[a-z0-9])?$`
+	SubjectType string `json:"subjectType,omitempty"`
+}
+
 type CorpusSpec struct {
 	// driver says how to reach the RAG system.
 	// +required
@@ -126,6 +205,13 @@ type CorpusSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	RateLimit RateLimit `json:"rateLimit,omitempty"`
+
+	// permissions says where permission changes go (grants, revocations,
+	// group memberships) when the system keeps them outside its index, in an
+	// authorization engine asked at query time. Default: the driver itself.
+	// Documents and search always go through the driver.
+	// +optional
+	Permissions *Permissions `json:"permissions,omitempty"`
 
 	// healthCheckInterval is how often the driver's capabilities are re-checked.
 	// +optional

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/spicedb"
 )
 
 // shutdownGrace bounds how long in-flight requests may finish on SIGTERM.
@@ -34,7 +35,10 @@ type options struct {
 	logLevel   string
 	filterMode string
 	faultScope string
-	cfg        ragtarget.Config
+	// authzEndpoint and authzConsistency configure SpiceDB at query time.
+	authzEndpoint    string
+	authzConsistency string
+	cfg              ragtarget.Config
 }
 
 // tokenList collects repeatable --token token=principal flags. String never
@@ -78,6 +82,8 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.Float64Var(&c.Faults.MalformedRate, "fault-malformed-rate", 0, "share of search/answer calls answered 200 with truncated JSON")
 	fs.StringVar(&o.faultScope, "fault-scope", string(ragtarget.FaultScopeAll), "calls faults apply to: all, persona (search, answer) or source (documents, grants, groups)")
 	fs.Uint64Var(&c.Faults.Seed, "fault-seed", 0, "seed for the fault sequence; 0 picks a random one")
+	fs.StringVar(&o.authzEndpoint, "authz-spicedb-endpoint", "", "ask SpiceDB (HOST:PORT, plaintext gRPC; key from $RAGTARGET_SPICEDB_KEY) at query time which documents a persona may read, instead of the index's own ACL sync")
+	fs.StringVar(&o.authzConsistency, "authz-consistency", string(spicedb.MinimizeLatency), "SpiceDB consistency of query-time lookups: minimize_latency (quantized, may lag revocations) or fully_consistent")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: ragtarget [flags]\n\nReference permission-aware RAG service implementing the ragcanary driver contract v1.\nTokens are never logged.\n\nflags:\n")
@@ -141,6 +147,10 @@ func (o *options) complete(logger *slog.Logger) error {
 	o.cfg.FilterMode = ragtarget.FilterMode(o.filterMode)
 	o.cfg.Faults.Scope = ragtarget.FaultScope(o.faultScope)
 	o.cfg.Logger = logger
+	if o.authzEndpoint != "" {
+		o.cfg.Authz = &ragtarget.SpiceDBAuthz{Endpoint: o.authzEndpoint, Key: os.Getenv("RAGTARGET_SPICEDB_KEY"),
+			Consistency: spicedb.Consistency(o.authzConsistency)}
+	}
 	return nil
 }
 

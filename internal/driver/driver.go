@@ -115,6 +115,15 @@ type Permissions interface {
 	RemoveMember(ctx context.Context, group, principal string) error
 }
 
+// GroupGranter grants a group (its members) access to a document. Backends
+// whose principals are typed (an authorization engine distinguishes a user
+// from a group's members) implement it; for others a group is a principal
+// like any other and Grant serves.
+type GroupGranter interface {
+	GrantGroup(ctx context.Context, documentID, group string) error
+	RevokeGroup(ctx context.Context, documentID, group string) error
+}
+
 // Searcher retrieves as a persona, through the system's own auth path.
 type Searcher interface {
 	// Search returns at most k hits, best first. An empty slice with a nil error

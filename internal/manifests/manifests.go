@@ -246,6 +246,10 @@ func (m *Set) secretRefs() []secretRef {
 			if p := o.Spec.Driver.Postgres; p != nil {
 				refs = append(refs, secretRef{o.Namespace, p.DSNSecretRef.Name, p.DSNSecretRef.Key})
 			}
+			if p := o.Spec.Permissions; p != nil && p.SpiceDB != nil {
+				ref := p.SpiceDB.PresharedKeySecretRef
+				refs = append(refs, secretRef{o.Namespace, ref.Name, ref.Key})
+			}
 		case *v1alpha1.Persona:
 			refs = append(refs, secretRef{o.Namespace, o.Spec.CredentialSecretRef.Name, o.Spec.CredentialSecretRef.Key})
 		}

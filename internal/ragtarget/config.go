@@ -109,6 +109,10 @@ type Config struct {
 	// Faults configures fault injection.
 	Faults Faults
 
+	// Authz, when set, filters retrieval by SpiceDB at query time instead of
+	// by the index's own access lists (the ACL sync then no longer matters).
+	Authz *SpiceDBAuthz
+
 	// Clock drives sync schedules, replica lag and cache expiry; the real
 	// clock when nil. Tests inject a fake clock to step through sync ticks.
 	Clock clock.WithTickerAndDelayedExecution
@@ -186,6 +190,9 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("replicas must be at least 1"))
 	}
 	errs = append(errs, c.Faults.validate())
+	if c.Authz != nil {
+		errs = append(errs, c.Authz.validate())
+	}
 	return errors.Join(errs...)
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/spicedb"
 )
 
 // Service is a running reference RAG system.
@@ -28,6 +29,8 @@ type Service struct {
 	next     atomic.Uint64
 	cache    *answerCache
 	handler  http.Handler
+	// authz, when set, decides at query time which documents a principal reads.
+	authz *spicedb.Authorizer
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -42,6 +45,13 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, src: newSource(), cache: newAnswerCache(cfg.AnswerCacheTTL, cfg.Clock)}
+	if cfg.Authz != nil {
+		a, err := newAuthorizer(cfg.Authz)
+		if err != nil {
+			return nil, err
+		}
+		s.authz = a
+	}
 	if err := s.buildReplicas(); err != nil {
 		return nil, err
 	}
@@ -201,13 +211,29 @@ func (s *Service) pick() *replica {
 
 // search runs one retrieval as principal on the next replica.
 func (s *Service) search(ctx context.Context, principal, q string, k int) ([]scoredChunk, error) {
+	if s.authz != nil {
+		ids, err := s.authz.Readable(ctx, principal)
+		if err != nil {
+			return nil, err
+		}
+		return s.pick().searchReadable(ctx, q, k, ids)
+	}
 	return s.pick().search(ctx, q, k, s.principalsFor(principal), s.cfg.FilterMode, s.cfg.CandidateDepth)
 }
 
 // answer builds an answer from the top passages, served from the cache when
 // a fresh entry exists.
 func (s *Service) answer(ctx context.Context, principal, question string) (answer, error) {
-	if a, ok := s.cache.get(principal, question); ok {
+	key := principal
+	if s.authz != nil {
+		// The cache cannot hear SpiceDB's changes: key it by the readable set.
+		ids, err := s.authz.Readable(ctx, principal)
+		if err != nil {
+			return answer{}, err
+		}
+		key = principal + "\x00" + readableKey(ids)
+	}
+	if a, ok := s.cache.get(key, question); ok {
 		return a, nil
 	}
 	hits, err := s.search(ctx, principal, question, s.cfg.AnswerPassages)
@@ -215,6 +241,6 @@ func (s *Service) answer(ctx context.Context, principal, question string) (answe
 		return answer{}, err
 	}
 	a := composeAnswer(question, hits)
-	s.cache.put(principal, question, a)
+	s.cache.put(key, question, a)
 	return a, nil
 }

@@ -59,6 +59,11 @@ type Corpus struct {
 	Key   string
 	Limit Limit
 
+	// CheckPermissions verifies the corpus's separate permissions backend
+	// (reachable, key accepted, schema as mapped); nil when permission
+	// changes go to the driver itself.
+	CheckPermissions func(ctx context.Context) error
+
 	limiters *Limiters
 	recipe   Recipe
 }
@@ -103,7 +108,14 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 		if err != nil {
 			return nil, err
 		}
-		return d.build(obj, Recipe{Driver: *spec.DeepCopy(), Credential: cred})
+		r := Recipe{Driver: *spec.DeepCopy(), Credential: cred}
+		if p := obj.Spec.Permissions; p != nil {
+			if r.PermissionsKey, err = d.permissionsKey(ctx, obj.Namespace, p); err != nil {
+				return nil, err
+			}
+			r.Permissions = p.DeepCopy()
+		}
+		return d.build(obj, r)
 	default:
 		return nil, Stall(ReasonDriverUnsupported,
 			"driver type %q is not available in this version of ragcanary; use HTTP", spec.Type)
@@ -116,6 +128,10 @@ type Recipe struct {
 	Driver v1alpha1.Driver `json:"driver"`
 	// Credential is the source credential; secret.
 	Credential []byte `json:"credential"`
+	// Permissions is the corpus's separate permissions backend, if any, and
+	// PermissionsKey its credential (secret).
+	Permissions    *v1alpha1.Permissions `json:"permissions,omitempty"`
+	PermissionsKey []byte                `json:"permissionsKey,omitempty"`
 }
 
 // FromRecipe rebuilds a corpus from a recipe. The allowlist is checked again,
@@ -124,6 +140,12 @@ func (d *Door) FromRecipe(namespace, name string, r Recipe) (*Corpus, error) {
 	obj := &v1alpha1.Corpus{}
 	obj.Namespace, obj.Name = namespace, name
 	obj.Spec.Driver = r.Driver
+	obj.Spec.Permissions = r.Permissions
+	if r.Permissions != nil {
+		if _, err := d.Allow.Check("spec.permissions.spicedb.endpoint", "grpc://"+r.Permissions.SpiceDB.Endpoint); err != nil {
+			return nil, err
+		}
+	}
 	if r.Driver.Type != v1alpha1.DriverHTTP || r.Driver.HTTP == nil {
 		return nil, Stall(ReasonDriverUnsupported, "the kept driver configuration is not an HTTP driver")
 	}
@@ -151,6 +173,11 @@ func (d *Door) build(obj *v1alpha1.Corpus, r Recipe) (*Corpus, error) {
 		Key: LimiterKey(obj.Namespace, obj.Name), Limit: CorpusLimit(obj, d.DefaultLimit),
 		limiters: limiters, recipe: r}
 	limiters.Set(c.Key, c.Limit)
+	if r.Permissions != nil {
+		if err := c.attachPermissions(r); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 

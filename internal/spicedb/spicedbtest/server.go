@@ -1,0 +1,157 @@
+// Package spicedbtest starts a real SpiceDB (bin/spicedb, built from Go
+// modules by `make bin/spicedb`) for tests: in-memory datastore, every
+// listener on loopback, telemetry and the release check off, stopped when
+// the test ends.
+package spicedbtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "github.com/authzed/authzed-go/proto/authzed/api/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/ragcanary/ragcanary/internal/spicedb"
+	"github.com/ragcanary/ragcanary/internal/testutil"
+)
+
+// Server is a running SpiceDB.
+type Server struct {
+	// Endpoint is the gRPC address, 127.0.0.1:PORT.
+	Endpoint string
+	// Key is the preshared key.
+	Key string
+}
+
+// Options configure the server.
+type Options struct {
+	// Quantization is --datastore-revision-quantization-interval; SpiceDB's
+	// 5s default when zero.
+	Quantization time.Duration
+}
+
+// Start runs SpiceDB until t ends. It fails t, naming the make target, when
+// the binary is missing: the tests need the real engine.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	bin, err := binary()
+	if err != nil {
+		t.Fatalf("%v: run 'make bin/spicedb' (or make test) to build SpiceDB from Go modules", err)
+	}
+	key := randomKey(t)
+	grpcPort, metricsPort := freePort(t), freePort(t)
+	quant := opts.Quantization
+	if quant == 0 {
+		quant = 5 * time.Second
+	}
+	args := []string{"serve",
+		"--datastore-engine", "memory",
+		"--grpc-preshared-key", key,
+		"--grpc-addr", "127.0.0.1:" + grpcPort,
+		"--http-enabled=false",
+		"--dispatch-cluster-enabled=false",
+		"--metrics-addr", "127.0.0.1:" + metricsPort,
+		// Never report to an outside host, never ask for new releases.
+		"--telemetry-endpoint=",
+		"--skip-release-check",
+		"--datastore-revision-quantization-interval", quant.String(),
+		"--log-level", "warn",
+	}
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting spicedb: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("spicedb log:\n%s", logs.String())
+		}
+	})
+	s := &Server{Endpoint: "127.0.0.1:" + grpcPort, Key: key}
+	client, err := spicedb.Dial(s.Endpoint, key, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, "spicedb serving", func() error {
+		select {
+		case <-done:
+			return fmt.Errorf("spicedb exited: %s", logs.String())
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := client.ReadSchema(ctx, &v1.ReadSchemaRequest{})
+		if status.Code(err) == codes.NotFound { // serving, no schema yet
+			return nil
+		}
+		return err
+	})
+	return s
+}
+
+// binary finds bin/spicedb above the working directory.
+func binary() (string, error) {
+	if p := os.Getenv("RAGCANARY_SPICEDB"); p != "" {
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "bin", "spicedb")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && !strings.Contains(dir, "hack") {
+			return "", fmt.Errorf("%s not found", p)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("bin/spicedb not found")
+		}
+		dir = parent
+	}
+}
+
+func freePort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	return port
+}
+
+func randomKey(t testing.TB) string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "spicedb-test-" + hex.EncodeToString(b)
+}

@@ -1,0 +1,119 @@
+package target
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"sync"
+
+	authzed "github.com/authzed/authzed-go/v1"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/spicedb"
+)
+
+// withPermissions is a corpus driver whose permission changes go to a
+// separate backend (an authorization engine) while documents and search stay
+// with the driver.
+type withPermissions struct {
+	driver.Driver
+	perms *spicedb.Permissions
+}
+
+func (w *withPermissions) Grant(ctx context.Context, doc, principal string) error {
+	return w.perms.Grant(ctx, doc, principal)
+}
+
+func (w *withPermissions) Revoke(ctx context.Context, doc, principal string) error {
+	return w.perms.Revoke(ctx, doc, principal)
+}
+
+func (w *withPermissions) AddMember(ctx context.Context, group, principal string) error {
+	return w.perms.AddMember(ctx, group, principal)
+}
+
+func (w *withPermissions) RemoveMember(ctx context.Context, group, principal string) error {
+	return w.perms.RemoveMember(ctx, group, principal)
+}
+
+func (w *withPermissions) GrantGroup(ctx context.Context, doc, group string) error {
+	return w.perms.GrantGroup(ctx, doc, group)
+}
+
+func (w *withPermissions) RevokeGroup(ctx context.Context, doc, group string) error {
+	return w.perms.RevokeGroup(ctx, doc, group)
+}
+
+// permissionsKey checks a corpus's permissions backend against the door's
+// rules (allowlist as grpc://host:port, labelled credential) and returns its
+// key. Nothing is sent before both pass.
+func (d *Door) permissionsKey(ctx context.Context, namespace string, p *v1alpha1.Permissions) ([]byte, error) {
+	if p.Type != v1alpha1.PermissionsSpiceDB || p.SpiceDB == nil {
+		return nil, Stall(ReasonDriverUnsupported, "spec.permissions: type %q is not available; use SpiceDB", p.Type)
+	}
+	if _, err := d.Allow.Check("spec.permissions.spicedb.endpoint", "grpc://"+p.SpiceDB.Endpoint); err != nil {
+		return nil, err
+	}
+	return Credential(ctx, d.Reader, namespace, p.SpiceDB.PresharedKeySecretRef)
+}
+
+// spicedbMapping is the corpus's schema mapping.
+func spicedbMapping(s *v1alpha1.SpiceDBPermissions) spicedb.Mapping {
+	return spicedb.Mapping{DocumentType: s.DocumentType, GrantRelation: s.GrantRelation, GroupType: s.GroupType,
+		MemberRelation: s.MemberRelation, SubjectType: s.SubjectType}.WithDefaults()
+}
+
+// clients keeps one gRPC client per (endpoint, key, plaintext), so resolving a
+// corpus on every health check does not open a connection each time.
+type clients struct {
+	mu sync.Mutex
+	m  map[[32]byte]*authzed.Client
+}
+
+var spicedbClients = &clients{m: map[[32]byte]*authzed.Client{}}
+
+func (c *clients) get(endpoint string, key []byte, plaintext bool) (*authzed.Client, error) {
+	h := sha256.New()
+	h.Write([]byte(endpoint))
+	h.Write([]byte{0})
+	h.Write(key)
+	if plaintext {
+		h.Write([]byte{1})
+	}
+	var id [32]byte
+	copy(id[:], h.Sum(nil))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.m[id]; ok {
+		return cl, nil
+	}
+	cl, err := spicedb.Dial(endpoint, string(key), plaintext)
+	if err != nil {
+		return nil, err
+	}
+	c.m[id] = cl
+	return cl, nil
+}
+
+// attachPermissions wraps c's driver with the recipe's permissions backend
+// and sets the check the Corpus controller runs on it.
+func (c *Corpus) attachPermissions(r Recipe) error {
+	s := r.Permissions.SpiceDB
+	client, err := spicedbClients.get(s.Endpoint, r.PermissionsKey, s.Insecure)
+	if err != nil {
+		return Stall(ReasonInvalidURL, "spec.permissions.spicedb.endpoint: %v", err)
+	}
+	mapping := spicedbMapping(s)
+	perms := spicedb.NewPermissions(client, mapping, c.Timeout)
+	c.Driver = &withPermissions{Driver: c.Driver, perms: perms}
+	c.CheckPermissions = func(ctx context.Context) error {
+		err := spicedb.CheckSchema(ctx, client, mapping, c.Timeout)
+		var sp *spicedb.SchemaProblem
+		if errors.As(err, &sp) {
+			return Stall(v1alpha1.ReasonPermissionsSchemaMismatch, "spec.permissions.spicedb: %s", sp.Message)
+		}
+		return err
+	}
+	return nil
+}
