@@ -69,7 +69,7 @@ verify: generate manifests ## Regenerate everything and fail if anything differs
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 
 .PHONY: test
-test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) prometheus-tools test-alerts ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions (builds its tools on first use).
+test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) prometheus-tools chromium-tools test-alerts ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium (builds its tools on first use).
 	$(GO) test ./... -count=1 -timeout 30m
 
 .PHONY: test-alerts
@@ -154,6 +154,10 @@ prometheus-tools: ## Install prometheus and promtool from Debian's packages (nee
 $(SPICEDB): hack/tools/spicedb/go.mod
 	@echo "building spicedb from Go modules (first time: about 2-7 min)"
 	cd hack/tools/spicedb && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/authzed/spicedb/cmd/spicedb
+
+.PHONY: chromium-tools
+chromium-tools: ## Install chromium from Debian's packages for the HTML report test (needs root or sudo).
+	hack/install-chromium.sh
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
