@@ -40,6 +40,10 @@ type Options struct {
 	// Quantization is --datastore-revision-quantization-interval; SpiceDB's
 	// 5s default when zero.
 	Quantization time.Duration
+	// NoExtraStaleness sets the quantization's max staleness percent to 0
+	// (SpiceDB's default 10% may serve a revision up to 1.1 intervals old),
+	// so a revocation lag is bounded by the interval itself.
+	NoExtraStaleness bool
 }
 
 // Start runs SpiceDB until t ends. It fails t, naming the make target, when
@@ -68,6 +72,9 @@ func Start(t testing.TB, opts Options) *Server {
 		"--skip-release-check",
 		"--datastore-revision-quantization-interval", quant.String(),
 		"--log-level", "warn",
+	}
+	if opts.NoExtraStaleness {
+		args = append(args, "--datastore-revision-quantization-max-staleness-percent=0")
 	}
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, args...)

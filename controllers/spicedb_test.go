@@ -1,0 +1,243 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/spicedb"
+	"github.com/ragcanary/ragcanary/internal/spicedb/spicedbtest"
+)
+
+// quantization is SpiceDB's revision quantization in these tests: with
+// minimize_latency, a lookup may read a revision up to this old.
+const quantization = 5 * time.Second
+
+// spicedbInterval is the runs' probe interval.
+const spicedbInterval = 200 * time.Millisecond
+
+// startSpiceDBTarget runs SpiceDB and a ragtarget that asks it at query
+// time with consistency, and returns the target URL and the engine.
+func startSpiceDBTarget(t *testing.T, consistency spicedb.Consistency) (string, *spicedbtest.Server) {
+	t.Helper()
+	db := spicedbtest.Start(t, spicedbtest.Options{Quantization: quantization, NoExtraStaleness: true})
+	svc, err := ragtarget.New(ragtarget.Config{
+		SourceToken:         testSourceToken,
+		Tokens:              map[string]string{testAliceToken: "alice", testMalloryToken: "mallory"},
+		ContentSyncInterval: 100 * time.Millisecond,
+		ACLSyncInterval:     time.Hour, // unused: SpiceDB decides
+		Authz:               &ragtarget.SpiceDBAuthz{Endpoint: db.Endpoint, Key: db.Key, Consistency: consistency},
+	})
+	if err != nil {
+		t.Fatalf("starting ragtarget with SpiceDB: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	svc.Start(ctx)
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		_ = svc.Close()
+	})
+	return srv.URL, db
+}
+
+// spicedbFixture creates a corpus whose permissions live in db, and personas
+// alice (in group engineering) and mallory.
+func spicedbFixture(t *testing.T, url string, db *spicedbtest.Server) string {
+	t.Helper()
+	ns := newNamespace(t)
+	createSecret(t, ns, "source", "token", testSourceToken)
+	createSecret(t, ns, "alice-cred", "token", testAliceToken)
+	createSecret(t, ns, "mallory-cred", "token", testMalloryToken)
+	createSecret(t, ns, "spicedb-key", "token", db.Key)
+	crCreate(t, &v1alpha1.Corpus{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"},
+		Spec: v1alpha1.CorpusSpec{
+			Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP,
+				HTTP: &v1alpha1.HTTPDriver{URL: url, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
+			// Ten runs probing every 200ms as two personas must not queue
+			// behind the default limit: that would space their probes out.
+			RateLimit: v1alpha1.RateLimit{RequestsPerSecond: 1000, Burst: 1000},
+			Permissions: &v1alpha1.Permissions{Type: v1alpha1.PermissionsSpiceDB, SpiceDB: &v1alpha1.SpiceDBPermissions{
+				Endpoint: db.Endpoint, Insecure: true,
+				PresharedKeySecretRef: v1alpha1.SecretKeyReference{Name: "spicedb-key", Key: "token"},
+			}},
+		},
+	})
+	for _, p := range []struct{ name, subject string }{{"alice", "alice"}, {"mallory", "mallory"}} {
+		crCreate(t, &v1alpha1.Persona{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name},
+			Spec: v1alpha1.PersonaSpec{Subject: p.subject,
+				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: p.name + "-cred", Key: "token"}},
+		})
+	}
+	return ns
+}
+
+// spicedbRuns creates n runs revoking by method, probing search every
+// spicedbInterval, and waits for all of them.
+func spicedbRuns(t *testing.T, ns string, n int, method v1alpha1.RevocationMethod) []*v1alpha1.CanaryRun {
+	t.Helper()
+	runs := make([]*v1alpha1.CanaryRun, n)
+	for i := range runs {
+		run := crRunSpec(ns, 30*time.Second, v1alpha1.SurfaceSearch)
+		run.Name = fmt.Sprintf("run-%d", i)
+		run.Spec.Probing.Interval = metav1.Duration{Duration: spicedbInterval}
+		run.Spec.Probing.VisibilityTimeout = metav1.Duration{Duration: 30 * time.Second}
+		run.Spec.Revocation = v1alpha1.Revocation{Method: method}
+		if method == v1alpha1.RevokeRemoveFromGroup {
+			run.Spec.Revocation.Group = fmt.Sprintf("engineering-%d", i)
+		}
+		crCreate(t, run)
+		runs[i] = run
+	}
+	out := make([]*v1alpha1.CanaryRun, n)
+	var wg sync.WaitGroup
+	for i, run := range runs {
+		wg.Go(func() { out[i] = crWaitDone(t, run) })
+	}
+	wg.Wait()
+	return out
+}
+
+// upperBounds checks every run was excluded and returns its search upper
+// bounds, sorted.
+func upperBounds(t *testing.T, runs []*v1alpha1.CanaryRun) []time.Duration {
+	t.Helper()
+	var uppers []time.Duration
+	for _, run := range runs {
+		if run.Status.Verdict != v1alpha1.VerdictSLOMet {
+			t.Fatalf("%s: verdict %s (%s), want SLOMet", run.Name, run.Status.Verdict, run.Status.Message)
+		}
+		b := run.Status.Surfaces[0].Bounds
+		if b == nil || b.Lower == nil || b.Upper == nil || b.Lower.Duration < 0 || b.Upper.Duration < b.Lower.Duration {
+			t.Fatalf("%s: bounds %+v, want a closed interval", run.Name, b)
+		}
+		uppers = append(uppers, b.Upper.Duration)
+		t.Logf("%s: search exclusion [%s, %s], visible after %s", run.Name, b.Lower.Duration, b.Upper.Duration, run.Status.TimeToVisibility.Duration)
+	}
+	sort.Slice(uppers, func(i, j int) bool { return uppers[i] < uppers[j] })
+	t.Logf("search exclusion upper bounds: %v", uppers)
+	return uppers
+}
+
+// probeSlack bounds one probe's duration and the interval's jitter on this
+// machine: the probe after the lag ends within it.
+const probeSlack = time.Second
+
+// TestSpiceDBMinimizeLatencyLagIsMeasured: with minimize_latency, SpiceDB
+// reads at a revision quantized to 5s, so a deleted relationship may still
+// allow access for up to that long. Ten canaries bracket it.
+func TestSpiceDBMinimizeLatencyLagIsMeasured(t *testing.T) {
+	url, db := startSpiceDBTarget(t, spicedb.MinimizeLatency)
+	ns := spicedbFixture(t, url, db)
+	waitCorpusReady(t, &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"}}, metav1.ConditionTrue, v1alpha1.ReasonReachable)
+	waitQuantizing(t, db)
+	uppers := upperBounds(t, spicedbRuns(t, ns, 10, v1alpha1.RevokeRemoveGrant))
+	if limit := quantization + spicedbInterval + probeSlack; uppers[len(uppers)-1] > limit {
+		t.Fatalf("an upper bound %s exceeds quantization + interval + probe (%s)", uppers[len(uppers)-1], limit)
+	}
+	// The lag is real: the engine's caching kept revoked access for a while
+	// in some runs, not zero by accident of timing.
+	if uppers[len(uppers)-1] < time.Second {
+		t.Fatalf("every upper bound is below 1s (%v): the quantization lag was not observed", uppers)
+	}
+}
+
+// waitQuantizing waits until minimize_latency reads are really quantized. A
+// fresh in-memory SpiceDB serves its head revision while the quantized one
+// would fall before its oldest snapshot (its first quantization interval),
+// so runs started at once would see no lag at all. Quantizing is observed,
+// not waited for: a relationship written now is not yet visible to a
+// minimize_latency lookup.
+func waitQuantizing(t *testing.T, db *spicedbtest.Server) {
+	t.Helper()
+	client, err := spicedb.Dial(db.Endpoint, db.Key, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	perms := spicedb.NewPermissions(client, spicedb.DefaultMapping, 5*time.Second)
+	stale := spicedb.NewAuthorizer(client, spicedb.DefaultMapping, spicedb.MinimizeLatency, 5*time.Second)
+	n := 0
+	eventually(t, "SpiceDB serving quantized revisions", func() error {
+		n++
+		doc := fmt.Sprintf("warmup-%d", n)
+		if err := perms.Grant(ctx, doc, "warmup"); err != nil {
+			return err
+		}
+		ids, err := stale.Readable(ctx, "warmup")
+		if err != nil {
+			return err
+		}
+		if _, seen := ids[doc]; seen {
+			return fmt.Errorf("a relationship written just now is already visible: SpiceDB still serves its head revision")
+		}
+		return nil
+	})
+}
+
+// TestSpiceDBFullyConsistentExcludesAtOnce: with fully_consistent lookups a
+// revocation is effective at the next probe.
+func TestSpiceDBFullyConsistentExcludesAtOnce(t *testing.T) {
+	url, db := startSpiceDBTarget(t, spicedb.FullyConsistent)
+	ns := spicedbFixture(t, url, db)
+	uppers := upperBounds(t, spicedbRuns(t, ns, 3, v1alpha1.RevokeRemoveGrant))
+	if limit := spicedbInterval + probeSlack; uppers[len(uppers)-1] > limit {
+		t.Fatalf("upper bound %s exceeds one probe interval plus a probe (%s)", uppers[len(uppers)-1], limit)
+	}
+}
+
+// TestSpiceDBRemoveFromGroup: membership through SpiceDB; the run adds
+// alice to its group, grants the group, revokes by removing her, and leaves
+// no relationship behind.
+func TestSpiceDBRemoveFromGroup(t *testing.T) {
+	url, db := startSpiceDBTarget(t, spicedb.FullyConsistent)
+	ns := spicedbFixture(t, url, db)
+	runs := spicedbRuns(t, ns, 2, v1alpha1.RevokeRemoveFromGroup)
+	upperBounds(t, runs)
+	client, err := spicedb.Dial(db.Endpoint, db.Key, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authz := spicedb.NewAuthorizer(client, spicedb.DefaultMapping, spicedb.FullyConsistent, 5*time.Second)
+	readable, err := authz.Readable(context.Background(), "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(readable) != 0 {
+		t.Fatalf("alice can still read %v after every run cleaned up", readable)
+	}
+}
+
+// TestSpiceDBSchemaMismatchAndUnlabelledKey: the Corpus names what to fix.
+func TestSpiceDBSchemaMismatchAndUnlabelledKey(t *testing.T) {
+	db := spicedbtest.Start(t, spicedbtest.Options{})
+	_, url := startRagtarget(t, ragtarget.Config{})
+	ns := spicedbFixture(t, url, db)
+	corpus := &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"}}
+	// No schema in SpiceDB: nothing ragcanary could write would mean anything.
+	got := waitCorpusReady(t, corpus, metav1.ConditionFalse, v1alpha1.ReasonPermissionsSchemaMismatch)
+	t.Logf("condition: %v", got.Status.Conditions)
+	// An unlabelled key Secret is never read.
+	var key corev1.Secret
+	if err := k8sClient.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "spicedb-key"}, &key); err != nil {
+		t.Fatal(err)
+	}
+	key.Labels = nil
+	if err := k8sClient.Update(context.Background(), &key); err != nil {
+		t.Fatal(err)
+	}
+	waitCorpusReady(t, corpus, metav1.ConditionFalse, "SecretNotLabeled")
+}
