@@ -172,7 +172,13 @@ func loadSuite(ctx context.Context, c client.Reader, namespace, name string, now
 	}
 	if ref := run.Status.ReportConfigMapRef; ref != nil {
 		cm := &corev1.ConfigMap{}
-		if in.ReportFound, err = get(ctx, c, namespace, ref.Name, cm); err != nil {
+		in.ReportFound, err = get(ctx, c, namespace, ref.Name, cm)
+		switch {
+		case apierrors.IsForbidden(err):
+			// A user who may read runs but not ConfigMaps still gets the
+			// bounded list status keeps, and the report says so.
+			in.ReportUnreadable = "forbidden"
+		case err != nil:
 			return Evidence{}, err
 		}
 		if in.ReportFound {

@@ -21,13 +21,15 @@ const annotationCompletedAt = "ragcanary.dev/completed-at"
 
 // SuiteInput is a SuiteRun and the objects it names, as read. A nil Suite
 // or Corpus means it was not found; ReportData is nil when the run names no
-// report ConfigMap or it was not found (ReportFound says which).
+// report ConfigMap, it was not found (ReportFound says which) or the reader
+// may not read it (ReportUnreadable says why).
 type SuiteInput struct {
-	Run         *v1alpha1.SuiteRun
-	Suite       *v1alpha1.EvalSuite
-	Corpus      *v1alpha1.Corpus
-	ReportData  map[string]string
-	ReportFound bool
+	Run              *v1alpha1.SuiteRun
+	Suite            *v1alpha1.EvalSuite
+	Corpus           *v1alpha1.Corpus
+	ReportData       map[string]string
+	ReportFound      bool
+	ReportUnreadable string
 }
 
 // SuiteEvidence is what a SuiteRun scored and which gates decided it.
@@ -290,6 +292,8 @@ func failingCases(ev *SuiteEvidence, in SuiteInput) error {
 		switch {
 		case ref == nil:
 			ev.FailingCasesSource += "; the run names no report ConfigMap"
+		case in.ReportUnreadable != "":
+			ev.FailingCasesSource += "; report ConfigMap " + ref.Name + " could not be read: " + in.ReportUnreadable
 		case !in.ReportFound:
 			ev.FailingCasesSource += "; report ConfigMap " + ref.Name + " not found"
 		}
