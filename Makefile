@@ -114,6 +114,9 @@ demo: envtest-assets $(KUBECTL) build ## Local control plane + CRDs + ragtarget 
 
 ##@ Tools
 
+.PHONY: tools
+tools: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(CONTROLLER_GEN) ## Build every tool the tests need into bin/ (cached; make -j2 tools builds two at a time).
+
 .PHONY: envtest-assets
 envtest-assets: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) ## Build kube-apiserver, kube-controller-manager and etcd into bin/ (cached).
 
