@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -150,4 +151,24 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// Output formats: people by default, exact values with -o json.
+const outputJSON = "json"
+
+func addOutputFlag(cmd *cobra.Command, output *string) {
+	cmd.Flags().StringVarP(output, "output", "o", "", "output format: json for exact values (default: text for people)")
+}
+
+func checkOutput(output string) error {
+	if output != "" && output != outputJSON {
+		return usageError("unknown output format %q: use -o json, or no -o for text", output)
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

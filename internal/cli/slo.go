@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"time"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+)
+
+// Labels the controllers put on runs (controllers.LabelCanary and
+// controllers.LabelSuite; a test keeps them equal). The plugin does not
+// import the controllers package, which would pull every driver into it.
+const (
+	LabelCanary = "ragcanary.dev/canary"
+	LabelSuite  = "ragcanary.dev/suite"
+)
+
+// defaultExclusionSLO is the CRD default of freshness.exclusionSLO.
+const defaultExclusionSLO = 5 * time.Minute
+
+// SurfaceSLO is the exclusion objective of a surface by the rule the
+// CanaryRun controller judges runs with: the canary's override, else the
+// corpus's, and for answers the corpus's cache-invalidation SLO when set.
+// corpus is nil when it cannot be read.
+func SurfaceSLO(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, s v1alpha1.Surface) time.Duration {
+	slo := defaultExclusionSLO
+	if corpus != nil && corpus.Spec.Freshness.ExclusionSLO != nil {
+		slo = corpus.Spec.Freshness.ExclusionSLO.Duration
+	}
+	if spec.ExclusionSLO != nil {
+		slo = spec.ExclusionSLO.Duration
+	}
+	if s == v1alpha1.SurfaceAnswer && corpus != nil && corpus.Spec.Freshness.CacheInvalidationSLO != nil {
+		slo = corpus.Spec.Freshness.CacheInvalidationSLO.Duration
+	}
+	return slo
+}
+
+// AgainstSLO writes an interval next to its objective with the relation
+// the bounds establish, and no more: "1.2s–1.7s ≤ 30s" (met), "40s–41s > 30s"
+// (certainly breached), "20s–40s ≰ 30s" (the upper bound is over: breached
+// by the SLO rule, though exclusion may have come in time), ">30m > 5m"
+// (still visible past the SLO) and "? vs 30s" when nothing relates them.
+func AgainstSLO(b *v1alpha1.ExclusionBounds, slo time.Duration) string {
+	return Interval(b) + " " + relation(b, slo) + " " + HumanDuration(slo)
+}
+
+func relation(b *v1alpha1.ExclusionBounds, slo time.Duration) string {
+	switch {
+	case b == nil:
+		return "vs"
+	case b.Lower != nil && b.Lower.Duration > slo:
+		return ">"
+	case b.Upper == nil:
+		return "vs"
+	case b.Upper.Duration <= slo:
+		return "≤"
+	}
+	return "≰"
+}
