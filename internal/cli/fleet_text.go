@@ -269,10 +269,11 @@ func secondsText(s *float64, none string) string {
 	return HumanDuration(seconds(*s))
 }
 
-// relative is "3m ago" or "in 2m" from now.
+// relative is "28s ago" or "in 2m" from now, to the second at most: a
+// tenth of a second says nothing about when something happened.
 func relative(t, now time.Time) string {
 	if t.After(now) {
-		return "in " + HumanDuration(t.Sub(now))
+		return "in " + HumanDuration(t.Sub(now).Round(time.Second))
 	}
-	return HumanDuration(now.Sub(t)) + " ago"
+	return HumanDuration(now.Sub(t).Round(time.Second)) + " ago"
 }

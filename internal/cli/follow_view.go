@@ -88,7 +88,8 @@ func liveLine(p Progress, now time.Time) string {
 		b.WriteString("▶ " + strings.ToLower(p.Phase))
 	}
 	if p.StartTime != nil {
-		fmt.Fprintf(&b, "  %s", HumanDuration(now.Sub(*p.StartTime)))
+		// Whole seconds: a counter that ticks once per redraw.
+		fmt.Fprintf(&b, "  %s", HumanDuration(now.Sub(*p.StartTime).Truncate(time.Second)))
 	}
 	if len(p.Exposure) > 0 {
 		b.WriteString("  exposed: " + exposureText(p.Exposure))
@@ -106,6 +107,9 @@ func stepsLine(phase v1alpha1.CanaryPhase) string {
 		if s.phase == phase {
 			current = i
 		}
+	}
+	if phase == v1alpha1.PhaseSucceeded || phase == v1alpha1.PhaseFailed {
+		current = len(canarySteps)
 	}
 	parts := make([]string, 0, len(canarySteps))
 	for i, s := range canarySteps {

@@ -11,7 +11,7 @@ import (
 // (carriage return, clear line) with the lifecycle marked and the exposure.
 func TestLiveViewRedrawsOneLine(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	start := now.Add(-75 * time.Second)
+	start := now.Add(-75*time.Second - 400*time.Millisecond)
 	var out bytes.Buffer
 	v := &LiveView{W: &out, Now: func() time.Time { return now }}
 	v.Update(Progress{Kind: "CanaryRun", Run: "r", Created: true, Phase: "AwaitingExclusion", StartTime: &start,
@@ -20,6 +20,9 @@ func TestLiveViewRedrawsOneLine(t *testing.T) {
 	want := "\r\033[Kr  ✓pending ✓plant ✓share ✓visible? ✓revoke ▶excluded? ·clean up  1m15s  exposed: Search 40s (over SLO 30s)"
 	if got != want {
 		t.Errorf("live line\n%q, want\n%q", got, want)
+	}
+	if got := stepsLine("Succeeded"); got != "✓pending ✓plant ✓share ✓visible? ✓revoke ✓excluded? ✓clean up" {
+		t.Errorf("a finished run's steps %q, want all done", got)
 	}
 	v.Done(Progress{Kind: "CanaryRun", Run: "r", Created: true, Done: true, Verdict: "SLOBreached"})
 	if !strings.HasPrefix(out.String()[len(got):], "\r\033[KCanaryRun r: SLOBreached\n") {
