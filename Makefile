@@ -95,10 +95,11 @@ bench-canaries: envtest-assets ## Benchmark 1,000 active canaries (5 s probe int
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager, ragcanary and ragtarget binaries into bin/.
+build: ## Build the manager, ragcanary, ragtarget and kubectl-ragcanary binaries into bin/.
 	$(GO) build -o $(BIN)/manager ./cmd/manager
 	$(GO) build -o $(BIN)/ragcanary ./cmd/ragcanary
 	$(GO) build -o $(BIN)/ragtarget ./cmd/ragtarget
+	$(GO) build -o $(BIN)/kubectl-ragcanary ./cmd/kubectl-ragcanary
 
 .PHONY: run
 run: manifests ## Run the manager against the cluster in $KUBECONFIG (default: the local control plane).
