@@ -1,0 +1,195 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Reasons a check refuses the configuration; the Corpus controller reports
+// them as the Ready condition's reason.
+const (
+	// ReasonStatementInvalid: a statement does not prepare, takes more
+	// parameters than its operation passes, or search returns other columns.
+	ReasonStatementInvalid = "StatementInvalid"
+	// ReasonReaderBypassesRLS: the reader role is not filtered by row-level
+	// security, so every isolation result would be meaningless.
+	ReasonReaderBypassesRLS = "ReaderBypassesRLS"
+)
+
+// CheckError is a configuration the user must fix. Message names the
+// statement, schema or role; it never holds a DSN or a password.
+type CheckError struct {
+	Reason  string
+	Message string
+}
+
+func (e *CheckError) Error() string { return e.Message }
+
+// HealthCheck verifies what a Corpus check needs beyond reachability: the
+// reference schema (created when ManageSchema), every statement prepared on
+// the server it runs on, and that the reader does not bypass row-level
+// security. A *CheckError is a configuration to fix; any other error is a
+// classified *driver.Error (unreachable, credential refused).
+func (d *Driver) HealthCheck(ctx context.Context) error {
+	if err := d.check(ctx); err != nil {
+		return err
+	}
+	return d.checkReader(ctx)
+}
+
+// check creates the schema if asked to, then prepares every statement in
+// use and keeps them with their parameter counts.
+func (d *Driver) check(ctx context.Context) error {
+	d.mu.Lock()
+	schemaOK := d.schemaOK
+	d.mu.Unlock()
+	if d.manageSchema && !schemaOK {
+		sctx, cancel := context.WithTimeout(ctx, d.timeout)
+		err := d.ensureSchema(sctx, d.readerRole)
+		cancel()
+		if err != nil {
+			return classify("CreateSchema", err)
+		}
+		d.mu.Lock()
+		d.schemaOK = true
+		d.mu.Unlock()
+	}
+	p, err := d.prepareAll(ctx)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.prepared = p
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *Driver) prepareAll(ctx context.Context) (*prepared, error) {
+	wctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	vector, err := hasEmbeddings(wctx, d.writer, d.schema)
+	if err != nil {
+		return nil, classify("Prepare", err)
+	}
+	ref := referenceStatements(d.schema, vector)
+	p := &prepared{sql: map[string]string{}, params: map[string]int{}}
+	for name, sql := range ref {
+		if o := d.overrides.byName(name); o != "" {
+			sql = o
+		}
+		p.sql[name] = sql
+	}
+	if err := d.prepareOn(wctx, d.writer, p, writerStatements); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	if err := d.prepareOn(rctx, d.reader, p, readerStatements); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// prepareOn prepares names on one connection of pool as unnamed statements
+// (nothing stays on the server) and records their parameter counts.
+func (d *Driver) prepareOn(ctx context.Context, pool *pgxpool.Pool, p *prepared, names []string) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return classify("Prepare", err)
+	}
+	defer conn.Release()
+	for _, name := range names {
+		desc, err := conn.Conn().PgConn().Prepare(ctx, "", p.sql[name], nil)
+		if err != nil {
+			return d.statementError(name, err)
+		}
+		if n := len(desc.ParamOIDs); n > maxParams[name] {
+			return &CheckError{Reason: ReasonStatementInvalid, Message: fmt.Sprintf(
+				"%s uses %d parameters; this operation passes at most %d", d.describe(name), n, maxParams[name])}
+		}
+		if name == stmtSearch && len(desc.Fields) != 3 {
+			return &CheckError{Reason: ReasonStatementInvalid, Message: fmt.Sprintf(
+				"%s returns %d columns; it must return (chunk id, document id, score)", d.describe(name), len(desc.Fields))}
+		}
+		p.params[name] = len(desc.ParamOIDs)
+	}
+	return nil
+}
+
+// describe names a statement for a message: the spec field of an override,
+// or the reference statement and its schema.
+func (d *Driver) describe(name string) string {
+	if d.overrides.byName(name) != "" {
+		return statementField(name)
+	}
+	hint := ""
+	if !d.manageSchema {
+		hint = " (set manageSchema: true to create the reference schema, or override the statement)"
+	}
+	return fmt.Sprintf("the reference %s statement in schema %q%s", name, d.schema, hint)
+}
+
+// statementError reports a statement the server refused. The server's
+// message is about the statement's text and the schema (both from the
+// Corpus spec), so it is shown, shortened; a connection failure is not a
+// statement problem and stays a classified driver error.
+func (d *Driver) statementError(name string, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code == "42501" || pgErr.Code[:2] == "28" || pgErr.Code[:2] == "08" || pgErr.Code[:2] == "57" {
+		return classify("Prepare", err)
+	}
+	return &CheckError{Reason: ReasonStatementInvalid, Message: fmt.Sprintf(
+		"%s does not prepare: %s (SQLSTATE %s)", d.describe(name), shorten(pgErr.Message, 200), pgErr.Code)}
+}
+
+// checkReader refuses a reader that row-level security does not filter: a
+// superuser or BYPASSRLS role, or (for the reference search) the chunks
+// table's owner when security is not forced, or a table without it.
+func (d *Driver) checkReader(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	var role string
+	var super, bypass bool
+	err := d.reader.QueryRow(ctx, `select rolname, rolsuper, rolbypassrls from pg_roles where rolname = current_user`).Scan(&role, &super, &bypass)
+	if err != nil {
+		return classify("CheckReader", err)
+	}
+	switch {
+	case super:
+		return &CheckError{Reason: ReasonReaderBypassesRLS, Message: fmt.Sprintf(
+			"the reader role %q is a superuser, which bypasses row-level security: every persona would read every row; use a role without SUPERUSER", role)}
+	case bypass:
+		return &CheckError{Reason: ReasonReaderBypassesRLS, Message: fmt.Sprintf(
+			"the reader role %q has BYPASSRLS: every persona would read every row; use a role with NOBYPASSRLS", role)}
+	}
+	if !d.overrides.usesReferenceSearch() {
+		return nil
+	}
+	var enabled, forced, owner bool
+	err = d.reader.QueryRow(ctx, `select relrowsecurity, relforcerowsecurity, pg_has_role(current_user, relowner, 'USAGE')
+		from pg_class where oid = to_regclass(quote_ident($1) || '.chunks')`, d.schema).Scan(&enabled, &forced, &owner)
+	if err != nil {
+		return classify("CheckReader", err)
+	}
+	switch {
+	case !enabled:
+		return &CheckError{Reason: ReasonReaderBypassesRLS, Message: fmt.Sprintf(
+			"row-level security is not enabled on %s.chunks: every persona would read every row", d.schema)}
+	case owner && !forced:
+		return &CheckError{Reason: ReasonReaderBypassesRLS, Message: fmt.Sprintf(
+			"the reader role %q owns %s.chunks, and row-level security is not forced: owners bypass it", role, d.schema)}
+	}
+	return nil
+}
+
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
