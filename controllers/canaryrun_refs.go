@@ -54,11 +54,11 @@ func (r *CanaryRunReconciler) resolveRefs(ctx context.Context, run *v1alpha1.Can
 		return nil, err
 	}
 	deps := &runDeps{corpus: c}
-	if deps.persona, err = r.resolvePersona(ctx, run.Namespace, run.Spec.PersonaRef.Name); err != nil {
+	if deps.persona, err = r.resolvePersona(ctx, c, run.Namespace, run.Spec.PersonaRef.Name); err != nil {
 		return nil, err
 	}
 	for _, ref := range run.Spec.ControlPersonaRefs {
-		p, err := r.resolvePersona(ctx, run.Namespace, ref.Name)
+		p, err := r.resolvePersona(ctx, c, run.Namespace, ref.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +67,7 @@ func (r *CanaryRunReconciler) resolveRefs(ctx context.Context, run *v1alpha1.Can
 	return deps, nil
 }
 
-func (r *CanaryRunReconciler) resolvePersona(ctx context.Context, ns, name string) (target.Persona, error) {
+func (r *CanaryRunReconciler) resolvePersona(ctx context.Context, corpus *target.Corpus, ns, name string) (target.Persona, error) {
 	var p v1alpha1.Persona
 	err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &p)
 	if apierrors.IsNotFound(err) {
@@ -76,7 +76,7 @@ func (r *CanaryRunReconciler) resolvePersona(ctx context.Context, ns, name strin
 	if err != nil {
 		return target.Persona{}, err
 	}
-	return r.Door.Persona(ctx, &p)
+	return r.Door.PersonaFor(ctx, corpus, &p)
 }
 
 // capabilities are what the target supports: as the corpus status last

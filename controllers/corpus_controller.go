@@ -103,7 +103,10 @@ func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
 	corpus.Status.Capabilities = toCorpusCapabilities(caps)
-	if res, stop := r.checkPermissions(ctx, corpus, resolved, interval); stop {
+	if res, stop := r.checkHook(ctx, corpus, resolved.CheckPermissions, "permissions backend", interval); stop {
+		return res, nil
+	}
+	if res, stop := r.checkHook(ctx, corpus, resolved.CheckDriver, "driver", interval); stop {
 		return res, nil
 	}
 	if err := checkSourceCredential(ctx, d); err != nil {
@@ -119,13 +122,15 @@ func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 
-// checkPermissions checks a separate permissions backend: reachable, key
-// accepted, schema as mapped. stop is true when Ready was set to False.
-func (r *CorpusReconciler) checkPermissions(ctx context.Context, corpus *v1alpha1.Corpus, resolved *target.Corpus, interval time.Duration) (ctrl.Result, bool) {
-	if resolved.CheckPermissions == nil {
+// checkHook runs one of the resolved corpus's checks: a separate
+// permissions backend (reachable, key accepted, schema as mapped) or the
+// driver's own (Postgres: schema, statements, reader under row-level
+// security). stop is true when Ready was set to False.
+func (r *CorpusReconciler) checkHook(ctx context.Context, corpus *v1alpha1.Corpus, check func(context.Context) error, what string, interval time.Duration) (ctrl.Result, bool) {
+	if check == nil {
 		return ctrl.Result{}, false
 	}
-	err := resolved.CheckPermissions(ctx)
+	err := check(ctx)
 	if err == nil {
 		return ctrl.Result{}, false
 	}
@@ -137,8 +142,8 @@ func (r *CorpusReconciler) checkPermissions(ctx context.Context, corpus *v1alpha
 	if driver.IsUnauthorized(err) {
 		reason = v1alpha1.ReasonCredentialRejected
 	}
-	// Driver errors are sanitized: operation, kind and gRPC code only.
-	r.setReady(corpus, metav1.ConditionFalse, reason, fmt.Sprintf("permissions backend check failed: %v", err))
+	// Driver errors are sanitized: operation, kind and gRPC code or SQLSTATE only.
+	r.setReady(corpus, metav1.ConditionFalse, reason, fmt.Sprintf("%s check failed: %v", what, err))
 	return ctrl.Result{RequeueAfter: interval}, true
 }
 

@@ -35,11 +35,22 @@ type HTTPDriver struct {
 	CredentialSecretRef SecretKeyReference `json:"credentialSecretRef"`
 }
 
-// PostgresDriver configures the PostgreSQL/pgvector driver.
+// PostgresDriver configures the PostgreSQL/pgvector driver (docs/postgres.md).
 type PostgresDriver struct {
-	// dsnSecretRef selects the Secret key holding the connection string.
+	// dsnSecretRef selects the Secret key holding the writer's connection
+	// string (URL or key=value form): documents, grants and memberships are
+	// written there, normally the primary. Its host and port must be allowed
+	// by the operator's allowlist as postgres://host:port; Unix sockets are
+	// refused. The password lives only in the Secret.
 	// +required
 	DSNSecretRef SecretKeyReference `json:"dsnSecretRef"`
+
+	// readDSNSecretRef selects the Secret key holding the connection string
+	// personas read through, for example a hot standby the application reads
+	// from. Its role must not bypass row-level security. Defaults to
+	// dsnSecretRef.
+	// +optional
+	ReadDSNSecretRef *SecretKeyReference `json:"readDSNSecretRef,omitempty"`
 
 	// schema holding the document, chunk and ACL tables.
 	// +optional
@@ -47,6 +58,78 @@ type PostgresDriver struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
 	Schema string `json:"schema,omitempty"`
+
+	// manageSchema creates the reference schema (tables, row-level security
+	// policies, the reader's grants) when it is missing.
+	// +optional
+	ManageSchema bool `json:"manageSchema,omitempty"`
+
+	// statements replace the reference schema's statements, so ragcanary
+	// writes and reads the user's own tables. Each is validated by preparing
+	// it when the Corpus is checked.
+	// +optional
+	Statements *PostgresStatements `json:"statements,omitempty"`
+}
+
+// Ready reasons of a Postgres corpus's health check.
+const (
+	// ReasonStatementInvalid: a statement (named in the message) does not
+	// prepare, takes more parameters than its operation passes, or search
+	// returns other columns than (chunk id, document id, score).
+	ReasonStatementInvalid = "StatementInvalid"
+	// ReasonReaderBypassesRLS: the reader role is a superuser, has
+	// BYPASSRLS, or owns the reference tables without forced row-level
+	// security, so every isolation result would be meaningless.
+	ReasonReaderBypassesRLS = "ReaderBypassesRLS"
+)
+
+// PostgresStatements are parameterised SQL statements, one per operation;
+// an unset one uses the reference schema's. Parameters are documented in
+// docs/postgres.md; a statement may use a prefix of its operation's.
+type PostgresStatements struct {
+	// createDocument inserts a document: $1 id, $2 title, $3 body,
+	// $4 principals text[], $5 chunk texts text[], $6 chunk embeddings text[].
+	// It runs after deleteDocument in the same transaction.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	CreateDocument string `json:"createDocument,omitempty"`
+
+	// deleteDocument deletes a document and its chunks and grants: $1 id.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	DeleteDocument string `json:"deleteDocument,omitempty"`
+
+	// grant allows a principal to read a document: $1 document id, $2 principal.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Grant string `json:"grant,omitempty"`
+
+	// revoke removes a grant: $1 document id, $2 principal.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Revoke string `json:"revoke,omitempty"`
+
+	// addMember adds a principal to a group: $1 group, $2 principal.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	AddMember string `json:"addMember,omitempty"`
+
+	// removeMember removes a principal from a group: $1 group, $2 principal.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	RemoveMember string `json:"removeMember,omitempty"`
+
+	// session runs first in each read transaction: $1 persona subject. A
+	// statement returning columns but no row refuses the persona.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Session string `json:"session,omitempty"`
+
+	// search retrieves as the persona: $1 query, $2 k, $3 query embedding
+	// (pgvector literal); returns (chunk id, document id, score), best first.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Search string `json:"search,omitempty"`
 }
 
 // Driver selects and configures the driver for a corpus.

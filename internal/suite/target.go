@@ -22,7 +22,7 @@ func BuildTarget(ctx context.Context, door *target.Door, s *v1alpha1.EvalSuite, 
 	}
 	tokens := make(map[string]driver.Token, len(def.Personas))
 	for name, p := range def.Personas {
-		resolved, err := door.Persona(ctx, p)
+		resolved, err := door.PersonaFor(ctx, corpus, p)
 		if err != nil {
 			return Target{}, err
 		}

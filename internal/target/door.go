@@ -63,6 +63,11 @@ type Corpus struct {
 	// (reachable, key accepted, schema as mapped); nil when permission
 	// changes go to the driver itself.
 	CheckPermissions func(ctx context.Context) error
+	// CheckDriver verifies what the driver needs beyond reachability (for
+	// Postgres: schema, statements, a reader filtered by row-level
+	// security); nil when there is nothing more to check. A user problem
+	// is a Stalled *Problem.
+	CheckDriver func(ctx context.Context) error
 
 	limiters *Limiters
 	recipe   Recipe
@@ -116,9 +121,21 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 			r.Permissions = p.DeepCopy()
 		}
 		return d.build(obj, r)
+	case v1alpha1.DriverPostgres:
+		r, err := d.postgresRecipe(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		if p := obj.Spec.Permissions; p != nil {
+			if r.PermissionsKey, err = d.permissionsKey(ctx, obj.Namespace, p); err != nil {
+				return nil, err
+			}
+			r.Permissions = p.DeepCopy()
+		}
+		return d.build(obj, r)
 	default:
 		return nil, Stall(ReasonDriverUnsupported,
-			"driver type %q is not available in this version of ragcanary; use HTTP", spec.Type)
+			"driver type %q is not available in this version of ragcanary; use HTTP or Postgres", spec.Type)
 	}
 }
 
@@ -126,8 +143,12 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 type Recipe struct {
 	// Driver is the corpus's driver spec when the recipe was taken.
 	Driver v1alpha1.Driver `json:"driver"`
-	// Credential is the source credential; secret.
+	// Credential is the source credential (for Postgres the writer's
+	// connection string); secret.
 	Credential []byte `json:"credential"`
+	// ReadCredential is a Postgres corpus's reader connection string, when
+	// it has its own; secret.
+	ReadCredential []byte `json:"readCredential,omitempty"`
 	// Permissions is the corpus's separate permissions backend, if any, and
 	// PermissionsKey its credential (secret).
 	Permissions    *v1alpha1.Permissions `json:"permissions,omitempty"`
@@ -146,24 +167,36 @@ func (d *Door) FromRecipe(namespace, name string, r Recipe) (*Corpus, error) {
 			return nil, err
 		}
 	}
-	if r.Driver.Type != v1alpha1.DriverHTTP || r.Driver.HTTP == nil {
-		return nil, Stall(ReasonDriverUnsupported, "the kept driver configuration is not an HTTP driver")
+	switch {
+	case r.Driver.Type == v1alpha1.DriverHTTP && r.Driver.HTTP != nil:
+	case r.Driver.Type == v1alpha1.DriverPostgres && r.Driver.Postgres != nil:
+	default:
+		return nil, Stall(ReasonDriverUnsupported, "the kept driver configuration is neither an HTTP nor a Postgres driver")
 	}
 	return d.build(obj, r)
 }
 
 func (d *Door) build(obj *v1alpha1.Corpus, r Recipe) (*Corpus, error) {
-	u, err := d.Allow.Check("spec.driver.http.url", r.Driver.HTTP.URL)
-	if err != nil {
-		return nil, err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, Stall(ReasonInvalidURL, "spec.driver.http.url must be an absolute http or https URL")
-	}
 	timeout := CorpusTimeout(obj)
-	drv, err := d.HTTPDriver(u.String(), string(r.Credential), timeout)
-	if err != nil {
-		return nil, err
+	var drv driver.Driver
+	var checkDriver func(context.Context) error
+	if r.Driver.Type == v1alpha1.DriverPostgres {
+		pg, err := d.postgresDriver(r, timeout)
+		if err != nil {
+			return nil, err
+		}
+		drv, checkDriver = pg, postgresCheck(pg)
+	} else {
+		u, err := d.Allow.Check("spec.driver.http.url", r.Driver.HTTP.URL)
+		if err != nil {
+			return nil, err
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			return nil, Stall(ReasonInvalidURL, "spec.driver.http.url must be an absolute http or https URL")
+		}
+		if drv, err = d.HTTPDriver(u.String(), string(r.Credential), timeout); err != nil {
+			return nil, err
+		}
 	}
 	limiters := d.Limiters
 	if limiters == nil {
@@ -171,7 +204,7 @@ func (d *Door) build(obj *v1alpha1.Corpus, r Recipe) (*Corpus, error) {
 	}
 	c := &Corpus{Object: obj, Driver: drv, Timeout: timeout,
 		Key: LimiterKey(obj.Namespace, obj.Name), Limit: CorpusLimit(obj, d.DefaultLimit),
-		limiters: limiters, recipe: r}
+		CheckDriver: checkDriver, limiters: limiters, recipe: r}
 	limiters.Set(c.Key, c.Limit)
 	if r.Permissions != nil {
 		if err := c.attachPermissions(r); err != nil {

@@ -42,56 +42,69 @@ func (d *Driver) HealthCheck(ctx context.Context) error {
 }
 
 // check creates the schema if asked to, then prepares every statement in
-// use and keeps them with their parameter counts.
+// use on the server it runs on.
 func (d *Driver) check(ctx context.Context) error {
-	d.mu.Lock()
-	schemaOK := d.schemaOK
-	d.mu.Unlock()
-	if d.manageSchema && !schemaOK {
-		sctx, cancel := context.WithTimeout(ctx, d.timeout)
-		err := d.ensureSchema(sctx, d.readerRole)
-		cancel()
-		if err != nil {
-			return classify("CreateSchema", err)
-		}
-		d.mu.Lock()
-		d.schemaOK = true
-		d.mu.Unlock()
-	}
-	p, err := d.prepareAll(ctx)
-	if err != nil {
+	if _, err := d.prepareSide(ctx, false); err != nil {
 		return err
 	}
-	d.mu.Lock()
-	d.prepared = p
-	d.mu.Unlock()
-	return nil
+	_, err := d.prepareSide(ctx, true)
+	return err
 }
 
-func (d *Driver) prepareAll(ctx context.Context) (*prepared, error) {
+// prepareSide prepares the writer's statements (or the reader's) and keeps
+// them with their parameter counts.
+func (d *Driver) prepareSide(ctx context.Context, reads bool) (*prepared, error) {
+	if err := d.ensureSchemaOnce(ctx); err != nil {
+		return nil, err
+	}
 	wctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
+	// The writer's catalog decides the reference statements: a standby
+	// may not have replayed the embedding column yet.
 	vector, err := hasEmbeddings(wctx, d.writer, d.schema)
 	if err != nil {
 		return nil, classify("Prepare", err)
 	}
-	ref := referenceStatements(d.schema, vector)
 	p := &prepared{sql: map[string]string{}, params: map[string]int{}}
-	for name, sql := range ref {
+	for name, sql := range referenceStatements(d.schema, vector) {
 		if o := d.overrides.byName(name); o != "" {
 			sql = o
 		}
 		p.sql[name] = sql
 	}
-	if err := d.prepareOn(wctx, d.writer, p, writerStatements); err != nil {
+	pool, names := d.writer, writerStatements
+	if reads {
+		pool, names = d.reader, readerStatements
+	}
+	if err := d.prepareOn(wctx, pool, p, names); err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, d.timeout)
-	defer cancel()
-	if err := d.prepareOn(rctx, d.reader, p, readerStatements); err != nil {
-		return nil, err
+	d.mu.Lock()
+	if reads {
+		d.reads = p
+	} else {
+		d.writes = p
 	}
+	d.mu.Unlock()
 	return p, nil
+}
+
+func (d *Driver) ensureSchemaOnce(ctx context.Context) error {
+	d.mu.Lock()
+	done := d.schemaOK || !d.manageSchema
+	d.mu.Unlock()
+	if done {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	if err := d.ensureSchema(sctx, d.readerRole); err != nil {
+		return classify("CreateSchema", err)
+	}
+	d.mu.Lock()
+	d.schemaOK = true
+	d.mu.Unlock()
+	return nil
 }
 
 // prepareOn prepares names on one connection of pool as unnamed statements

@@ -54,7 +54,9 @@ type Endpoint struct {
 }
 
 // Socket reports whether the endpoint is a Unix socket directory.
-func (e Endpoint) Socket() bool { return strings.HasPrefix(e.Host, "/") || strings.HasPrefix(e.Host, "@") }
+func (e Endpoint) Socket() bool {
+	return strings.HasPrefix(e.Host, "/") || strings.HasPrefix(e.Host, "@")
+}
 
 // URL is the endpoint as an allowlist entry compares it: postgres://host:port.
 func (e Endpoint) URL() string {
@@ -106,7 +108,9 @@ type Driver struct {
 
 	mu       sync.Mutex
 	schemaOK bool
-	prepared *prepared
+	// writes and reads are prepared apart: a standby that has not yet
+	// replayed the schema holds up searches, not the canary's writes.
+	writes, reads *prepared
 }
 
 // prepared are the statements in use with the parameters each takes.
@@ -180,7 +184,7 @@ func (d *Driver) CreateDocument(ctx context.Context, doc driver.Document) error 
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	p, err := d.ready(ctx, op)
+	p, err := d.ready(ctx, op, false)
 	if err != nil {
 		return err
 	}
@@ -232,7 +236,7 @@ func (d *Driver) RemoveMember(ctx context.Context, group, principal string) erro
 func (d *Driver) write(ctx context.Context, op, name string, args ...any) error {
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	p, err := d.ready(ctx, op)
+	p, err := d.ready(ctx, op, false)
 	if err != nil {
 		return err
 	}
@@ -254,7 +258,7 @@ func (d *Driver) Search(ctx context.Context, persona driver.Token, query string,
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	p, err := d.ready(ctx, op)
+	p, err := d.ready(ctx, op, true)
 	if err != nil {
 		return nil, err
 	}
@@ -324,26 +328,31 @@ func (p *prepared) args(name string, args ...any) []any {
 	return args[:n]
 }
 
-// ready returns the statements in use, creating the schema and preparing
-// them on first use; a failure is retried on the next call.
-func (d *Driver) ready(ctx context.Context, op string) (*prepared, error) {
+// ready returns the statements in use on one side (reads: the reader's),
+// creating the schema and preparing them on first use; a failure is
+// retried on the next call.
+func (d *Driver) ready(ctx context.Context, op string, reads bool) (*prepared, error) {
 	d.mu.Lock()
-	p := d.prepared
+	p := d.writes
+	if reads {
+		p = d.reads
+	}
 	d.mu.Unlock()
 	if p != nil {
 		return p, nil
 	}
-	if err := d.check(ctx); err != nil {
+	p, err := d.prepareSide(ctx, reads)
+	if err != nil {
 		var ce *CheckError
 		if errors.As(err, &ce) {
 			return nil, driver.NewError(driver.Permanent, op, 0, ce.Reason, err)
 		}
 		return nil, classify(op, err)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.prepared, nil
+	return p, nil
 }
 
 // statementField names a statement as the Corpus spec does.
-func statementField(name string) string { return fmt.Sprintf("spec.driver.postgres.statements.%s", name) }
+func statementField(name string) string {
+	return fmt.Sprintf("spec.driver.postgres.statements.%s", name)
+}

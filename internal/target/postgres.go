@@ -1,0 +1,158 @@
+package target
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/driver/postgres"
+)
+
+// Reasons a Postgres corpus is refused by its health check.
+const (
+	ReasonStatementInvalid  = v1alpha1.ReasonStatementInvalid
+	ReasonReaderBypassesRLS = v1alpha1.ReasonReaderBypassesRLS
+)
+
+// Spec fields named in messages about the two connection strings.
+const (
+	fieldDSN     = "spec.driver.postgres.dsnSecretRef"
+	fieldReadDSN = "spec.driver.postgres.readDSNSecretRef"
+)
+
+// postgresRecipe reads a Postgres corpus's connection strings. Both are
+// parsed and checked against the allowlist before anything connects.
+func (d *Door) postgresRecipe(ctx context.Context, obj *v1alpha1.Corpus) (Recipe, error) {
+	spec := obj.Spec.Driver
+	if spec.Postgres == nil {
+		return Recipe{}, Stall(ReasonDriverUnsupported, "spec.driver.postgres is required for type Postgres")
+	}
+	writer, err := Credential(ctx, d.Reader, obj.Namespace, spec.Postgres.DSNSecretRef)
+	if err != nil {
+		return Recipe{}, err
+	}
+	r := Recipe{Driver: *spec.DeepCopy(), Credential: writer}
+	if ref := spec.Postgres.ReadDSNSecretRef; ref != nil {
+		if r.ReadCredential, err = Credential(ctx, d.Reader, obj.Namespace, *ref); err != nil {
+			return Recipe{}, err
+		}
+	}
+	if _, _, err := d.checkDSNs(r); err != nil {
+		return Recipe{}, err
+	}
+	return r, nil
+}
+
+// checkDSNs parses the recipe's connection strings and checks every host
+// they may connect to (fallbacks included) against the allowlist as
+// postgres://host:port. Messages name the field and host, never the DSN.
+func (d *Door) checkDSNs(r Recipe) (writer, reader *pgxpool.Config, err error) {
+	if writer, err = d.checkDSN(fieldDSN, r.Credential); err != nil {
+		return nil, nil, err
+	}
+	if len(r.ReadCredential) > 0 {
+		if reader, err = d.checkDSN(fieldReadDSN, r.ReadCredential); err != nil {
+			return nil, nil, err
+		}
+	}
+	return writer, reader, nil
+}
+
+func (d *Door) checkDSN(field string, dsn []byte) (*pgxpool.Config, error) {
+	cfg, err := postgres.ParseDSN(string(dsn))
+	if err != nil {
+		return nil, &Problem{Intent: Stalled, Reason: ReasonInvalidURL, Message: field + ": the Secret's value is " + err.Error(), Err: err}
+	}
+	for _, e := range postgres.Endpoints(cfg) {
+		if e.Socket() {
+			return nil, Stall(ReasonURLNotAllowed, "%s: the connection string names a Unix socket; name a host and port the operator allows (postgres://host:port)", field)
+		}
+		if _, err := d.Allow.Check(field, e.URL()); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// postgresDriver returns the driver for a recipe: one per configuration,
+// kept for the process, so resolving a corpus on every check and run stage
+// reuses its pools instead of opening new ones.
+func (d *Door) postgresDriver(r Recipe, timeout time.Duration) (*postgres.Driver, error) {
+	writer, reader, err := d.checkDSNs(r)
+	if err != nil {
+		return nil, err
+	}
+	p := r.Driver.Postgres
+	cfg := postgres.Config{Writer: writer, Reader: reader, Schema: p.Schema, ManageSchema: p.ManageSchema, Timeout: timeout}
+	if s := p.Statements; s != nil {
+		cfg.Statements = postgres.Statements{CreateDocument: s.CreateDocument, DeleteDocument: s.DeleteDocument,
+			Grant: s.Grant, Revoke: s.Revoke, AddMember: s.AddMember, RemoveMember: s.RemoveMember,
+			Session: s.Session, Search: s.Search}
+	}
+	return postgresDrivers.get(r, timeout, cfg)
+}
+
+// postgresCheck is the Corpus controller's check of a Postgres driver:
+// schema, statements, and a reader that row-level security filters.
+func postgresCheck(drv *postgres.Driver) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		err := drv.HealthCheck(ctx)
+		var ce *postgres.CheckError
+		if errors.As(err, &ce) {
+			return &Problem{Intent: Stalled, Reason: ce.Reason, Message: ce.Message, Err: err}
+		}
+		return err
+	}
+}
+
+// pgDrivers keeps one driver per (connection strings, spec, timeout).
+type pgDrivers struct {
+	mu sync.Mutex
+	m  map[[32]byte]*postgres.Driver
+}
+
+var postgresDrivers = &pgDrivers{m: map[[32]byte]*postgres.Driver{}}
+
+func (c *pgDrivers) get(r Recipe, timeout time.Duration, cfg postgres.Config) (*postgres.Driver, error) {
+	spec, err := json.Marshal(r.Driver.Postgres)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{r.Credential, r.ReadCredential, spec, []byte(timeout.String())} {
+		h.Write(part)
+		h.Write([]byte{0})
+	}
+	var id [32]byte
+	copy(id[:], h.Sum(nil))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if drv, ok := c.m[id]; ok {
+		return drv, nil
+	}
+	drv, err := postgres.New(cfg)
+	if err != nil {
+		return nil, Stall(ReasonInvalidURL, "spec.driver.postgres: the connection settings are not usable")
+	}
+	c.m[id] = drv
+	return drv, nil
+}
+
+// PersonaFor resolves a persona for a corpus. A Postgres corpus identifies
+// personas by subject: the subject is what the driver sets as the
+// transaction's principal, and the Persona Secret is not read (the database
+// trusts the application, which ragcanary stands in for, to name the user).
+// Other corpora send the Persona Secret's credential.
+func (d *Door) PersonaFor(ctx context.Context, corpus *Corpus, obj *v1alpha1.Persona) (Persona, error) {
+	if corpus != nil && corpus.Object != nil && corpus.Object.Spec.Driver.Type == v1alpha1.DriverPostgres {
+		return Persona{Object: obj, Token: driver.Token(obj.Spec.Subject)}, nil
+	}
+	return d.Persona(ctx, obj)
+}
