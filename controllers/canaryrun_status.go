@@ -10,6 +10,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/cli"
+	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 )
 
@@ -108,21 +109,9 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// exclusionSLO is the objective for a surface: the canary's override, else
-// the corpus's; the answer surface uses the corpus's cache-invalidation SLO
-// when one is set. corpus may be nil when it can no longer be read.
+// exclusionSLO is the objective a run's surface is judged by (measure.SurfaceSLO).
 func exclusionSLO(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus, surface v1alpha1.Surface) time.Duration {
-	const fallback = 5 * time.Minute // the CRD default of freshness.exclusionSLO
-	slo := fallback
-	if corpus != nil && corpus.Spec.Freshness.ExclusionSLO != nil {
-		slo = corpus.Spec.Freshness.ExclusionSLO.Duration
-	}
-	if run.Spec.ExclusionSLO != nil {
-		slo = run.Spec.ExclusionSLO.Duration
-	}
-	if surface == v1alpha1.SurfaceAnswer && corpus != nil && corpus.Spec.Freshness.CacheInvalidationSLO != nil {
-		slo = corpus.Spec.Freshness.CacheInvalidationSLO.Duration
-	}
+	slo, _ := measure.SurfaceSLO(&run.Spec.CanarySpec, corpus, surface)
 	return slo
 }
 

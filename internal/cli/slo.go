@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/measure"
 )
 
 // Labels the controllers put on runs (controllers.LabelCanary and
@@ -14,24 +15,10 @@ const (
 	LabelSuite  = "ragcanary.dev/suite"
 )
 
-// defaultExclusionSLO is the CRD default of freshness.exclusionSLO.
-const defaultExclusionSLO = 5 * time.Minute
-
-// SurfaceSLO is the exclusion objective of a surface by the rule the
-// CanaryRun controller judges runs with: the canary's override, else the
-// corpus's, and for answers the corpus's cache-invalidation SLO when set.
-// corpus is nil when it cannot be read.
+// SurfaceSLO is the exclusion objective of a surface, by the one rule the
+// controllers judge runs with (measure.SurfaceSLO).
 func SurfaceSLO(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, s v1alpha1.Surface) time.Duration {
-	slo := defaultExclusionSLO
-	if corpus != nil && corpus.Spec.Freshness.ExclusionSLO != nil {
-		slo = corpus.Spec.Freshness.ExclusionSLO.Duration
-	}
-	if spec.ExclusionSLO != nil {
-		slo = spec.ExclusionSLO.Duration
-	}
-	if s == v1alpha1.SurfaceAnswer && corpus != nil && corpus.Spec.Freshness.CacheInvalidationSLO != nil {
-		slo = corpus.Spec.Freshness.CacheInvalidationSLO.Duration
-	}
+	slo, _ := measure.SurfaceSLO(spec, corpus, s)
 	return slo
 }
 

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/measure"
 )
 
 // CanaryInput is a CanaryRun and the objects it names, as read. A nil
@@ -189,7 +190,7 @@ func canaryTimeline(run *v1alpha1.CanaryRun) []Event {
 }
 
 func surface(m v1alpha1.SurfaceMeasurement, run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus) SurfaceEvidence {
-	slo, source := exclusionSLO(run, corpus, m.Surface)
+	slo, source := measure.SurfaceSLO(&run.Spec.CanarySpec, corpus, m.Surface)
 	s := SurfaceEvidence{
 		Surface:           string(m.Surface),
 		SLO:               Seconds(slo),
@@ -221,30 +222,6 @@ func againstSLO(lower, upper *Seconds, slo time.Duration) string {
 		return UpperAboveSLO
 	}
 	return WithinSLO
-}
-
-// defaultExclusionSLO is the CRD default of freshness.exclusionSLO.
-const defaultExclusionSLO = 5 * time.Minute
-
-// exclusionSLO is the objective of a surface by the rule the CanaryRun
-// controller applies (controllers.exclusionSLO): the canary's override, else
-// the corpus's, and for answers the corpus's cache-invalidation SLO when set.
-// It is evaluated on the corpus as read now, which source says.
-func exclusionSLO(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus, s v1alpha1.Surface) (time.Duration, string) {
-	slo, source := defaultExclusionSLO, "default (5m)"
-	if corpus == nil {
-		source = "default (5m; corpus not found)"
-	}
-	if corpus != nil && corpus.Spec.Freshness.ExclusionSLO != nil {
-		slo, source = corpus.Spec.Freshness.ExclusionSLO.Duration, "corpus freshness.exclusionSLO"
-	}
-	if run.Spec.ExclusionSLO != nil {
-		slo, source = run.Spec.ExclusionSLO.Duration, "run spec.exclusionSLO"
-	}
-	if s == v1alpha1.SurfaceAnswer && corpus != nil && corpus.Spec.Freshness.CacheInvalidationSLO != nil {
-		slo, source = corpus.Spec.Freshness.CacheInvalidationSLO.Duration, "corpus freshness.cacheInvalidationSLO"
-	}
-	return slo, source
 }
 
 // controls pairs every control persona in the spec with its recorded counts.
