@@ -69,7 +69,7 @@ verify: generate manifests ## Regenerate everything and fail if anything differs
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 
 .PHONY: test
-test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) prometheus-tools chromium-tools postgres-tools test-alerts ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys (builds or installs its tools on first use).
+test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) prometheus-tools chromium-tools postgres-tools pglite-tools test-alerts ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys (builds or installs its tools on first use).
 	$(GO) test ./... -count=1 -timeout 30m
 
 .PHONY: test-alerts
@@ -166,6 +166,10 @@ chromium-tools: ## Install chromium from Debian's packages for the HTML report t
 .PHONY: postgres-tools
 postgres-tools: ## Install Debian's PostgreSQL 15 server for the Postgres driver tests (needs root or sudo; they start their own servers).
 	hack/postgres-tools.sh
+
+.PHONY: pglite-tools
+pglite-tools: ## Install PGlite with pgvector from npm into bin/pglite for the filtered vector search test.
+	hack/postgres-pglite.sh
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)

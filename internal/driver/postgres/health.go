@@ -116,26 +116,38 @@ func (d *Driver) prepareOn(ctx context.Context, pool *pgxpool.Pool, p *prepared,
 	}
 	defer conn.Release()
 	for _, name := range names {
-		desc, err := conn.Conn().PgConn().Prepare(ctx, "", p.sql[name], nil)
+		desc, err := describe(ctx, conn.Conn().PgConn(), p.sql[name])
 		if err != nil {
 			return d.statementError(name, err)
 		}
 		if n := len(desc.ParamOIDs); n > maxParams[name] {
 			return &CheckError{Reason: ReasonStatementInvalid, Message: fmt.Sprintf(
-				"%s uses %d parameters; this operation passes at most %d", d.describe(name), n, maxParams[name])}
+				"%s uses %d parameters; this operation passes at most %d", d.describeStatement(name), n, maxParams[name])}
 		}
 		if name == stmtSearch && len(desc.Fields) != 3 {
 			return &CheckError{Reason: ReasonStatementInvalid, Message: fmt.Sprintf(
-				"%s returns %d columns; it must return (chunk id, document id, score)", d.describe(name), len(desc.Fields))}
+				"%s returns %d columns; it must return (chunk id, document id, score)", d.describeStatement(name), len(desc.Fields))}
 		}
 		p.params[name] = len(desc.ParamOIDs)
 	}
 	return nil
 }
 
-// describe names a statement for a message: the spec field of an override,
+// describe prepares sql under a name of its own and deallocates it: the
+// unnamed statement would do, but some servers speaking the protocol
+// (PGlite) refuse to replace it.
+func describe(ctx context.Context, conn *pgconn.PgConn, sql string) (*pgconn.StatementDescription, error) {
+	const name = "ragcanary_check"
+	desc, err := conn.Prepare(ctx, name, sql, nil)
+	if err != nil {
+		return nil, err
+	}
+	return desc, conn.Deallocate(ctx, name)
+}
+
+// describeStatement names a statement for a message: the spec field of an override,
 // or the reference statement and its schema.
-func (d *Driver) describe(name string) string {
+func (d *Driver) describeStatement(name string) string {
 	if d.overrides.byName(name) != "" {
 		return statementField(name)
 	}
@@ -156,7 +168,7 @@ func (d *Driver) statementError(name string, err error) error {
 		return classify("Prepare", err)
 	}
 	return &CheckError{Reason: ReasonStatementInvalid, Message: fmt.Sprintf(
-		"%s does not prepare: %s (SQLSTATE %s)", d.describe(name), shorten(pgErr.Message, 200), pgErr.Code)}
+		"%s does not prepare: %s (SQLSTATE %s)", d.describeStatement(name), shorten(pgErr.Message, 200), pgErr.Code)}
 }
 
 // checkReader refuses a reader that row-level security does not filter: a

@@ -43,7 +43,9 @@ type Config struct {
 	Statements   Statements
 	// Timeout bounds every call.
 	Timeout time.Duration
-	// WriterMaxConns and ReaderMaxConns bound the pools; 0 uses the defaults.
+	// WriterMaxConns and ReaderMaxConns bound the pools; 0 uses the
+	// defaults. Without Reader there is one pool, of ReaderMaxConns (or
+	// WriterMaxConns when only that is set).
 	WriterMaxConns, ReaderMaxConns int32
 }
 
@@ -131,18 +133,21 @@ func New(cfg Config) (*Driver, error) {
 	if schema == "" {
 		schema = "public"
 	}
-	w := cfg.Writer.Copy()
-	r := w.Copy()
-	if cfg.Reader != nil {
-		r = cfg.Reader.Copy()
+	w := pool(cfg.Writer, orDefault(cfg.WriterMaxConns, DefaultWriterMaxConns), cfg.Timeout)
+	if cfg.Reader == nil {
+		// One server for both: one pool, sized for the probes.
+		w.MaxConns = orDefault(cfg.ReaderMaxConns, DefaultReaderMaxConns)
+		if cfg.ReaderMaxConns == 0 && cfg.WriterMaxConns > 0 {
+			w.MaxConns = cfg.WriterMaxConns
+		}
+		shared, err := pgxpool.NewWithConfig(context.Background(), w)
+		if err != nil {
+			return nil, classify("New", err)
+		}
+		return &Driver{writer: shared, reader: shared, readerRole: w.ConnConfig.User, schema: schema,
+			manageSchema: cfg.ManageSchema, overrides: cfg.Statements, timeout: cfg.Timeout}, nil
 	}
-	w.MaxConns = orDefault(cfg.WriterMaxConns, DefaultWriterMaxConns)
-	r.MaxConns = orDefault(cfg.ReaderMaxConns, DefaultReaderMaxConns)
-	for _, c := range []*pgxpool.Config{w, r} {
-		c.MinConns = 0
-		c.ConnConfig.ConnectTimeout = cfg.Timeout
-		c.ConnConfig.RuntimeParams["application_name"] = "ragcanary"
-	}
+	r := pool(cfg.Reader, orDefault(cfg.ReaderMaxConns, DefaultReaderMaxConns), cfg.Timeout)
 	writer, err := pgxpool.NewWithConfig(context.Background(), w)
 	if err != nil {
 		return nil, classify("New", err)
@@ -156,6 +161,15 @@ func New(cfg Config) (*Driver, error) {
 		manageSchema: cfg.ManageSchema, overrides: cfg.Statements, timeout: cfg.Timeout}, nil
 }
 
+func pool(c *pgxpool.Config, maxConns int32, timeout time.Duration) *pgxpool.Config {
+	out := c.Copy()
+	out.MaxConns = maxConns
+	out.MinConns = 0
+	out.ConnConfig.ConnectTimeout = timeout
+	out.ConnConfig.RuntimeParams["application_name"] = "ragcanary"
+	return out
+}
+
 func orDefault(v, def int32) int32 {
 	if v > 0 {
 		return v
@@ -163,10 +177,12 @@ func orDefault(v, def int32) int32 {
 	return def
 }
 
-// Close closes both pools.
+// Close closes the pools.
 func (d *Driver) Close() {
 	d.writer.Close()
-	d.reader.Close()
+	if d.reader != d.writer {
+		d.reader.Close()
+	}
 }
 
 // Capabilities: every revocation method, no answer surface (a database
