@@ -313,3 +313,47 @@ func cosineDistance(a, b []float32) float64 {
 	}
 	return 1 - dot/math.Sqrt(na*nb)
 }
+
+// TestReferenceHybridSearchOnPGlite: where pgvector is installed the
+// reference schema gets embeddings and an HNSW index, and the reference
+// search fuses full-text and vector retrieval; the contract checks pass on
+// it (all but unauthorized-persona, as on PostgreSQL 15: the reference
+// session accepts any subject).
+func TestReferenceHybridSearchOnPGlite(t *testing.T) {
+	srv := pgtest.StartPGlite(t, 2)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, srv.DSN())
+	must(t, err)
+	for _, q := range []string{"create extension if not exists vector", "create role reader nologin"} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	cfg, err := postgres.ParseDSN(srv.DSN() + "&default_query_exec_mode=exec")
+	must(t, err)
+	d, err := postgres.New(postgres.Config{Writer: cfg, Schema: "rag", ManageSchema: true, Timeout: 30 * time.Second, ReaderMaxConns: 1,
+		Statements: postgres.Statements{Session: sessionDefault}})
+	must(t, err)
+	defer d.Close()
+	must(t, d.DeleteDocument(ctx, "none"))
+	for _, q := range []string{"grant usage on schema rag to reader", "grant select on rag.chunks to reader",
+		"grant execute on function rag.ragcanary_can_read(text) to reader"} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	must(t, conn.Close(ctx))
+	report := conformanceRun(d, "alice")
+	if failed := report.Failed(); !slices.Equal(failed, []string{"unauthorized-persona"}) {
+		t.Fatalf("failed checks %v, want only unauthorized-persona", failed)
+	}
+	// Both retrievers rank alice's document first (a fused score of
+	// 2/(60+1)), and neither returns the same text bob may read.
+	must(t, d.CreateDocument(ctx, driver.Document{ID: "a", Body: "zebra crossing at the corner", Principals: []string{"alice"}}))
+	must(t, d.CreateDocument(ctx, driver.Document{ID: "b", Body: "zebra crossing at the corner", Principals: []string{"bob"}}))
+	hits, err := d.Search(ctx, "alice", "zebra crossing", 10)
+	must(t, err)
+	if len(hits) != 1 || hits[0].DocumentID != "a" || hits[0].Score <= 1.0/61 {
+		t.Fatalf("hits %+v, want document a found by both retrievers (fused score above one retriever's 1/61)", hits)
+	}
+}
