@@ -27,6 +27,9 @@ func TestStatusCalmFleet(t *testing.T) {
 		t.Errorf("exit code %d, want 0; stdout:\n%s\nstderr: %s", res.code, res.stdout, res.stderr)
 	}
 	golden(t, "status_calm.txt", res.stdout)
+	// In JSON an empty section is [], a known "none", never null.
+	res = ragcanary(testNow, "status", "--namespace", "calm", "-o", "json")
+	containsAll(t, "status -o json", res.stdout, `"inFlight": []`, `"problems": []`)
 }
 
 // TestStatusJSONHasExactValues: -o json carries the bounds to the

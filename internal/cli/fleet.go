@@ -172,7 +172,17 @@ func LoadFleet(ctx context.Context, c client.Reader, ns string, now time.Time) (
 	}
 	sortFleet(f)
 	f.Problems = problems(f)
+	// Empty lists are [] in JSON, not null: "none" is known.
+	f.Corpora, f.Canaries, f.InFlight = orEmpty(f.Corpora), orEmpty(f.Canaries), orEmpty(f.InFlight)
+	f.Recent, f.Suites, f.Problems = orEmpty(f.Recent), orEmpty(f.Suites), orEmpty(f.Problems)
 	return f, nil
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func readyOf(conds []metav1.Condition) (status, reason string) {

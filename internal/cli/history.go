@@ -106,6 +106,7 @@ func LoadHistory(ctx context.Context, c client.Reader, ns, name string) (*Histor
 		h.Runs = append(h.Runs, historyRun(run, corpus))
 	}
 	h.Upper, h.Visibility = spreads(h.Runs)
+	h.Runs, h.Upper = orEmpty(h.Runs), orEmpty(h.Upper)
 	return h, nil
 }
 
