@@ -113,6 +113,10 @@ localcluster: envtest-assets ## Start the local control plane in the foreground 
 demo: envtest-assets $(KUBECTL) build ## Local control plane + CRDs + ragtarget + manager + samples; Ctrl-C stops everything.
 	$(GO) run ./hack/demo $(DEMO_ARGS)
 
+.PHONY: demo-postgres
+demo-postgres: envtest-assets $(KUBECTL) build postgres-tools ## The canaries against a local PostgreSQL primary and a standby applying WAL 5s late (DEMO_ARGS=--apply-delay=10s); Ctrl-C stops everything.
+	$(GO) run ./hack/postgres-demo $(DEMO_ARGS)
+
 ##@ Tools
 
 .PHONY: tools

@@ -38,7 +38,11 @@ func StartPGlite(t testing.TB, maxConnections int) *PGlite {
 	if _, err := os.Stat(server); err != nil {
 		t.Fatalf("%s is missing: run hack/postgres-pglite.sh (make test does)", server)
 	}
-	p := &PGlite{Host: "127.0.0.1", Port: freePort(t)}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &PGlite{Host: "127.0.0.1", Port: port}
 	cmd := exec.Command(server, "-e", "@electric-sql/pglite-pgvector:vector", "-h", p.Host,
 		"-p", strconv.Itoa(p.Port), "-m", strconv.Itoa(maxConnections))
 	var log lockedBuffer

@@ -1,9 +1,9 @@
-// Package pgtest runs real PostgreSQL servers for tests: a primary, and a
-// hot standby streaming from it with an optional apply delay. Servers listen
-// on 127.0.0.1 only, on free ports, with data under a temporary directory,
-// and are stopped and removed when the test ends. The binaries are those of
-// the machine's PostgreSQL (pg_config --bindir); they refuse to run as root,
-// so as root they run as the "postgres" system user.
+// Package pgtest runs real PostgreSQL servers for tests and the Postgres
+// demo: a primary, and hot standbys streaming from it with an optional
+// apply delay. Servers listen on 127.0.0.1 only, on free ports, with data
+// under a temporary directory, and are stopped and removed afterwards. The
+// binaries are those of the machine's PostgreSQL (pg_config --bindir); they
+// refuse to run as root, so as root they run as the "postgres" system user.
 package pgtest
 
 import (
@@ -24,7 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// SuperPassword is the test superuser's password (user "postgres").
+// SuperPassword is the superuser's password (user "postgres").
 const SuperPassword = "pgtest-super"
 
 // Server is one running PostgreSQL server.
@@ -37,34 +37,101 @@ type Server struct {
 	home string // parent of the data directory, owned by the server's user
 }
 
-// Start initialises and starts a primary.
+// Start initialises and starts a primary, stopped when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin := bindir(t)
-	home, cred := workdir(t)
-	s := &Server{Host: "127.0.0.1", Port: freePort(t), dir: filepath.Join(home, "primary"), bin: bin, cred: cred, home: home}
-	pwfile := filepath.Join(home, "pw")
-	if err := os.WriteFile(pwfile, []byte(SuperPassword+"\n"), 0o600); err != nil {
+	s, err := StartPrimary()
+	if err != nil {
 		t.Fatal(err)
 	}
-	s.chown(t, pwfile)
-	s.run(t, "initdb", "-D", s.dir, "-U", "postgres", "--pwfile", pwfile, "--auth-host=scram-sha-256",
-		"--auth-local=trust", "-E", "UTF8", "--locale=C", "--no-sync")
-	s.configure(t, nil)
-	s.start(t)
+	t.Cleanup(s.StopAndRemove)
 	return s
 }
 
 // Standby makes a streaming hot standby of s with pg_basebackup -R, applying
-// WAL applyDelay after the primary commits (0: as soon as it arrives).
+// WAL applyDelay after the primary commits (0: as soon as it arrives). It
+// stops when the test ends.
 func (s *Server) Standby(t testing.TB, applyDelay time.Duration) *Server {
 	t.Helper()
-	sb := &Server{Host: "127.0.0.1", Port: freePort(t), dir: filepath.Join(s.home, fmt.Sprintf("standby-%d", time.Now().UnixNano())),
-		bin: s.bin, cred: s.cred, home: s.home}
-	s.run(t, "pg_basebackup", "-h", s.Host, "-p", strconv.Itoa(s.Port), "-U", "postgres", "-D", sb.dir, "-R", "-X", "stream", "--no-sync")
-	sb.configure(t, map[string]string{"recovery_min_apply_delay": fmt.Sprintf("'%dms'", applyDelay.Milliseconds())})
-	sb.start(t)
+	sb, err := s.StartStandby(applyDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sb.Stop)
 	return sb
+}
+
+// StartPrimary initialises and starts a primary in a fresh temporary
+// directory. StopAndRemove stops it and removes every server's data.
+func StartPrimary() (*Server, error) {
+	bin, err := bindir()
+	if err != nil {
+		return nil, err
+	}
+	home, cred, err := workdir()
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Host: "127.0.0.1", Port: port, dir: filepath.Join(home, "primary"), bin: bin, cred: cred, home: home}
+	if err := s.initAndStart(); err != nil {
+		_ = os.RemoveAll(home)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) initAndStart() error {
+	pwfile := filepath.Join(s.home, "pw")
+	if err := os.WriteFile(pwfile, []byte(SuperPassword+"\n"), 0o600); err != nil {
+		return err
+	}
+	if err := s.chown(pwfile); err != nil {
+		return err
+	}
+	if err := s.run("initdb", "-D", s.dir, "-U", "postgres", "--pwfile", pwfile, "--auth-host=scram-sha-256",
+		"--auth-local=trust", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
+		return err
+	}
+	if err := s.configure(nil); err != nil {
+		return err
+	}
+	return s.run("pg_ctl", "-D", s.dir, "-l", s.dir+".log", "-w", "-t", "60", "start")
+}
+
+// StartStandby makes and starts a streaming hot standby of s.
+func (s *Server) StartStandby(applyDelay time.Duration) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	sb := &Server{Host: "127.0.0.1", Port: port, dir: filepath.Join(s.home, fmt.Sprintf("standby-%d", port)),
+		bin: s.bin, cred: s.cred, home: s.home}
+	if err := s.run("pg_basebackup", "-h", s.Host, "-p", strconv.Itoa(s.Port), "-U", "postgres", "-D", sb.dir, "-R", "-X", "stream", "--no-sync"); err != nil {
+		return nil, err
+	}
+	if err := sb.configure(map[string]string{"recovery_min_apply_delay": fmt.Sprintf("'%dms'", applyDelay.Milliseconds())}); err != nil {
+		return nil, err
+	}
+	if err := sb.run("pg_ctl", "-D", sb.dir, "-l", sb.dir+".log", "-w", "-t", "60", "start"); err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// Stop stops the server at once: nothing of its data must survive.
+func (s *Server) Stop() {
+	_ = s.command("pg_ctl", "-D", s.dir, "-m", "immediate", "-w", "-t", "30", "stop").Run()
+}
+
+// StopAndRemove stops a primary and removes its directory with the data of
+// every standby made from it (stop the standbys first).
+func (s *Server) StopAndRemove() {
+	s.Stop()
+	_ = os.RemoveAll(s.home)
 }
 
 // DSN is a URL connection string for user on database postgres.
@@ -78,26 +145,33 @@ func (s *Server) SuperDSN() string { return s.DSN("postgres", SuperPassword) }
 // Exec runs statements as the superuser, failing the test on error.
 func (s *Server) Exec(t testing.TB, statements ...string) {
 	t.Helper()
+	if err := s.ExecAll(statements...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ExecAll runs statements as the superuser.
+func (s *Server) ExecAll(statements ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, s.SuperDSN())
 	if err != nil {
-		t.Fatalf("connecting to PostgreSQL on port %d: %v", s.Port, err)
+		return fmt.Errorf("connecting to PostgreSQL on port %d: %w", s.Port, err)
 	}
 	defer conn.Close(ctx)
 	for _, q := range statements {
 		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
+			return fmt.Errorf("%s: %w", q, err)
 		}
 	}
+	return nil
 }
 
-func (s *Server) configure(t testing.TB, extra map[string]string) {
-	t.Helper()
+func (s *Server) configure(extra map[string]string) error {
 	lines := []string{
 		"listen_addresses = '127.0.0.1'",
 		"port = " + strconv.Itoa(s.Port),
-		// No socket: nothing outside the test can reach the server but over loopback TCP.
+		// No socket: nothing outside reaches the server but over loopback TCP.
 		"unix_socket_directories = ''",
 		"fsync = off",
 		"synchronous_commit = off",
@@ -114,24 +188,14 @@ func (s *Server) configure(t testing.TB, extra map[string]string) {
 	}
 	f, err := os.OpenFile(filepath.Join(s.dir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer f.Close()
-	if _, err := f.WriteString("\n# pgtest\n" + strings.Join(lines, "\n") + "\n"); err != nil {
-		t.Fatal(err)
-	}
+	_, err = f.WriteString("\n# pgtest\n" + strings.Join(lines, "\n") + "\n")
+	return err
 }
 
-func (s *Server) start(t testing.TB) {
-	t.Helper()
-	s.run(t, "pg_ctl", "-D", s.dir, "-l", s.dir+".log", "-w", "-t", "60", "start")
-	t.Cleanup(func() {
-		// immediate: nothing of a test server's data must survive.
-		_ = s.command("pg_ctl", "-D", s.dir, "-m", "immediate", "-w", "-t", "30", "stop").Run()
-	})
-}
-
-// Log returns the server's log, for a failing test's message.
+// Log returns the server's log, for a failure's message.
 func (s *Server) Log() string {
 	b, _ := os.ReadFile(s.dir + ".log")
 	return string(b)
@@ -147,70 +211,65 @@ func (s *Server) command(name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func (s *Server) run(t testing.TB, name string, args ...string) {
-	t.Helper()
+func (s *Server) run(name string, args ...string) error {
 	cmd := s.command(name, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out.String(), s.Log())
+		return fmt.Errorf("%s %s: %w\n%s%s", name, strings.Join(args, " "), err, out.String(), s.Log())
 	}
+	return nil
 }
 
-func (s *Server) chown(t testing.TB, path string) {
-	t.Helper()
+func (s *Server) chown(path string) error {
 	if s.cred == nil {
-		return
+		return nil
 	}
-	if err := os.Chown(path, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
-		t.Fatal(err)
-	}
+	return os.Chown(path, int(s.cred.Uid), int(s.cred.Gid))
 }
 
 // bindir is where the server binaries are.
-func bindir(t testing.TB) string {
-	t.Helper()
+func bindir() (string, error) {
 	out, err := exec.Command("pg_config", "--bindir").Output()
 	if err != nil {
-		t.Fatalf("pg_config --bindir: %v: PostgreSQL server binaries are needed (Debian: apt-get install postgresql-15; or run hack/postgres-tools.sh)", err)
+		return "", fmt.Errorf("pg_config --bindir: %w: PostgreSQL server binaries are needed (run hack/postgres-tools.sh; make test does)", err)
 	}
 	dir := strings.TrimSpace(string(out))
 	if _, err := os.Stat(filepath.Join(dir, "initdb")); err != nil {
-		t.Fatalf("initdb is not in %s: install the PostgreSQL server package (hack/postgres-tools.sh)", dir)
+		return "", fmt.Errorf("initdb is not in %s: install the PostgreSQL server (hack/postgres-tools.sh)", dir)
 	}
-	return dir
+	return dir, nil
 }
 
-// workdir is a fresh directory the server's user owns, removed afterwards.
-// As root, the servers run as the postgres user.
-func workdir(t testing.TB) (string, *syscall.Credential) {
-	t.Helper()
+// workdir is a fresh directory the servers' user owns. As root, the
+// servers run as the postgres user.
+func workdir() (string, *syscall.Credential, error) {
 	dir, err := os.MkdirTemp("", "ragcanary-pgtest-")
 	if err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	if os.Geteuid() != 0 {
-		return dir, nil
+		return dir, nil, nil
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		t.Fatalf("running as root needs the postgres system user to run the servers: %v", err)
+		_ = os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("running as root needs the postgres system user to run the servers: %w", err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	if err := os.Chown(dir, uid, gid); err != nil {
-		t.Fatal(err)
+		_ = os.RemoveAll(dir)
+		return "", nil, err
 	}
-	return dir, &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	return dir, &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -1,0 +1,275 @@
+// Command postgres-demo runs ragcanary's canaries against a local
+// PostgreSQL pair: a primary the canaries write to and a hot standby,
+// applying WAL a few seconds late, that personas read from — the lag an
+// application reading from a replica has. It starts a local control plane,
+// the pair (loopback only, data in a temporary directory), the manager with
+// an allowlist of exactly those two servers, a Postgres Corpus with the
+// reference schema, two personas and one RevocationCanary per revocation
+// method, and prints the table as runs complete. Ctrl-C stops everything.
+//
+// Run it with 'make demo-postgres'.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ragcanary/ragcanary/internal/localcluster"
+	"github.com/ragcanary/ragcanary/internal/pgtest"
+)
+
+// Its own ports and directory, so it can run beside 'make demo'.
+const (
+	metricsAddr = "127.0.0.1:8082"
+	probeAddr   = "127.0.0.1:8083"
+	localDir    = ".local/postgres-demo"
+	// Demo roles: passwords only ever go into the cluster's Secrets.
+	writerPassword = "demo-writer-password"
+	readerPassword = "demo-reader-password"
+)
+
+func main() {
+	runFor := flag.Duration("for", 0, "stop by itself after this long (0: run until Ctrl-C)")
+	refresh := flag.Duration("refresh", 15*time.Second, "how often to print the canary table")
+	delay := flag.Duration("apply-delay", 5*time.Second, "the standby's recovery_min_apply_delay: the lag the canaries should measure")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *runFor > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *runFor)
+		defer cancel()
+	}
+	if err := run(ctx, *refresh, *delay); err != nil {
+		fmt.Fprintln(os.Stderr, "postgres-demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, refresh, delay time.Duration) error {
+	kubeconfig := abs(filepath.Join(localDir, "kubeconfig"))
+	if err := os.MkdirAll(abs(localDir), 0o755); err != nil {
+		return err
+	}
+	step("starting the local control plane (etcd, kube-apiserver, kube-controller-manager from bin/)")
+	cluster, err := localcluster.Start(localcluster.Options{BinDir: abs("bin"), CRDDir: abs("config/crd/bases"), Kubeconfig: kubeconfig})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("stopping the control plane")
+		_ = cluster.Stop()
+	}()
+
+	step("starting a PostgreSQL primary")
+	primary, err := pgtest.StartPrimary()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("stopping the primary and removing its data")
+		primary.StopAndRemove()
+	}()
+	if err := primary.ExecAll(
+		"create role writer login password '"+writerPassword+"'",
+		"grant create on database postgres to writer",
+		"create role reader login password '"+readerPassword+"'",
+	); err != nil {
+		return err
+	}
+	step(fmt.Sprintf("starting a hot standby applying WAL %s after commit", delay))
+	standby, err := primary.StartStandby(delay)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("stopping the standby")
+		standby.Stop()
+	}()
+	fmt.Printf("    primary 127.0.0.1:%d, standby 127.0.0.1:%d\n", primary.Port, standby.Port)
+
+	step("starting the manager")
+	allowed := fmt.Sprintf("postgres://127.0.0.1:%d,postgres://127.0.0.1:%d", primary.Port, standby.Port)
+	manager, err := startProcess("manager", abs("bin/manager"),
+		"--kubeconfig", kubeconfig,
+		"--metrics-bind-address", metricsAddr,
+		"--health-probe-bind-address", probeAddr,
+		"--allowed-target-urls", allowed)
+	if err != nil {
+		return err
+	}
+	defer stopProcess("manager", manager)
+
+	step("applying the Postgres corpus, personas and canaries")
+	objects := manifests(primary.DSN("writer", writerPassword), standby.DSN("reader", readerPassword))
+	if err := kubectlStdin(ctx, kubeconfig, objects, "apply", "-f", "-"); err != nil {
+		return err
+	}
+	for _, m := range methods {
+		if err := kubectl(ctx, kubeconfig, "annotate", "--overwrite", "revocationcanary/"+canaryName(m), "ragcanary.dev/run-now=demo-start"); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("\nmetrics: http://%s/metrics   kubeconfig: %s\n", metricsAddr, kubeconfig)
+	fmt.Printf("every method should measure about %s: the standby's apply delay\n", delay)
+	fmt.Println("Ctrl-C stops everything.")
+
+	ticker := time.NewTicker(refresh)
+	defer ticker.Stop()
+	for {
+		fmt.Printf("\n--- %s\n", time.Now().Format(time.TimeOnly))
+		_ = kubectl(ctx, kubeconfig, "get", "corpora,personas,revocationcanaries,canaryruns")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+var methods = []string{"RemoveGrant", "RemoveFromGroup", "DeleteDocument"}
+
+func canaryName(method string) string { return "pg-" + strings.ToLower(method) }
+
+// manifests are the demo's objects. A Postgres corpus identifies personas
+// by subject and never reads their Secret (docs/postgres.md); the persona
+// Secret exists only because the Persona controller's Ready checks it.
+func manifests(writerDSN, readerDSN string) string {
+	var b strings.Builder
+	for _, s := range []struct{ name, key, value string }{
+		{"pg-writer", "dsn", writerDSN}, {"pg-reader", "dsn", readerDSN}, {"unused-for-postgres", "token", "unused"},
+	} {
+		fmt.Fprintf(&b, `apiVersion: v1
+kind: Secret
+metadata:
+  name: %s
+  labels: {ragcanary.dev/credential: "true"}
+stringData:
+  %s: %s
+---
+`, s.name, s.key, strconv.Quote(s.value))
+	}
+	b.WriteString(`apiVersion: ragcanary.dev/v1alpha1
+kind: Corpus
+metadata: {name: postgres}
+spec:
+  driver:
+    type: Postgres
+    timeout: 5s
+    postgres:
+      dsnSecretRef: {name: pg-writer, key: dsn}
+      readDSNSecretRef: {name: pg-reader, key: dsn}
+      schema: rag
+      manageSchema: true
+  healthCheckInterval: 10s
+  freshness: {exclusionSLO: 30s}
+---
+`)
+	for _, p := range []string{"alice", "mallory"} {
+		fmt.Fprintf(&b, `apiVersion: ragcanary.dev/v1alpha1
+kind: Persona
+metadata: {name: %[1]s}
+spec:
+  subject: %[1]s@example.com
+  credentialSecretRef: {name: unused-for-postgres, key: token}
+---
+`, p)
+	}
+	for _, m := range methods {
+		group := ""
+		if m == "RemoveFromGroup" {
+			group = "\n    group: engineering"
+		}
+		fmt.Fprintf(&b, `apiVersion: ragcanary.dev/v1alpha1
+kind: RevocationCanary
+metadata: {name: %s}
+spec:
+  schedule: {every: 1m}
+  corpusRef: {name: postgres}
+  personaRef: {name: alice}
+  controlPersonaRefs: [{name: mallory}]
+  revocation:
+    method: %s%s
+  probing:
+    interval: 250ms
+    confirmations: 3
+    visibilityTimeout: 1m
+    exclusionTimeout: 2m
+    surfaces: [Search]
+  exclusionSLO: 30s
+---
+`, canaryName(m), m, group)
+	}
+	return b.String()
+}
+
+func step(msg string) { fmt.Printf("==> %s\n", msg) }
+
+// startProcess runs a binary with its output in localDir/<name>.log, in its
+// own process group so Ctrl-C reaches it only through us, in order.
+func startProcess(name, path string, args ...string) (*exec.Cmd, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s not built (%s): run 'make demo-postgres', which builds it", name, path)
+	}
+	cmd := exec.Command(path, args...)
+	logFile, err := os.Create(abs(filepath.Join(localDir, name+".log")))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	fmt.Printf("    %s pid %d, log %s/%s.log\n", name, cmd.Process.Pid, localDir, name)
+	return cmd, nil
+}
+
+// stopProcess sends SIGTERM and waits, bounded, before killing.
+func stopProcess(name string, cmd *exec.Cmd) {
+	step("stopping " + name)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+func kubectl(ctx context.Context, kubeconfig string, args ...string) error {
+	return kubectlStdin(ctx, kubeconfig, "", args...)
+}
+
+func kubectlStdin(ctx context.Context, kubeconfig, stdin string, args ...string) error {
+	cmd := exec.CommandContext(ctx, abs("bin/kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	if err := cmd.Run(); err != nil && !errors.Is(ctx.Err(), context.Canceled) && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("kubectl %s: %w", args[0], err)
+	}
+	return nil
+}
+
+func abs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}
