@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,6 +48,9 @@ func StartPGlite(t testing.TB, maxConnections int) *PGlite {
 		"-p", strconv.Itoa(p.Port), "-m", strconv.Itoa(maxConnections))
 	var log lockedBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
+	// A test binary that panics or times out runs no cleanup: the server
+	// must not outlive it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting pglite-server: %v", err)
 	}
