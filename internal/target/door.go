@@ -181,7 +181,7 @@ func (d *Door) build(obj *v1alpha1.Corpus, r Recipe) (*Corpus, error) {
 	var drv driver.Driver
 	var checkDriver func(context.Context) error
 	if r.Driver.Type == v1alpha1.DriverPostgres {
-		pg, err := d.postgresDriver(r, timeout)
+		pg, err := d.postgresDriver(LimiterKey(obj.Namespace, obj.Name), r, timeout)
 		if err != nil {
 			return nil, err
 		}

@@ -84,7 +84,7 @@ func (d *Door) checkDSN(field string, dsn []byte) (*pgxpool.Config, error) {
 // postgresDriver returns the driver for a recipe: one per configuration,
 // kept for the process, so resolving a corpus on every check and run stage
 // reuses its pools instead of opening new ones.
-func (d *Door) postgresDriver(r Recipe, timeout time.Duration) (*postgres.Driver, error) {
+func (d *Door) postgresDriver(corpus string, r Recipe, timeout time.Duration) (*postgres.Driver, error) {
 	writer, reader, err := d.checkDSNs(r)
 	if err != nil {
 		return nil, err
@@ -96,7 +96,7 @@ func (d *Door) postgresDriver(r Recipe, timeout time.Duration) (*postgres.Driver
 			Grant: s.Grant, Revoke: s.Revoke, AddMember: s.AddMember, RemoveMember: s.RemoveMember,
 			Session: s.Session, Search: s.Search}
 	}
-	return postgresDrivers.get(r, timeout, cfg)
+	return postgresDrivers.get(corpus, r, timeout, cfg)
 }
 
 // postgresCheck is the Corpus controller's check of a Postgres driver:
@@ -112,15 +112,24 @@ func postgresCheck(drv *postgres.Driver) func(ctx context.Context) error {
 	}
 }
 
-// pgDrivers keeps one driver per (connection strings, spec, timeout).
+// pgDrivers keeps one driver per (connection strings, spec, timeout), and
+// remembers which one each corpus uses: when a corpus's configuration changes
+// (a rotated password, a new reader), the pools of the one it replaces are
+// closed after retireAfter, so changes never leak connections while calls
+// already under way can finish.
 type pgDrivers struct {
-	mu sync.Mutex
-	m  map[[32]byte]*postgres.Driver
+	mu       sync.Mutex
+	m        map[[32]byte]*postgres.Driver
+	byCorpus map[string][32]byte
 }
 
-var postgresDrivers = &pgDrivers{m: map[[32]byte]*postgres.Driver{}}
+var postgresDrivers = &pgDrivers{m: map[[32]byte]*postgres.Driver{}, byCorpus: map[string][32]byte{}}
 
-func (c *pgDrivers) get(r Recipe, timeout time.Duration, cfg postgres.Config) (*postgres.Driver, error) {
+// retireAfter is how long a replaced driver stays open: longer than any call
+// (the corpus timeout is at most 5 minutes).
+const retireAfter = 6 * time.Minute
+
+func (c *pgDrivers) get(corpus string, r Recipe, timeout time.Duration, cfg postgres.Config) (*postgres.Driver, error) {
 	spec, err := json.Marshal(r.Driver.Postgres)
 	if err != nil {
 		return nil, err
@@ -134,15 +143,32 @@ func (c *pgDrivers) get(r Recipe, timeout time.Duration, cfg postgres.Config) (*
 	copy(id[:], h.Sum(nil))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if drv, ok := c.m[id]; ok {
-		return drv, nil
+	drv, ok := c.m[id]
+	if !ok {
+		if drv, err = postgres.New(cfg); err != nil {
+			return nil, Stall(ReasonInvalidURL, "spec.driver.postgres: the connection settings are not usable")
+		}
+		c.m[id] = drv
 	}
-	drv, err := postgres.New(cfg)
-	if err != nil {
-		return nil, Stall(ReasonInvalidURL, "spec.driver.postgres: the connection settings are not usable")
+	old, had := c.byCorpus[corpus]
+	c.byCorpus[corpus] = id
+	if had && old != id {
+		c.retire(old)
 	}
-	c.m[id] = drv
 	return drv, nil
+}
+
+// retire closes a driver no corpus uses any more, after retireAfter. A
+// driver another corpus still uses (same configuration) stays.
+func (c *pgDrivers) retire(id [32]byte) {
+	for _, used := range c.byCorpus {
+		if used == id {
+			return
+		}
+	}
+	drv := c.m[id]
+	delete(c.m, id)
+	time.AfterFunc(retireAfter, drv.Close)
 }
 
 // PersonaFor resolves a persona for a corpus. A Postgres corpus identifies

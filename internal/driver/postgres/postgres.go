@@ -179,8 +179,10 @@ func orDefault(v, def int32) int32 {
 
 // Close closes the pools.
 func (d *Driver) Close() {
-	d.writer.Close()
-	if d.reader != d.writer {
+	if d.writer != nil {
+		d.writer.Close()
+	}
+	if d.reader != nil && d.reader != d.writer {
 		d.reader.Close()
 	}
 }
