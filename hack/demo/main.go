@@ -9,13 +9,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"github.com/ragcanary/ragcanary/internal/demo"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -60,19 +58,19 @@ func main() {
 }
 
 func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
-	kubeconfig := abs(".local/kubeconfig")
-	step("starting the local control plane (etcd, kube-apiserver, kube-controller-manager from bin/)")
-	cluster, err := localcluster.Start(localcluster.Options{BinDir: abs("bin"), CRDDir: abs("config/crd/bases"), Kubeconfig: kubeconfig})
+	kubeconfig := demo.Abs(".local/kubeconfig")
+	demo.Step("starting the local control plane (etcd, kube-apiserver, kube-controller-manager from bin/)")
+	cluster, err := localcluster.Start(localcluster.Options{BinDir: demo.Abs("bin"), CRDDir: demo.Abs("config/crd/bases"), Kubeconfig: kubeconfig})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		step("stopping the control plane")
+		demo.Step("stopping the control plane")
 		_ = cluster.Stop()
 	}()
 
-	step(fmt.Sprintf("starting ragtarget on %s (ACL sync every %s, answer cache %s)", ragtargetAddr, aclSync, cacheTTL))
-	target, err := startProcess("ragtarget", abs("bin/ragtarget"),
+	demo.Step(fmt.Sprintf("starting ragtarget on %s (ACL sync every %s, answer cache %s)", ragtargetAddr, aclSync, cacheTTL))
+	target, err := demo.StartProcess(".local", "demo", "ragtarget", demo.Abs("bin/ragtarget"),
 		"--listen", ragtargetAddr,
 		"--source-token", "demo-source-token",
 		"--token", "demo-alice-token=alice@example.com",
@@ -83,10 +81,10 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer stopProcess("ragtarget", target)
+	defer demo.StopProcess("ragtarget", target)
 
-	step("starting the manager")
-	manager, err := startProcess("manager", abs("bin/manager"),
+	demo.Step("starting the manager")
+	manager, err := demo.StartProcess(".local", "demo", "manager", demo.Abs("bin/manager"),
 		"--kubeconfig", kubeconfig,
 		"--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", probeAddr,
@@ -94,23 +92,23 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer stopProcess("manager", manager)
+	defer demo.StopProcess("manager", manager)
 
-	step("planting the sample suite's documents in ragtarget")
+	demo.Step("planting the sample suite's documents in ragtarget")
 	if err := plantSuiteDocuments(ctx); err != nil {
 		return err
 	}
 
-	step("applying samples")
+	demo.Step("applying samples")
 	for _, s := range samples {
-		if err := kubectl(ctx, kubeconfig, "apply", "-f", s); err != nil {
+		if err := demo.Kubectl(ctx, kubeconfig, "", "apply", "-f", s); err != nil {
 			return err
 		}
 	}
 	// Start the first canary and suite runs now instead of at their first
 	// scheduled time.
 	for _, obj := range []string{"revocationcanary/alice-grant-revocation", "evalsuite/access-isolation"} {
-		if err := kubectl(ctx, kubeconfig, "annotate", "--overwrite", obj, "ragcanary.dev/run-now=demo-start"); err != nil {
+		if err := demo.Kubectl(ctx, kubeconfig, "", "annotate", "--overwrite", obj, "ragcanary.dev/run-now=demo-start"); err != nil {
 			return err
 		}
 	}
@@ -122,7 +120,7 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
 	defer ticker.Stop()
 	for {
 		fmt.Printf("\n--- %s\n", time.Now().Format(time.TimeOnly))
-		_ = kubectl(ctx, kubeconfig, "get", "corpora,personas,revocationcanaries,canaryruns,evalsuites,suiteruns")
+		_ = demo.Kubectl(ctx, kubeconfig, "", "get", "corpora,personas,revocationcanaries,canaryruns,evalsuites,suiteruns")
 		select {
 		case <-ctx.Done():
 			return nil
@@ -130,8 +128,6 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
 		}
 	}
 }
-
-func step(msg string) { fmt.Printf("==> %s\n", msg) }
 
 // plantSuiteDocuments writes the evidence the sample EvalSuite expects into
 // ragtarget's source: alice may read all three documents, mallory only the
@@ -152,55 +148,4 @@ func plantSuiteDocuments(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// startProcess runs a binary with its output prefixed on our terminal; it is
-// placed in its own process group so Ctrl-C reaches it only through us, in order.
-func startProcess(name, path string, args ...string) (*exec.Cmd, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%s not built (%s): run 'make demo', which builds it", name, path)
-	}
-	cmd := exec.Command(path, args...)
-	logFile, err := os.Create(abs(filepath.Join(".local", name+".log")))
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	fmt.Printf("    %s pid %d, log .local/%s.log\n", name, cmd.Process.Pid, name)
-	return cmd, nil
-}
-
-// stopProcess sends SIGTERM and waits, bounded, before killing.
-func stopProcess(name string, cmd *exec.Cmd) {
-	step("stopping " + name)
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
-func kubectl(ctx context.Context, kubeconfig string, args ...string) error {
-	cmd := exec.CommandContext(ctx, abs("bin/kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil && !errors.Is(ctx.Err(), context.Canceled) && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("kubectl %v: %w", args, err)
-	}
-	return nil
-}
-
-func abs(p string) string {
-	a, err := filepath.Abs(p)
-	if err != nil {
-		return p
-	}
-	return a
 }

@@ -12,11 +12,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
+	"github.com/ragcanary/ragcanary/internal/demo"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -58,27 +57,27 @@ func main() {
 }
 
 func run(ctx context.Context, refresh, delay time.Duration) error {
-	kubeconfig := abs(filepath.Join(localDir, "kubeconfig"))
-	if err := os.MkdirAll(abs(localDir), 0o755); err != nil {
+	kubeconfig := demo.Abs(filepath.Join(localDir, "kubeconfig"))
+	if err := os.MkdirAll(demo.Abs(localDir), 0o755); err != nil {
 		return err
 	}
-	step("starting the local control plane (etcd, kube-apiserver, kube-controller-manager from bin/)")
-	cluster, err := localcluster.Start(localcluster.Options{BinDir: abs("bin"), CRDDir: abs("config/crd/bases"), Kubeconfig: kubeconfig})
+	demo.Step("starting the local control plane (etcd, kube-apiserver, kube-controller-manager from bin/)")
+	cluster, err := localcluster.Start(localcluster.Options{BinDir: demo.Abs("bin"), CRDDir: demo.Abs("config/crd/bases"), Kubeconfig: kubeconfig})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		step("stopping the control plane")
+		demo.Step("stopping the control plane")
 		_ = cluster.Stop()
 	}()
 
-	step("starting a PostgreSQL primary")
+	demo.Step("starting a PostgreSQL primary")
 	primary, err := pgtest.StartPrimary()
 	if err != nil {
 		return err
 	}
 	defer func() {
-		step("stopping the primary and removing its data")
+		demo.Step("stopping the primary and removing its data")
 		primary.StopAndRemove()
 	}()
 	if err := primary.ExecAll(
@@ -88,20 +87,20 @@ func run(ctx context.Context, refresh, delay time.Duration) error {
 	); err != nil {
 		return err
 	}
-	step(fmt.Sprintf("starting a hot standby applying WAL %s after commit", delay))
+	demo.Step(fmt.Sprintf("starting a hot standby applying WAL %s after commit", delay))
 	standby, err := primary.StartStandby(delay)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		step("stopping the standby")
+		demo.Step("stopping the standby")
 		standby.Stop()
 	}()
 	fmt.Printf("    primary 127.0.0.1:%d, standby 127.0.0.1:%d\n", primary.Port, standby.Port)
 
-	step("starting the manager")
+	demo.Step("starting the manager")
 	allowed := fmt.Sprintf("postgres://127.0.0.1:%d,postgres://127.0.0.1:%d", primary.Port, standby.Port)
-	manager, err := startProcess("manager", abs("bin/manager"),
+	manager, err := demo.StartProcess(localDir, "demo-postgres", "manager", demo.Abs("bin/manager"),
 		"--kubeconfig", kubeconfig,
 		"--metrics-bind-address", metricsAddr,
 		"--health-probe-bind-address", probeAddr,
@@ -109,15 +108,15 @@ func run(ctx context.Context, refresh, delay time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer stopProcess("manager", manager)
+	defer demo.StopProcess("manager", manager)
 
-	step("applying the Postgres corpus, personas and canaries")
+	demo.Step("applying the Postgres corpus, personas and canaries")
 	objects := manifests(primary.DSN("writer", writerPassword), standby.DSN("reader", readerPassword))
-	if err := kubectlStdin(ctx, kubeconfig, objects, "apply", "-f", "-"); err != nil {
+	if err := demo.Kubectl(ctx, kubeconfig, objects, "apply", "-f", "-"); err != nil {
 		return err
 	}
 	for _, m := range methods {
-		if err := kubectl(ctx, kubeconfig, "annotate", "--overwrite", "revocationcanary/"+canaryName(m), "ragcanary.dev/run-now=demo-start"); err != nil {
+		if err := demo.Kubectl(ctx, kubeconfig, "", "annotate", "--overwrite", "revocationcanary/"+canaryName(m), "ragcanary.dev/run-now=demo-start"); err != nil {
 			return err
 		}
 	}
@@ -129,7 +128,7 @@ func run(ctx context.Context, refresh, delay time.Duration) error {
 	defer ticker.Stop()
 	for {
 		fmt.Printf("\n--- %s\n", time.Now().Format(time.TimeOnly))
-		_ = kubectl(ctx, kubeconfig, "get", "corpora,personas,revocationcanaries,canaryruns")
+		_ = demo.Kubectl(ctx, kubeconfig, "", "get", "corpora,personas,revocationcanaries,canaryruns")
 		select {
 		case <-ctx.Done():
 			return nil
@@ -212,64 +211,4 @@ spec:
 `, canaryName(m), m, group)
 	}
 	return b.String()
-}
-
-func step(msg string) { fmt.Printf("==> %s\n", msg) }
-
-// startProcess runs a binary with its output in localDir/<name>.log, in its
-// own process group so Ctrl-C reaches it only through us, in order.
-func startProcess(name, path string, args ...string) (*exec.Cmd, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%s not built (%s): run 'make demo-postgres', which builds it", name, path)
-	}
-	cmd := exec.Command(path, args...)
-	logFile, err := os.Create(abs(filepath.Join(localDir, name+".log")))
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	fmt.Printf("    %s pid %d, log %s/%s.log\n", name, cmd.Process.Pid, localDir, name)
-	return cmd, nil
-}
-
-// stopProcess sends SIGTERM and waits, bounded, before killing.
-func stopProcess(name string, cmd *exec.Cmd) {
-	step("stopping " + name)
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
-func kubectl(ctx context.Context, kubeconfig string, args ...string) error {
-	return kubectlStdin(ctx, kubeconfig, "", args...)
-}
-
-func kubectlStdin(ctx context.Context, kubeconfig, stdin string, args ...string) error {
-	cmd := exec.CommandContext(ctx, abs("bin/kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	if err := cmd.Run(); err != nil && !errors.Is(ctx.Err(), context.Canceled) && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("kubectl %s: %w", args[0], err)
-	}
-	return nil
-}
-
-func abs(p string) string {
-	a, err := filepath.Abs(p)
-	if err != nil {
-		return p
-	}
-	return a
 }
