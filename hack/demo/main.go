@@ -11,12 +11,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/ragcanary/ragcanary/internal/demo"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/demo"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/localcluster"

@@ -14,7 +14,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/ragcanary/ragcanary/internal/demo"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/demo"
 	"github.com/ragcanary/ragcanary/internal/localcluster"
 	"github.com/ragcanary/ragcanary/internal/pgtest"
 )
