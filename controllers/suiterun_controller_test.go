@@ -443,19 +443,30 @@ func waitEvent(t *testing.T, ns, name, reason string) {
 // want nil means the series must be absent.
 func checkPersonaGauge(t *testing.T, name, ns, persona string, want *float64) {
 	t.Helper()
-	var got *float64
-	for _, m := range gatherSeries(t, name, ns) {
-		if labelValue(m, "persona") == persona {
-			v := m.GetGauge().GetValue()
-			got = &v
+	read := func() *float64 {
+		var got *float64
+		for _, m := range gatherSeries(t, name, ns) {
+			if labelValue(m, "persona") == persona {
+				v := m.GetGauge().GetValue()
+				got = &v
+			}
 		}
+		return got
 	}
-	switch {
-	case want == nil && got != nil:
-		t.Errorf("%s{persona=%s} = %v, want absent", name, persona, *got)
-	case want != nil && (got == nil || *got != *want):
-		t.Errorf("%s{persona=%s} = %v, want %v", name, persona, got, *want)
+	if want == nil {
+		if got := read(); got != nil {
+			t.Errorf("%s{persona=%s} = %v, want absent", name, persona, *got)
+		}
+		return
 	}
+	// The controller records the gauge right after it writes the run's
+	// status, which the caller has just read: wait for it, bounded.
+	eventually(t, fmt.Sprintf("%s{persona=%s} = %v", name, persona, *want), func() error {
+		if got := read(); got == nil || *got != *want {
+			return fmt.Errorf("got %v", got)
+		}
+		return nil
+	})
 }
 
 // gatherSeries reads the series of one metric for a namespace from the
