@@ -27,7 +27,7 @@ import (
 // verdict event.
 func (r *CanaryRunReconciler) cleanUp(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	run := rc.run
-	r.stopProbing(rc)
+	_, _ = r.stopProbing(rc)
 	if run.Status.IsolationViolations > 0 && run.Status.Verdict != v1alpha1.VerdictIsolationViolation {
 		// A control sighting in the loop's last rounds outranks the verdict.
 		v, msg := measure.Verdict(measure.RunOutcome{IsolationViolations: run.Status.IsolationViolations})

@@ -6,9 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -90,39 +90,60 @@ func sameData(a, b map[string][]byte) bool {
 	return true
 }
 
-// cleanupTarget is how cleanup reaches the target: the live Corpus when it
-// still resolves, else the run's kept copy. subject is the persona's, "" when
-// neither knows it.
+// cleanupTarget is how cleanup reaches the target: where the document was
+// planted. The run's kept copy says where that is; the live Corpus is used
+// only while it still names the same target (its credential may be newer),
+// so a Corpus pointed elsewhere since never makes cleanup delete at the wrong
+// place and report the document gone. Without a copy (a run planted by an
+// earlier build) the live Corpus is all there is. subject is the persona's,
+// "" when neither knows it.
 func (r *CanaryRunReconciler) cleanupTarget(ctx context.Context, run *v1alpha1.CanaryRun) (*target.Corpus, string, error) {
 	subject := r.personaSubject(ctx, run)
-	corpus, err := r.resolveCorpus(ctx, run)
-	if err == nil {
-		return corpus, subject, nil
-	}
-	if _, user := target.IsUserProblem(err); !user {
+	kept, keptSubject, err := r.keptRecipe(ctx, run)
+	if err != nil {
 		return nil, "", err
 	}
+	if subject == "" {
+		subject = keptSubject
+	}
+	live, liveErr := r.resolveCorpus(ctx, run)
+	if liveErr == nil && (kept == nil || sameTarget(live.Recipe(), *kept)) {
+		return live, subject, nil
+	}
+	if kept == nil {
+		return nil, "", liveErr
+	}
+	if _, user := target.IsUserProblem(liveErr); liveErr != nil && !user {
+		return nil, "", liveErr
+	}
+	c, err := r.Door.FromRecipe(run.Namespace, run.Spec.CorpusRef.Name, *kept)
+	if err != nil {
+		return nil, "", target.Named("kept copy of Corpus", run.Spec.CorpusRef.Name, err)
+	}
+	return c, subject, nil
+}
+
+// keptRecipe reads the run's cleanup copy; nil when the run has none.
+func (r *CanaryRunReconciler) keptRecipe(ctx context.Context, run *v1alpha1.CanaryRun) (*target.Recipe, string, error) {
 	var secret corev1.Secret
-	gerr := r.APIReader.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: recipeSecretName(run)}, &secret)
-	if apierrors.IsNotFound(gerr) || (gerr == nil && !metav1.IsControlledBy(&secret, run)) {
-		// Nothing kept (a run planted by an earlier build): the live problem stands.
-		return nil, "", err
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: recipeSecretName(run)}, &secret)
+	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(&secret, run)) {
+		return nil, "", nil
 	}
-	if gerr != nil {
-		return nil, "", gerr
+	if err != nil {
+		return nil, "", err
 	}
 	var recipe target.Recipe
 	if jerr := json.Unmarshal(secret.Data[recipeKey], &recipe); jerr != nil {
 		return nil, "", target.Stall("CleanupSecretInvalid", "Secret %q does not hold a readable cleanup copy", secret.Name)
 	}
-	kept, berr := r.Door.FromRecipe(run.Namespace, run.Spec.CorpusRef.Name, recipe)
-	if berr != nil {
-		return nil, "", fmt.Errorf("%w", target.Named("kept copy of Corpus", run.Spec.CorpusRef.Name, berr))
-	}
-	if subject == "" {
-		subject = string(secret.Data[recipeSubjectKey])
-	}
-	return kept, subject, nil
+	return &recipe, string(secret.Data[recipeSubjectKey]), nil
+}
+
+// sameTarget reports whether two recipes reach the same place: the same
+// driver configuration and permissions backend, credentials aside.
+func sameTarget(a, b target.Recipe) bool {
+	return equality.Semantic.DeepEqual(a.Driver, b.Driver) && equality.Semantic.DeepEqual(a.Permissions, b.Permissions)
 }
 
 // releaseCleanupRecipe lets the run's cleanup copy go: the finalizer comes

@@ -139,9 +139,13 @@ func (r *CanaryRunReconciler) awaitVisibility(ctx context.Context, rc *runCtx) (
 		r.recordProbing(rc, st.Snapshot())
 	}
 	if !rc.now.Before(deadline) {
-		r.stopProbing(rc)
-		return r.conclude(rc, v1alpha1.VerdictSetupFailed,
-			fmt.Sprintf("the canary did not become visible to the persona within %s", visibilityTimeout(run)))
+		snap, _ := r.stopProbing(rc)
+		// "Not seen", not "not visible": probe errors say nothing either way.
+		msg := fmt.Sprintf("the persona did not see the canary within %s", visibilityTimeout(run))
+		if s, ok := snap.SurfaceWithoutReply(); ok {
+			msg += fmt.Sprintf("; no probe of the %s surface got a valid reply (%d probe errors), so visibility could not be established", s, snap.VisibilityErrors)
+		}
+		return r.conclude(rc, v1alpha1.VerdictSetupFailed, msg)
 	}
 	st, res, err := r.ensureProbing(ctx, rc, probe.StageVisibility, deadline)
 	if st == nil {
@@ -309,6 +313,12 @@ func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (c
 		if final, ok := r.finalSnapshot(rc); ok {
 			snap = final
 		}
+		if !measure.AllExcluded(snap.Surfaces) {
+			// A round between the snapshot and the stop saw the canary
+			// again: no decision; probing resumes from status at once.
+			run.Status.Surfaces = snap.Surfaces
+			return ctrl.Result{RequeueAfter: 10 * time.Millisecond}, nil
+		}
 		return r.decideExclusion(ctx, rc, snap.Surfaces, rc.deps)
 	}
 	due, next := r.heartbeatDue(rc)
@@ -367,18 +377,21 @@ func (r *CanaryRunReconciler) decideExclusion(ctx context.Context, rc *runCtx, s
 	return r.conclude(rc, verdict, msg)
 }
 
-// controlCounts are the control personas' probe counts, with a zero entry
-// for any control persona status has no count for (never probed).
+// controlCounts are the control personas' probe counts on every probed
+// surface, with a zero entry where status has none (never probed).
 func controlCounts(run *v1alpha1.CanaryRun) []v1alpha1.ControlProbeCounts {
-	out := make([]v1alpha1.ControlProbeCounts, 0, len(run.Spec.ControlPersonaRefs))
+	surfaces := probingSurfaces(run)
+	out := make([]v1alpha1.ControlProbeCounts, 0, len(run.Spec.ControlPersonaRefs)*len(surfaces))
 	for _, ref := range run.Spec.ControlPersonaRefs {
-		c := v1alpha1.ControlProbeCounts{Persona: ref.Name}
-		for _, got := range run.Status.ControlProbes {
-			if got.Persona == ref.Name {
-				c = got
+		for _, s := range surfaces {
+			c := v1alpha1.ControlProbeCounts{Persona: ref.Name, Surface: s}
+			for _, got := range run.Status.ControlProbes {
+				if got.Persona == ref.Name && got.Surface == s {
+					c = got
+				}
 			}
+			out = append(out, c)
 		}
-		out = append(out, c)
 	}
 	return out
 }
@@ -463,10 +476,14 @@ func (r *CanaryRunReconciler) revokeDeadline(run *v1alpha1.CanaryRun) time.Time 
 
 // stopProbing ends the run's probe loop and keeps the isolation violations
 // its last rounds saw, which no snapshot may have reported yet.
-func (r *CanaryRunReconciler) stopProbing(rc *runCtx) {
-	if st := r.Probes.Stop(rc.key); st != nil {
-		r.recordProbing(rc, st.Snapshot())
+func (r *CanaryRunReconciler) stopProbing(rc *runCtx) (probe.Snapshot, bool) {
+	st := r.Probes.Stop(rc.key)
+	if st == nil {
+		return probe.Snapshot{}, false
 	}
+	snap := st.Snapshot()
+	r.recordProbing(rc, snap)
+	return snap, true
 }
 
 // waitUntil shows a Waiting condition and re-checks later. Past deadline

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -175,6 +176,9 @@ type runScheduler struct {
 	now      time.Time
 	// history applies where a parent sets no history limit.
 	history historyDefaults
+	// held remembers parents whose hold was announced, so two reconciles
+	// reading the same cached status announce it once.
+	held *sync.Map
 }
 
 // parentReconciler holds what the scheduling reconcilers (RevocationCanary,
@@ -191,11 +195,13 @@ type parentReconciler struct {
 	Recorder events.EventRecorder
 	// History holds the operator's default history limits.
 	History historyDefaults
+	// held is shared by every reconcile of this reconciler (see runScheduler).
+	held *sync.Map
 }
 
 // scheduler acts on the parent's runs as of now.
 func (p parentReconciler) scheduler() runScheduler {
-	return runScheduler{client: p.Client, recorder: p.Recorder, now: p.Clock.Now(), history: p.History}
+	return runScheduler{client: p.Client, recorder: p.Recorder, now: p.Clock.Now(), history: p.History, held: p.heldRuns()}
 }
 
 // historyDefaults are the operator's history limits.
@@ -253,6 +259,8 @@ func (s runScheduler) schedule(ctx context.Context, p scheduledParent, runs chil
 	}
 	if plan.Blocked == schedule.BlockedTooManyActive {
 		s.holdBack(p, len(runs.active))
+	} else {
+		s.held.Delete(p.obj.GetUID())
 	}
 	if plan.ReplaceActive {
 		for _, run := range runs.active {
@@ -296,6 +304,15 @@ func (s runScheduler) input(p scheduledParent, runs childRuns) schedule.Input {
 	}
 }
 
+// heldRuns is the reconciler's shared hold record; a reconciler built
+// without newParentReconciler (tests) gets a private one.
+func (p parentReconciler) heldRuns() *sync.Map {
+	if p.held == nil {
+		return &sync.Map{}
+	}
+	return p.held
+}
+
 // holdBack shows a due run held back by the active-run cap: Ready stays
 // True (the object is fine, its runs last longer than its schedule allows)
 // with reason TooManyActiveRuns while the cap holds, and a Warning event
@@ -307,7 +324,7 @@ func (s runScheduler) holdBack(p scheduledParent, active int) {
 		meta.SetStatusCondition(p.status.conditions, metav1.Condition{Type: v1alpha1.ConditionReady,
 			Status: metav1.ConditionTrue, Reason: ReasonTooManyActiveRuns, Message: msg, ObservedGeneration: p.obj.GetGeneration()})
 	}
-	if !p.wasHeld {
+	if _, announced := s.held.LoadOrStore(p.obj.GetUID(), true); !p.wasHeld && !announced {
 		s.recorder.Eventf(p.obj, nil, corev1.EventTypeWarning, ReasonTooManyActiveRuns, "HoldRun", "%s", msg)
 	}
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -134,7 +135,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 // schedule clock, history limits default to the operator's.
 func newParentReconciler(mgr ctrl.Manager, opts Options, recorderName string) parentReconciler {
 	return parentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock,
-		Recorder: mgr.GetEventRecorder(recorderName), History: opts.Defaults.history()}
+		Recorder: mgr.GetEventRecorder(recorderName), History: opts.Defaults.history(), held: &sync.Map{}}
 }
 
 func (d Defaults) history() historyDefaults {

@@ -168,13 +168,15 @@ type CanaryRunStatus struct {
 	// +optional
 	IsolationViolations int32 `json:"isolationViolations,omitempty"`
 
-	// controlProbes counts, per control persona, probes that got a valid
-	// reply and probes that failed. A control persona that never got a valid
-	// reply never tested isolation, so the run cannot claim it.
+	// controlProbes counts, per control persona and surface, probes that got
+	// a valid reply and probes that failed. A control persona that never got
+	// a valid reply on a surface never tested isolation there, so the run
+	// cannot claim it.
 	// +optional
 	// +listType=map
 	// +listMapKey=persona
-	// +kubebuilder:validation:MaxItems=16
+	// +listMapKey=surface
+	// +kubebuilder:validation:MaxItems=48
 	ControlProbes []ControlProbeCounts `json:"controlProbes,omitempty"`
 
 	// lastHeartbeatTime is when status was last written while probing.
@@ -248,13 +250,16 @@ func init() {
 	SchemeBuilder.Register(&CanaryRun{}, &CanaryRunList{})
 }
 
-// ControlProbeCounts are the probe outcomes of one control persona.
+// ControlProbeCounts are the probe outcomes of one control persona on one surface.
 type ControlProbeCounts struct {
 	// persona is the control Persona's name.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Persona string `json:"persona"`
+	// surface probed.
+	// +required
+	Surface Surface `json:"surface"`
 	// answered counts probes with a valid reply (with or without the canary).
 	// +optional
 	Answered int64 `json:"answered,omitempty"`

@@ -110,3 +110,50 @@ func TestBoundsNeverShrinkOnAClockStep(t *testing.T) {
 		t.Fatalf("bounds %v from timestamps before the acknowledgement; want none", b)
 	}
 }
+
+// TestLiveExposureCountsOnlyWhatWasSeen: the gauge says how long a revoked
+// token has been seen, never how long probes failed.
+func TestLiveExposureCountsOnlyWhatWasSeen(t *testing.T) {
+	ack, now := at(11), at(41)
+	tests := []struct {
+		name   string
+		probes []probe
+		want   time.Duration
+	}{
+		{"still seen", []probe{{Present, 20}}, 30 * time.Second},
+		{"seen, then a valid absence", []probe{{Present, 20}, {Absent, 21}}, 9 * time.Second},
+		{"only errors since the revocation", []probe{{Error, 20}, {Error, 21}}, 0},
+		{"errors after a sighting", []probe{{Present, 20}, {Error, 21}}, 30 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceSearch}
+			for _, p := range tc.probes {
+				Record(&m, p.o, at(p.start), at(p.start+0.1), 3)
+			}
+			if got := LiveExposure(&m, ack, now); got != tc.want {
+				t.Fatalf("exposure %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestControlsAreCountedPerSurface: a control persona answered on search
+// but never on the answer surface did not test isolation there.
+func TestControlsAreCountedPerSurface(t *testing.T) {
+	m := v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceSearch}
+	Record(&m, Absent, at(12), at(12.1), 1)
+	a := v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceAnswer}
+	Record(&a, Absent, at(12), at(12.1), 1)
+	ms := []v1alpha1.SurfaceMeasurement{m, a}
+	for i := range ms {
+		Finalize(&ms[i], rev, time.Minute)
+	}
+	got, msg := Verdict(RunOutcome{Surfaces: ms, SLO: anySLO, Revocation: rev, Controls: []v1alpha1.ControlProbeCounts{
+		{Persona: "carol", Surface: v1alpha1.SurfaceSearch, Answered: 4},
+		{Persona: "carol", Surface: v1alpha1.SurfaceAnswer, Errors: 4},
+	}})
+	if got != v1alpha1.VerdictInconclusive || !strings.Contains(msg, "carol (Answer)") {
+		t.Fatalf("verdict %s (%q), want Inconclusive naming carol (Answer)", got, msg)
+	}
+}

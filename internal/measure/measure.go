@@ -255,11 +255,23 @@ func AllExcluded(ms []v1alpha1.SurfaceMeasurement) bool {
 
 // LiveExposure is how long a revoked token has been visible as of now:
 // now − revokeAcknowledged while exclusion is not confirmed, 0 after.
+//
+// Only what was observed counts: while the last valid reply showed the token
+// it is still exposed now; once a valid reply showed it absent (an
+// unconfirmed streak), exposure is what the last sighting proved; probe
+// errors alone prove nothing, so a surface never seen after the revocation
+// reports 0 (the probe-error metrics say the target is failing).
 func LiveExposure(m *v1alpha1.SurfaceMeasurement, acknowledged, now time.Time) time.Duration {
 	if m.Excluded || acknowledged.IsZero() {
 		return 0
 	}
-	return nonNegative(now.Sub(acknowledged))
+	if lastReplyPresent(m) {
+		return nonNegative(now.Sub(acknowledged))
+	}
+	if m.LastPositiveStart != nil {
+		return nonNegative(m.LastPositiveStart.Sub(acknowledged))
+	}
+	return 0
 }
 
 func nonNegative(d time.Duration) time.Duration {

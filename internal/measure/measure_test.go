@@ -286,7 +286,9 @@ func TestLiveExposure(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := v1alpha1.SurfaceMeasurement{Excluded: tc.excluded}
+			// The last valid reply saw the token (see also
+			// TestLiveExposureCountsOnlyWhatWasSeen).
+			m := v1alpha1.SurfaceMeasurement{Excluded: tc.excluded, LastReply: replyPresent}
 			if got := LiveExposure(&m, tc.ack, at(40)); got != tc.want {
 				t.Errorf("exposure %v, want %v", got, tc.want)
 			}

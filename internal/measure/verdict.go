@@ -21,8 +21,8 @@ type RunOutcome struct {
 	SLO func(v1alpha1.Surface) time.Duration
 	// Revocation is when the revocation was requested and acknowledged.
 	Revocation Revocation
-	// Controls are the control personas' probe counts; one that never got a
-	// valid reply never tested isolation.
+	// Controls are the control personas' probe counts per surface; one that
+	// never got a valid reply on a surface never tested isolation there.
 	Controls []v1alpha1.ControlProbeCounts
 }
 
@@ -80,12 +80,13 @@ func breached(b *v1alpha1.ExclusionBounds, slo time.Duration) bool {
 	return b.Upper != nil && b.Upper.Duration > slo
 }
 
-// unanswered names the control personas without a single valid reply.
+// unanswered names the control personas (and surface) without a single
+// valid reply.
 func unanswered(cs []v1alpha1.ControlProbeCounts) []string {
 	var out []string
 	for _, c := range cs {
 		if c.Answered == 0 {
-			out = append(out, c.Persona)
+			out = append(out, fmt.Sprintf("%s (%s)", c.Persona, c.Surface))
 		}
 	}
 	return out

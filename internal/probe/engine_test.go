@@ -155,3 +155,23 @@ func TestEngineErrorsAreNeverAbsences(t *testing.T) {
 		t.Fatalf("exclusion confirmed without two real negatives after the last positive: %+v", m)
 	}
 }
+
+// TestVisibilityErrorsAreNotAbsences: when every visibility probe fails,
+// the snapshot says no valid reply came, so the run cannot claim the canary
+// was invisible.
+func TestVisibilityErrorsAreNotAbsences(t *testing.T) {
+	f := &fakeTarget{visible: map[driver.Token]bool{}}
+	f.fail(true)
+	e := NewEngine(clock.RealClock{}, target.NewLimiters(clock.RealClock{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = e.Start(ctx) }()
+	key := types.NamespacedName{Namespace: "ns", Name: "failing"}
+	st := e.Ensure(key, newPlan(StageVisibility, f))
+	waitFor(t, "some rounds", func() bool { return st.Snapshot().Rounds >= 3 })
+	snap := e.Stop(key).Snapshot()
+	s, ok := snap.SurfaceWithoutReply()
+	if !ok || s != v1alpha1.SurfaceSearch || snap.VisibilityErrors < 3 {
+		t.Fatalf("SurfaceWithoutReply = %q, %v with %d errors; want Search without a reply", s, ok, snap.VisibilityErrors)
+	}
+}

@@ -31,6 +31,12 @@ type State struct {
 	rounds          int64
 	// controls counts each control persona's probe outcomes, in plan order.
 	controls []v1alpha1.ControlProbeCounts
+	// replies counts the persona's valid replies per surface and
+	// visibilityErrors its failed probes, while waiting for visibility.
+	replies          map[v1alpha1.Surface]int64
+	visibilityErrors int64
+	// planned are the plan's surfaces, in order.
+	planned []v1alpha1.Surface
 }
 
 // Snapshot is a copy of a State at one moment.
@@ -49,6 +55,25 @@ type Snapshot struct {
 	Controls []v1alpha1.ControlProbeCounts
 	// Rounds counts completed probe rounds since the loop started.
 	Rounds int64
+	// Replies counts the persona's valid replies per surface and
+	// VisibilityErrors its failed probes (visibility stage).
+	Replies          map[v1alpha1.Surface]int64
+	VisibilityErrors int64
+	surfaces         []v1alpha1.Surface
+}
+
+// SurfaceWithoutReply is the first surface on which no visibility probe of
+// the persona got a valid reply: there, "not seen" means "not known".
+func (s Snapshot) SurfaceWithoutReply() (v1alpha1.Surface, bool) {
+	if s.Stage != StageVisibility {
+		return "", false
+	}
+	for _, surface := range s.surfaces {
+		if s.Replies[surface] == 0 {
+			return surface, true
+		}
+	}
+	return "", false
 }
 
 // newState seeds a state from the plan. For the exclusion stage the
@@ -56,15 +81,17 @@ type Snapshot struct {
 // an unconfirmed streak starts again.
 func newState(p Plan) *State {
 	s := &State{stage: p.Stage, confirmations: p.Confirmations, seen: map[v1alpha1.Surface]bool{},
-		violations: p.ResumeViolations}
+		violations: p.ResumeViolations, replies: map[v1alpha1.Surface]int64{}, planned: p.Surfaces}
 	for _, c := range p.Controls {
-		counts := v1alpha1.ControlProbeCounts{Persona: c.Name}
-		for _, r := range p.ResumeControls {
-			if r.Persona == c.Name {
-				counts = r
+		for _, surface := range p.Surfaces {
+			counts := v1alpha1.ControlProbeCounts{Persona: c.Name, Surface: surface}
+			for _, r := range p.ResumeControls {
+				if r.Persona == c.Name && r.Surface == surface {
+					counts = r
+				}
 			}
+			s.controls = append(s.controls, counts)
 		}
-		s.controls = append(s.controls, counts)
 	}
 	if p.Stage != StageExclusion {
 		return s
@@ -87,7 +114,12 @@ func (s *State) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := Snapshot{Stage: s.stage, FirstVisibleEnd: s.firstVisibleEnd, IsolationViolations: s.violations, Rounds: s.rounds,
-		Controls: append([]v1alpha1.ControlProbeCounts(nil), s.controls...)}
+		Controls:         append([]v1alpha1.ControlProbeCounts(nil), s.controls...),
+		Replies:          make(map[v1alpha1.Surface]int64, len(s.replies)),
+		VisibilityErrors: s.visibilityErrors, surfaces: s.planned}
+	for k, v := range s.replies {
+		out.Replies[k] = v
+	}
 	out.AllVisible = s.stage == StageVisibility && len(s.seen) > 0 && s.allSeen()
 	for i := range s.surfaces {
 		out.Surfaces = append(out.Surfaces, *s.surfaces[i].DeepCopy())
@@ -154,7 +186,7 @@ func (s *State) apply(surfaces []v1alpha1.Surface, results []result) change {
 // the canary) shows the control persona could be tested at all.
 func (s *State) countControl(r result) {
 	for i := range s.controls {
-		if s.controls[i].Persona != r.control {
+		if s.controls[i].Persona != r.control || s.controls[i].Surface != r.surface {
 			continue
 		}
 		if r.outcome == measure.Error {
@@ -171,6 +203,11 @@ func (s *State) applyVisibility(surfaces []v1alpha1.Surface, r result) bool {
 			s.seen[surface] = false
 		}
 	}
+	if r.outcome == measure.Error {
+		s.visibilityErrors++
+		return false
+	}
+	s.replies[r.surface]++
 	if r.outcome != measure.Present {
 		return false
 	}

@@ -224,17 +224,25 @@ func againstSLO(lower, upper *Seconds, slo time.Duration) string {
 	return WithinSLO
 }
 
-// controls pairs every control persona in the spec with its recorded counts.
+// controls pairs every control persona in the spec with its recorded
+// counts, summed over surfaces (status keeps them per surface; the verdict
+// message names a surface that never got a reply).
 func controls(run *v1alpha1.CanaryRun) []ControlEvidence {
-	recorded := map[string]v1alpha1.ControlProbeCounts{}
+	recorded := map[string]*[2]int64{}
 	for _, c := range run.Status.ControlProbes {
-		recorded[c.Persona] = c
+		sum := recorded[c.Persona]
+		if sum == nil {
+			sum = &[2]int64{}
+			recorded[c.Persona] = sum
+		}
+		sum[0] += c.Answered
+		sum[1] += c.Errors
 	}
 	out := []ControlEvidence{}
 	for _, ref := range run.Spec.ControlPersonaRefs {
 		ce := ControlEvidence{Persona: ref.Name}
-		if c, ok := recorded[ref.Name]; ok {
-			answered, errs := c.Answered, c.Errors
+		if sum, ok := recorded[ref.Name]; ok {
+			answered, errs := sum[0], sum[1]
 			ce.Answered, ce.Errors = &answered, &errs
 		}
 		out = append(out, ce)

@@ -86,6 +86,16 @@ type Persona struct {
 	Token  driver.Token
 }
 
+// Forget releases what the door keeps for a deleted corpus: its limiter and
+// its database pools (closed after a grace period).
+func (d *Door) Forget(namespace, name string) {
+	key := LimiterKey(namespace, name)
+	if d.Limiters != nil {
+		d.Limiters.Forget(key)
+	}
+	postgresDrivers.forget(key)
+}
+
 // LimiterKey is the rate-limit key of a corpus.
 func LimiterKey(namespace, name string) string { return namespace + "/" + name }
 
@@ -113,7 +123,7 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 		if err != nil {
 			return nil, err
 		}
-		r := Recipe{Driver: *spec.DeepCopy(), Credential: cred}
+		r := Recipe{Driver: *spec.DeepCopy(), Credential: cred, RateLimit: obj.Spec.RateLimit}
 		if p := obj.Spec.Permissions; p != nil {
 			if r.PermissionsKey, err = d.permissionsKey(ctx, obj.Namespace, p); err != nil {
 				return nil, err
@@ -153,6 +163,9 @@ type Recipe struct {
 	// PermissionsKey its credential (secret).
 	Permissions    *v1alpha1.Permissions `json:"permissions,omitempty"`
 	PermissionsKey []byte                `json:"permissionsKey,omitempty"`
+	// RateLimit is the corpus's own limit, so a corpus rebuilt from the
+	// recipe never resets the shared bucket to the defaults.
+	RateLimit v1alpha1.RateLimit `json:"rateLimit,omitempty"`
 }
 
 // FromRecipe rebuilds a corpus from a recipe. The allowlist is checked again,
@@ -162,6 +175,7 @@ func (d *Door) FromRecipe(namespace, name string, r Recipe) (*Corpus, error) {
 	obj.Namespace, obj.Name = namespace, name
 	obj.Spec.Driver = r.Driver
 	obj.Spec.Permissions = r.Permissions
+	obj.Spec.RateLimit = r.RateLimit
 	if r.Permissions != nil {
 		if _, err := d.Allow.Check("spec.permissions.spicedb.endpoint", "grpc://"+r.Permissions.SpiceDB.Endpoint); err != nil {
 			return nil, err

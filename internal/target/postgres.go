@@ -38,7 +38,7 @@ func (d *Door) postgresRecipe(ctx context.Context, obj *v1alpha1.Corpus) (Recipe
 	if err != nil {
 		return Recipe{}, err
 	}
-	r := Recipe{Driver: *spec.DeepCopy(), Credential: writer}
+	r := Recipe{Driver: *spec.DeepCopy(), Credential: writer, RateLimit: obj.Spec.RateLimit}
 	if ref := spec.Postgres.ReadDSNSecretRef; ref != nil {
 		if r.ReadCredential, err = Credential(ctx, d.Reader, obj.Namespace, *ref); err != nil {
 			return Recipe{}, err
@@ -126,8 +126,10 @@ type pgDrivers struct {
 var postgresDrivers = &pgDrivers{m: map[[32]byte]*postgres.Driver{}, byCorpus: map[string][32]byte{}}
 
 // retireAfter is how long a replaced driver stays open: longer than any call
-// (the corpus timeout is at most 5 minutes).
-const retireAfter = 6 * time.Minute
+// (the corpus timeout is at most 5 minutes) and than most run stages, since
+// a probe loop keeps the driver it started with for its whole stage; a loop
+// outliving it gets probe errors (never absences) and ends Inconclusive.
+const retireAfter = time.Hour
 
 func (c *pgDrivers) get(corpus string, r Recipe, timeout time.Duration, cfg postgres.Config) (*postgres.Driver, error) {
 	spec, err := json.Marshal(r.Driver.Postgres)
@@ -156,6 +158,18 @@ func (c *pgDrivers) get(corpus string, r Recipe, timeout time.Duration, cfg post
 		c.retire(old)
 	}
 	return drv, nil
+}
+
+// forget retires the driver of a deleted corpus.
+func (c *pgDrivers) forget(corpus string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, ok := c.byCorpus[corpus]
+	if !ok {
+		return
+	}
+	delete(c.byCorpus, corpus)
+	c.retire(id)
 }
 
 // retire closes a driver no corpus uses any more, after retireAfter. A
