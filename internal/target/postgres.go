@@ -5,6 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +70,10 @@ func (d *Door) checkDSNs(r Recipe) (writer, reader *pgxpool.Config, err error) {
 }
 
 func (d *Door) checkDSN(field string, dsn []byte) (*pgxpool.Config, error) {
+	if opt, ok := fileOption(string(dsn)); ok {
+		return nil, Stall(ReasonInvalidURL, "%s: the connection string sets %s, which makes the operator read a file of its own; "+
+			"put certificates and passwords in the Secret's connection string itself", field, opt)
+	}
 	cfg, err := postgres.ParseDSN(string(dsn))
 	if err != nil {
 		return nil, &Problem{Intent: Stalled, Reason: ReasonInvalidURL, Message: field + ": the Secret's value is " + err.Error(), Err: err}
@@ -80,6 +88,35 @@ func (d *Door) checkDSN(field string, dsn []byte) (*pgxpool.Config, error) {
 	}
 	return cfg, nil
 }
+
+// fileOptions are connection options whose value is a path the client
+// reads: a Corpus author could make the operator present a certificate or
+// key mounted in its pod to a host of their choosing, or read its files.
+var fileOptions = []string{"sslcert", "sslkey", "sslrootcert", "sslcrl", "sslcrldir", "passfile", "service", "servicefile"}
+
+// fileOption reports the first file option a connection string sets, in
+// URL (query) or keyword=value form.
+func fileOption(dsn string) (string, bool) {
+	var keys []string
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		for k := range u.Query() {
+			keys = append(keys, k)
+		}
+	} else {
+		for _, m := range keywordPattern.FindAllStringSubmatch(dsn, -1) {
+			keys = append(keys, m[1])
+		}
+	}
+	for _, k := range keys {
+		if slices.Contains(fileOptions, strings.ToLower(k)) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// keywordPattern finds the keywords of a keyword=value connection string.
+var keywordPattern = regexp.MustCompile(`(?:^|\s)([A-Za-z_]+)\s*=`)
 
 // postgresDriver returns the driver for a recipe: one per configuration,
 // kept for the process, so resolving a corpus on every check and run stage

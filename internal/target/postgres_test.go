@@ -57,6 +57,10 @@ func TestPostgresDSNsObeyTheAllowlist(t *testing.T) {
 		{"a Unix socket", "host=/var/run/postgresql user=u password=" + pgPassword, "", false, ReasonURLNotAllowed, fieldDSN},
 		{"reader on another host", allowed, "postgres://r:" + pgPassword + "@replica.example:5432/app", true, ReasonURLNotAllowed, fieldReadDSN},
 		{"not a connection string", "postgres://u:" + pgPassword + "@db.internal:notaport/app", "", false, ReasonInvalidURL, fieldDSN},
+		// Options that make the operator read its own files are refused.
+		{"a client key file", allowed + "?sslmode=require&sslkey=/var/run/secrets/kubernetes.io/serviceaccount/token", "", false, ReasonInvalidURL, fieldDSN},
+		{"a passfile, keyword form", "host=db.internal port=5432 user=u passfile=/etc/shadow", "", false, ReasonInvalidURL, fieldDSN},
+		{"a service file on the reader", allowed, "postgres://r@db.internal:5432/app?service=prod", true, ReasonInvalidURL, fieldReadDSN},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := pgDoor(t, []string{"postgres://db.internal:5432", "https://rag.internal/"}, c.writer, c.reader)
@@ -150,5 +154,18 @@ func TestReplacedPostgresDriverIsRetired(t *testing.T) {
 	c.retire(a)
 	if _, kept := c.m[a]; kept {
 		t.Fatal("a driver no corpus uses was kept")
+	}
+}
+
+// TestDSNFileOptionsAreNamed: the refusal names the option, so the user
+// knows what to move into the Secret; plain options pass.
+func TestDSNFileOptionsAreNamed(t *testing.T) {
+	d := pgDoor(t, []string{"postgres://db.internal:5432"}, "postgres://u@db.internal:5432/app?sslrootcert=/etc/ssl/ca.pem", "")
+	_, err := d.Corpus(context.Background(), pgCorpus(false))
+	if p := AsProblem(err); p == nil || !strings.Contains(p.Message, "sslrootcert") {
+		t.Fatalf("got %v, want a refusal naming sslrootcert", err)
+	}
+	if k, found := fileOption("host=db.internal port=5432 user=u sslmode=require"); found {
+		t.Fatalf("plain options refused: %s", k)
 	}
 }
