@@ -116,17 +116,8 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
 	fmt.Printf("try: bin/kubectl --kubeconfig %s get ragcanary\n", kubeconfig)
 	fmt.Println("Ctrl-C stops everything.")
 
-	ticker := time.NewTicker(refresh)
-	defer ticker.Stop()
-	for {
-		fmt.Printf("\n--- %s\n", time.Now().Format(time.TimeOnly))
-		_ = demo.Kubectl(ctx, kubeconfig, "", "get", "corpora,personas,revocationcanaries,canaryruns,evalsuites,suiteruns")
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-	}
+	demo.WatchTable(ctx, kubeconfig, refresh, "corpora,personas,revocationcanaries,canaryruns,evalsuites,suiteruns")
+	return nil
 }
 
 // plantSuiteDocuments writes the evidence the sample EvalSuite expects into

@@ -124,17 +124,8 @@ func run(ctx context.Context, refresh, delay time.Duration) error {
 	fmt.Printf("every method should measure about %s: the standby's apply delay\n", delay)
 	fmt.Println("Ctrl-C stops everything.")
 
-	ticker := time.NewTicker(refresh)
-	defer ticker.Stop()
-	for {
-		fmt.Printf("\n--- %s\n", time.Now().Format(time.TimeOnly))
-		_ = demo.Kubectl(ctx, kubeconfig, "", "get", "corpora,personas,revocationcanaries,canaryruns")
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-	}
+	demo.WatchTable(ctx, kubeconfig, refresh, "corpora,personas,revocationcanaries,canaryruns")
+	return nil
 }
 
 var methods = []string{"RemoveGrant", "RemoveFromGroup", "DeleteDocument"}

@@ -75,3 +75,18 @@ func Kubectl(ctx context.Context, kubeconfig, stdin string, args ...string) erro
 	}
 	return nil
 }
+
+// WatchTable prints `kubectl get kinds` every refresh until ctx ends.
+func WatchTable(ctx context.Context, kubeconfig string, refresh time.Duration, kinds string) {
+	ticker := time.NewTicker(refresh)
+	defer ticker.Stop()
+	for {
+		fmt.Printf("\n--- %s\n", time.Now().Format(time.TimeOnly))
+		_ = Kubectl(ctx, kubeconfig, "", "get", kinds)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
