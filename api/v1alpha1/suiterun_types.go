@@ -70,6 +70,60 @@ type PersonaResult struct {
 	// meanMRR is the mean reciprocal rank over answerable cases where it is defined.
 	// +optional
 	MeanMRR Ratio `json:"meanMRR"`
+	// staleRate is answers supported only by superseded evidence / answerable.
+	// +optional
+	StaleRate *Ratio `json:"staleRate,omitempty"`
+	// mistakenNotFoundRate is answerable cases declared not found / answerable.
+	// +optional
+	MistakenNotFoundRate *Ratio `json:"mistakenNotFoundRate,omitempty"`
+	// citationPrecision is cited IDs that are eligible and supporting / all cited.
+	// +optional
+	CitationPrecision *Ratio `json:"citationPrecision,omitempty"`
+	// citationValidity is cited IDs that were retrieved / all cited.
+	// +optional
+	CitationValidity *Ratio `json:"citationValidity,omitempty"`
+	// meanPrecision is the mean precision@k.
+	// +optional
+	MeanPrecision *Ratio `json:"meanPrecision,omitempty"`
+	// meanNDCG is the mean nDCG@k (binary relevance).
+	// +optional
+	MeanNDCG *Ratio `json:"meanNDCG,omitempty"`
+	// correctAbstention is, per expected status (not_found, not_applicable,
+	// clarify, conflict), the cases answered with that status / the cases
+	// expecting it; never pooled across statuses.
+	// +optional
+	// +listType=map
+	// +listMapKey=status
+	// +kubebuilder:validation:MaxItems=4
+	CorrectAbstention []StatusRatio `json:"correctAbstention,omitempty"`
+}
+
+// StatusRatio is a rate for one expected status.
+type StatusRatio struct {
+	// status expected: not_found, not_applicable, clarify or conflict.
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	Status string `json:"status"`
+	// ratio of correct declarations to cases expecting the status.
+	// +optional
+	Ratio Ratio `json:"ratio"`
+}
+
+// FixtureStatus is what a run planted and whether it is gone again.
+type FixtureStatus struct {
+	// prefix of the run-scoped IDs the fixture was planted under.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Prefix string `json:"prefix,omitempty"`
+	// documents planted.
+	// +optional
+	Documents int32 `json:"documents"`
+	// groups planted (memberships counted once per group).
+	// +optional
+	Groups int32 `json:"groups"`
+	// removed is true once every planted document and membership was removed.
+	// +optional
+	Removed bool `json:"removed"`
 }
 
 // GateResult is one gate's verdict.
@@ -169,9 +223,21 @@ type SuiteRunStatus struct {
 	// +kubebuilder:validation:MaxItems=20
 	FailingCases []FailingCase `json:"failingCases,omitempty"`
 
-	// reportConfigMapRef names the ConfigMap holding the full JSON report.
+	// reportConfigMapRef names the ConfigMap holding the full JSON report
+	// and the frozen evidence. It is owned by the suite, not the run, and
+	// kept by the suite's reportHistoryLimit.
 	// +optional
 	ReportConfigMapRef *LocalObjectReference `json:"reportConfigMapRef,omitempty"`
+
+	// casesHash is the SHA-256 of the resolved cases the run froze at its
+	// start; two runs with the same hash evaluated the same cases.
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	CasesHash string `json:"casesHash,omitempty"`
+
+	// fixture is what the run planted, when the suite has a fixture.
+	// +optional
+	Fixture *FixtureStatus `json:"fixture,omitempty"`
 }
 
 // SuiteRun is one execution of an EvalSuite: per-persona, per-stratum
