@@ -19,7 +19,10 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.method) || self.method != 'RemoveFromGroup' || has(self.group)",message="group is required when method is RemoveFromGroup"
 // +kubebuilder:validation:XValidation:rule="(has(self.method) && self.method == 'RemoveFromGroup') || !has(self.group)",message="group is only used when method is RemoveFromGroup"
 type Revocation struct {
-	// method of revocation.
+	// method of revocation: RemoveGrant, RemoveFromGroup, DeleteDocument,
+	// or UpdateContent, which keeps the persona's access and replaces the
+	// document's body with a second payload (a content-freshness canary,
+	// judged by the corpus's freshness.contentFreshnessSLO).
 	// +optional
 	// +kubebuilder:default=RemoveGrant
 	Method RevocationMethod `json:"method,omitempty"`
@@ -204,6 +207,26 @@ type RunSummary struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	AnswerExclusion string `json:"answerExclusion,omitempty"`
+
+	// contentFreshness is, for an UpdateContent run, per surface the time
+	// until the surface served only the new content: the later of the new
+	// content appearing and the old content going.
+	// +optional
+	// +listType=map
+	// +listMapKey=surface
+	// +kubebuilder:validation:MaxItems=4
+	ContentFreshness []SurfaceBounds `json:"contentFreshness,omitempty"`
+}
+
+// SurfaceBounds is an interval-censored duration on one surface.
+type SurfaceBounds struct {
+	// surface measured.
+	// +required
+	Surface Surface `json:"surface"`
+
+	// bounds of the duration; lower only when right-censored.
+	// +optional
+	Bounds *ExclusionBounds `json:"bounds,omitempty"`
 }
 
 // RevocationCanaryStatus is the observed state of a RevocationCanary.

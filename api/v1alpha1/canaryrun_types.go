@@ -86,6 +86,42 @@ type SurfaceMeasurement struct {
 	// probes counts probes after revocation by outcome.
 	// +optional
 	Probes ProbeCounts `json:"probes,omitempty"`
+
+	// newContent is, for an UpdateContent run, when the replaced document's
+	// new content became visible on this surface. The fields above then
+	// measure the old content: its exclusion is the old payload gone.
+	// +optional
+	NewContent *ContentMeasurement `json:"newContent,omitempty"`
+}
+
+// ContentMeasurement is the persisted measurement of when new content
+// appeared on one surface. It is interval-censored like exclusion: the new
+// content appeared after the start of the last probe that did not show it
+// and no later than the end of the first probe that did.
+type ContentMeasurement struct {
+	// lastUnseenStart is the start of the latest probe with a valid reply
+	// that did not show the new content, before it was first seen.
+	// +optional
+	LastUnseenStart *metav1.MicroTime `json:"lastUnseenStart,omitempty"`
+
+	// firstSeenEnd is the end of the first probe that showed the new content.
+	// +optional
+	FirstSeenEnd *metav1.MicroTime `json:"firstSeenEnd,omitempty"`
+
+	// visible is true once a probe showed the new content.
+	// +optional
+	Visible bool `json:"visible,omitempty"`
+
+	// bounds is the interval-censored time until the new content was
+	// visible: lower = lastUnseenStart − revokeAcknowledged (floor 0),
+	// upper = firstSeenEnd − revokeRequested. Without an upper bound the
+	// new content was not seen by the end of the run (right-censored).
+	// +optional
+	Bounds *ExclusionBounds `json:"bounds,omitempty"`
+
+	// probes counts probes by what they showed of the new content.
+	// +optional
+	Probes ProbeCounts `json:"probes,omitempty"`
 }
 
 // CanaryRunStatus is the persisted state machine of one canary run.
@@ -209,6 +245,21 @@ type CanaryRunStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	AnswerExclusion string `json:"answerExclusion,omitempty"`
+
+	// conversationExclusion is the same for the conversation surface: how
+	// long follow-ups in a conversation started before the revocation kept
+	// serving revoked content.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	ConversationExclusion string `json:"conversationExclusion,omitempty"`
+
+	// contentFreshness is, for an UpdateContent run, the time until every
+	// probed surface served only the new content (new content visible and
+	// old content gone), as an interval rounded outwards like the fields
+	// above.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	ContentFreshness string `json:"contentFreshness,omitempty"`
 }
 
 // CanaryRun is one canary lifecycle: plant, share, await visibility, revoke,
@@ -222,6 +273,8 @@ type CanaryRunStatus struct {
 // +kubebuilder:printcolumn:name="Visible After",type=string,JSONPath=`.status.visibleAfter`
 // +kubebuilder:printcolumn:name="Search Exclusion",type=string,JSONPath=`.status.searchExclusion`
 // +kubebuilder:printcolumn:name="Cache Invalidation",type=string,JSONPath=`.status.answerExclusion`
+// +kubebuilder:printcolumn:name="Conversation Exclusion",type=string,JSONPath=`.status.conversationExclusion`
+// +kubebuilder:printcolumn:name="Content Freshness",type=string,JSONPath=`.status.contentFreshness`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type CanaryRun struct {
 	metav1.TypeMeta `json:",inline"`

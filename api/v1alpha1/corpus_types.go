@@ -156,12 +156,25 @@ type Driver struct {
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
-// Freshness holds the corpus's service-level objectives for permission changes.
+// Freshness holds the corpus's service-level objectives for permission and
+// content changes.
+// +kubebuilder:validation:XValidation:rule="!has(self.visibilitySLO) || !has(self.contentFreshnessSLO)",message="visibilitySLO is the deprecated name of contentFreshnessSLO; set only contentFreshnessSLO"
 type Freshness struct {
-	// visibilitySLO is how soon a newly shared document should be retrievable.
+	// visibilitySLO is deprecated: it was declared and never used. It is
+	// read as contentFreshnessSLO when that is unset; set
+	// contentFreshnessSLO instead (only one of the two may be set).
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="visibilitySLO must be positive"
 	VisibilitySLO *metav1.Duration `json:"visibilitySLO,omitempty"`
+
+	// contentFreshnessSLO is how soon an edited document must be served
+	// only in its new version: the new content visible and the old content
+	// gone, on every probed surface. UpdateContent canaries are judged by
+	// it. Defaults to the surface's exclusion SLO (exclusionSLO, or
+	// cacheInvalidationSLO for answers) when unset.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="contentFreshnessSLO must be positive"
+	ContentFreshnessSLO *metav1.Duration `json:"contentFreshnessSLO,omitempty"`
 
 	// exclusionSLO is how soon revoked content must stop being retrievable.
 	// +optional
@@ -304,7 +317,7 @@ type CorpusSpec struct {
 }
 
 // RevocationMethod is how access to a canary document is taken away.
-// +kubebuilder:validation:Enum=RemoveGrant;RemoveFromGroup;DeleteDocument
+// +kubebuilder:validation:Enum=RemoveGrant;RemoveFromGroup;DeleteDocument;UpdateContent
 type RevocationMethod string
 
 const (
@@ -314,6 +327,10 @@ const (
 	RevokeRemoveFromGroup RevocationMethod = "RemoveFromGroup"
 	// RevokeDeleteDocument deletes the document at the source.
 	RevokeDeleteDocument RevocationMethod = "DeleteDocument"
+	// RevokeUpdateContent replaces the document's body with a second
+	// payload (a content-freshness canary): the persona keeps access, and
+	// the run measures when the new content appears and the old is gone.
+	RevokeUpdateContent RevocationMethod = "UpdateContent"
 )
 
 // CorpusCapabilities is what the driver reported it supports.
