@@ -22,6 +22,66 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AnswerReason.
+const (
+	CONFLICTINGEVIDENCE    AnswerReason = "CONFLICTING_EVIDENCE"
+	INSUFFICIENTCONFIDENCE AnswerReason = "INSUFFICIENT_CONFIDENCE"
+	NOEVIDENCE             AnswerReason = "NO_EVIDENCE"
+	OUTOFSCOPE             AnswerReason = "OUT_OF_SCOPE"
+	STALEONLY              AnswerReason = "STALE_ONLY"
+	UNAUTHORIZED           AnswerReason = "UNAUTHORIZED"
+)
+
+// Valid indicates whether the value is a known member of the AnswerReason enum.
+func (e AnswerReason) Valid() bool {
+	switch e {
+	case CONFLICTINGEVIDENCE:
+		return true
+	case INSUFFICIENTCONFIDENCE:
+		return true
+	case NOEVIDENCE:
+		return true
+	case OUTOFSCOPE:
+		return true
+	case STALEONLY:
+		return true
+	case UNAUTHORIZED:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AnswerStatus.
+const (
+	AnswerStatusAnswer        AnswerStatus = "answer"
+	AnswerStatusBlock         AnswerStatus = "block"
+	AnswerStatusClarify       AnswerStatus = "clarify"
+	AnswerStatusConflict      AnswerStatus = "conflict"
+	AnswerStatusNotApplicable AnswerStatus = "not_applicable"
+	AnswerStatusNotFound      AnswerStatus = "not_found"
+)
+
+// Valid indicates whether the value is a known member of the AnswerStatus enum.
+func (e AnswerStatus) Valid() bool {
+	switch e {
+	case AnswerStatusAnswer:
+		return true
+	case AnswerStatusBlock:
+		return true
+	case AnswerStatusClarify:
+		return true
+	case AnswerStatusConflict:
+		return true
+	case AnswerStatusNotApplicable:
+		return true
+	case AnswerStatusNotFound:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Ok HealthStatus = "ok"
@@ -58,6 +118,9 @@ func (e RevocationMethod) Valid() bool {
 	}
 }
 
+// AnswerReason Why, when the status is not `answer` (v1.1, optional).
+type AnswerReason string
+
 // AnswerRequest defines model for AnswerRequest.
 type AnswerRequest struct {
 	Question string `json:"question"`
@@ -69,7 +132,24 @@ type AnswerResult struct {
 
 	// Citations Chunk IDs the answer cites.
 	Citations []string `json:"citations"`
+
+	// Reason Why, when the status is not `answer` (v1.1, optional).
+	Reason *AnswerReason `json:"reason,omitempty"`
+
+	// Status What the system declared it did (v1.1, optional): `answer` (answered
+	// from evidence), `block` (refused because the persona may not see the
+	// evidence), `not_found` (no eligible evidence), `not_applicable` (the
+	// question does not apply), `clarify` (asked for clarification),
+	// `conflict` (the evidence disagrees). Absent when the system does not say.
+	Status *AnswerStatus `json:"status,omitempty"`
 }
+
+// AnswerStatus What the system declared it did (v1.1, optional): `answer` (answered
+// from evidence), `block` (refused because the persona may not see the
+// evidence), `not_found` (no eligible evidence), `not_applicable` (the
+// question does not apply), `clarify` (asked for clarification),
+// `conflict` (the evidence disagrees). Absent when the system does not say.
+type AnswerStatus string
 
 // Capabilities defines model for Capabilities.
 type Capabilities struct {
@@ -81,8 +161,19 @@ type Capabilities struct {
 	// Example: v1
 	ContractVersion string `json:"contractVersion"`
 
+	// Conversation Whether the conversation API (POST /v1/conversations and its
+	// turns) is served (v1.1). Absent means false.
+	Conversation *bool `json:"conversation,omitempty"`
+
 	// RevocationMethods Revocation methods the source supports.
 	RevocationMethods []RevocationMethod `json:"revocationMethods"`
+}
+
+// ConversationStarted defines model for ConversationStarted.
+type ConversationStarted struct {
+	// ConversationId Names the conversation in follow-up turns; not a credential.
+	ConversationId string       `json:"conversationId"`
+	Turn           AnswerResult `json:"turn"`
 }
 
 // DocumentInput defines model for DocumentInput.
@@ -134,6 +225,9 @@ type SearchResults struct {
 	Hits []Hit `json:"hits"`
 }
 
+// ConversationId defines model for ConversationId.
+type ConversationId = string
+
 // DocumentId defines model for DocumentId.
 type DocumentId = string
 
@@ -163,6 +257,12 @@ type Unavailable = Problem
 
 // AnswerJSONRequestBody defines body for Answer for application/json ContentType.
 type AnswerJSONRequestBody = AnswerRequest
+
+// StartConversationJSONRequestBody defines body for StartConversation for application/json ContentType.
+type StartConversationJSONRequestBody = AnswerRequest
+
+// FollowUpJSONRequestBody defines body for FollowUp for application/json ContentType.
+type FollowUpJSONRequestBody = AnswerRequest
 
 // PutDocumentJSONRequestBody defines body for PutDocument for application/json ContentType.
 type PutDocumentJSONRequestBody = DocumentInput
@@ -269,6 +369,52 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/capabilities (the `GetCapabilities` operationId).
 	GetCapabilities(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// StartConversationWithBody Start a conversation as the persona with a first question (v1.1).
+	//
+	// Implementations without conversations report `conversation: false`
+	// (or omit it) in their capabilities and reply 404 here. Not
+	// idempotent: each call starts a new conversation.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/conversations (the `StartConversation` operationId).
+	StartConversationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartConversation Start a conversation as the persona with a first question (v1.1).
+	//
+	// Implementations without conversations report `conversation: false`
+	// (or omit it) in their capabilities and reply 404 here. Not
+	// idempotent: each call starts a new conversation.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/conversations (the `StartConversation` operationId).
+	StartConversation(ctx context.Context, body StartConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FollowUpWithBody Ask a follow-up question in a conversation the persona started (v1.1).
+	//
+	// The answer may use the conversation's earlier turns as context, but
+	// its evidence must be readable by the persona now: a follow-up is
+	// authorised like a new question. A conversation that does not exist,
+	// was evicted or belongs to another persona is 404.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/conversations/{conversationId}/turns (the `FollowUp` operationId).
+	FollowUpWithBody(ctx context.Context, conversationId ConversationId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FollowUp Ask a follow-up question in a conversation the persona started (v1.1).
+	//
+	// The answer may use the conversation's earlier turns as context, but
+	// its evidence must be readable by the persona now: a follow-up is
+	// authorised like a new question. A conversation that does not exist,
+	// was evicted or belongs to another persona is 404.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/conversations/{conversationId}/turns (the `FollowUp` operationId).
+	FollowUp(ctx context.Context, conversationId ConversationId, body FollowUpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteDocument Delete a document. Deleting a missing document succeeds.
 	//
 	// Corresponds with DELETE /v1/documents/{documentId} (the `DeleteDocument` operationId).
@@ -373,6 +519,92 @@ func (c *Client) Answer(ctx context.Context, body AnswerJSONRequestBody, reqEdit
 // Corresponds with GET /v1/capabilities (the `GetCapabilities` operationId).
 func (c *Client) GetCapabilities(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetCapabilitiesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartConversationWithBody Start a conversation as the persona with a first question (v1.1).
+//
+// Implementations without conversations report `conversation: false`
+// (or omit it) in their capabilities and reply 404 here. Not
+// idempotent: each call starts a new conversation.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/conversations (the `StartConversation` operationId).
+func (c *Client) StartConversationWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartConversationRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartConversation Start a conversation as the persona with a first question (v1.1).
+//
+// Implementations without conversations report `conversation: false`
+// (or omit it) in their capabilities and reply 404 here. Not
+// idempotent: each call starts a new conversation.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/conversations (the `StartConversation` operationId).
+func (c *Client) StartConversation(ctx context.Context, body StartConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartConversationRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FollowUpWithBody Ask a follow-up question in a conversation the persona started (v1.1).
+//
+// The answer may use the conversation's earlier turns as context, but
+// its evidence must be readable by the persona now: a follow-up is
+// authorised like a new question. A conversation that does not exist,
+// was evicted or belongs to another persona is 404.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/conversations/{conversationId}/turns (the `FollowUp` operationId).
+func (c *Client) FollowUpWithBody(ctx context.Context, conversationId ConversationId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFollowUpRequestWithBody(c.Server, conversationId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FollowUp Ask a follow-up question in a conversation the persona started (v1.1).
+//
+// The answer may use the conversation's earlier turns as context, but
+// its evidence must be readable by the persona now: a follow-up is
+// authorised like a new question. A conversation that does not exist,
+// was evicted or belongs to another persona is 404.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/conversations/{conversationId}/turns (the `FollowUp` operationId).
+func (c *Client) FollowUp(ctx context.Context, conversationId ConversationId, body FollowUpJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFollowUpRequest(c.Server, conversationId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -604,6 +836,93 @@ func NewGetCapabilitiesRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewStartConversationRequest calls the generic StartConversation builder with application/json body
+func NewStartConversationRequest(server string, body StartConversationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartConversationRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewStartConversationRequestWithBody constructs an http.Request for the StartConversation method, with any body, and a specified content type
+func NewStartConversationRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFollowUpRequest calls the generic FollowUp builder with application/json body
+func NewFollowUpRequest(server string, conversationId ConversationId, body FollowUpJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFollowUpRequestWithBody(server, conversationId, "application/json", bodyReader)
+}
+
+// NewFollowUpRequestWithBody constructs an http.Request for the FollowUp method, with any body, and a specified content type
+func NewFollowUpRequestWithBody(server string, conversationId ConversationId, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversationId", conversationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations/%s/turns", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -991,6 +1310,52 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/capabilities (the `GetCapabilities` operationId).
 	GetCapabilitiesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetCapabilitiesResponse, error)
 
+	// StartConversationWithBodyWithResponse Start a conversation as the persona with a first question (v1.1).
+	//
+	// Implementations without conversations report `conversation: false`
+	// (or omit it) in their capabilities and reply 404 here. Not
+	// idempotent: each call starts a new conversation.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/conversations (the `StartConversation` operationId).
+	StartConversationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartConversationResponse, error)
+
+	// StartConversationWithResponse Start a conversation as the persona with a first question (v1.1).
+	//
+	// Implementations without conversations report `conversation: false`
+	// (or omit it) in their capabilities and reply 404 here. Not
+	// idempotent: each call starts a new conversation.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/conversations (the `StartConversation` operationId).
+	StartConversationWithResponse(ctx context.Context, body StartConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*StartConversationResponse, error)
+
+	// FollowUpWithBodyWithResponse Ask a follow-up question in a conversation the persona started (v1.1).
+	//
+	// The answer may use the conversation's earlier turns as context, but
+	// its evidence must be readable by the persona now: a follow-up is
+	// authorised like a new question. A conversation that does not exist,
+	// was evicted or belongs to another persona is 404.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/conversations/{conversationId}/turns (the `FollowUp` operationId).
+	FollowUpWithBodyWithResponse(ctx context.Context, conversationId ConversationId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FollowUpResponse, error)
+
+	// FollowUpWithResponse Ask a follow-up question in a conversation the persona started (v1.1).
+	//
+	// The answer may use the conversation's earlier turns as context, but
+	// its evidence must be readable by the persona now: a follow-up is
+	// authorised like a new question. A conversation that does not exist,
+	// was evicted or belongs to another persona is 404.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/conversations/{conversationId}/turns (the `FollowUp` operationId).
+	FollowUpWithResponse(ctx context.Context, conversationId ConversationId, body FollowUpJSONRequestBody, reqEditors ...RequestEditorFn) (*FollowUpResponse, error)
+
 	// DeleteDocumentWithResponse Delete a document. Deleting a missing document succeeds.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -1194,6 +1559,172 @@ func (r GetCapabilitiesResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetCapabilitiesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type StartConversationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *ConversationStarted
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r StartConversationResponse) GetJSON201() *ConversationStarted {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartConversationResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r StartConversationResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r StartConversationResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r StartConversationResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StartConversationResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartConversationResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartConversationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartConversationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartConversationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartConversationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type FollowUpResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AnswerResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FollowUpResponse) GetJSON200() *AnswerResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r FollowUpResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FollowUpResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r FollowUpResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r FollowUpResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r FollowUpResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FollowUpResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FollowUpResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FollowUpResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FollowUpResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FollowUpResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -1790,6 +2321,76 @@ func (c *ClientWithResponses) GetCapabilitiesWithResponse(ctx context.Context, r
 	return ParseGetCapabilitiesResponse(rsp)
 }
 
+// StartConversationWithBodyWithResponse Start a conversation as the persona with a first question (v1.1).
+//
+// Implementations without conversations report `conversation: false`
+// (or omit it) in their capabilities and reply 404 here. Not
+// idempotent: each call starts a new conversation.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/conversations (the `StartConversation` operationId).
+func (c *ClientWithResponses) StartConversationWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartConversationResponse, error) {
+	rsp, err := c.StartConversationWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartConversationResponse(rsp)
+}
+
+// StartConversationWithResponse Start a conversation as the persona with a first question (v1.1).
+//
+// Implementations without conversations report `conversation: false`
+// (or omit it) in their capabilities and reply 404 here. Not
+// idempotent: each call starts a new conversation.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/conversations (the `StartConversation` operationId).
+func (c *ClientWithResponses) StartConversationWithResponse(ctx context.Context, body StartConversationJSONRequestBody, reqEditors ...RequestEditorFn) (*StartConversationResponse, error) {
+	rsp, err := c.StartConversation(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartConversationResponse(rsp)
+}
+
+// FollowUpWithBodyWithResponse Ask a follow-up question in a conversation the persona started (v1.1).
+//
+// The answer may use the conversation's earlier turns as context, but
+// its evidence must be readable by the persona now: a follow-up is
+// authorised like a new question. A conversation that does not exist,
+// was evicted or belongs to another persona is 404.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/conversations/{conversationId}/turns (the `FollowUp` operationId).
+func (c *ClientWithResponses) FollowUpWithBodyWithResponse(ctx context.Context, conversationId ConversationId, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FollowUpResponse, error) {
+	rsp, err := c.FollowUpWithBody(ctx, conversationId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFollowUpResponse(rsp)
+}
+
+// FollowUpWithResponse Ask a follow-up question in a conversation the persona started (v1.1).
+//
+// The answer may use the conversation's earlier turns as context, but
+// its evidence must be readable by the persona now: a follow-up is
+// authorised like a new question. A conversation that does not exist,
+// was evicted or belongs to another persona is 404.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/conversations/{conversationId}/turns (the `FollowUp` operationId).
+func (c *ClientWithResponses) FollowUpWithResponse(ctx context.Context, conversationId ConversationId, body FollowUpJSONRequestBody, reqEditors ...RequestEditorFn) (*FollowUpResponse, error) {
+	rsp, err := c.FollowUp(ctx, conversationId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFollowUpResponse(rsp)
+}
+
 // DeleteDocumentWithResponse Delete a document. Deleting a missing document succeeds.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -2008,6 +2609,142 @@ func ParseGetCapabilitiesResponse(rsp *http.Response) (*GetCapabilitiesResponse,
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseStartConversationResponse parses an HTTP response from a StartConversationWithResponse call
+func ParseStartConversationResponse(rsp *http.Response) (*StartConversationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartConversationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ConversationStarted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseFollowUpResponse parses an HTTP response from a FollowUpWithResponse call
+func ParseFollowUpResponse(rsp *http.Response) (*FollowUpResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FollowUpResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AnswerResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -2479,6 +3216,12 @@ type ServerInterface interface {
 	// GetCapabilities Contract version and supported features.
 	// (GET /v1/capabilities)
 	GetCapabilities(w http.ResponseWriter, r *http.Request)
+	// StartConversation Start a conversation as the persona with a first question (v1.1).
+	// (POST /v1/conversations)
+	StartConversation(w http.ResponseWriter, r *http.Request)
+	// FollowUp Ask a follow-up question in a conversation the persona started (v1.1).
+	// (POST /v1/conversations/{conversationId}/turns)
+	FollowUp(w http.ResponseWriter, r *http.Request, conversationId ConversationId)
 	// DeleteDocument Delete a document. Deleting a missing document succeeds.
 	// (DELETE /v1/documents/{documentId})
 	DeleteDocument(w http.ResponseWriter, r *http.Request, documentId DocumentId)
@@ -2533,6 +3276,46 @@ func (siw *ServerInterfaceWrapper) GetCapabilities(w http.ResponseWriter, r *htt
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetCapabilities(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// StartConversation operation middleware
+func (siw *ServerInterfaceWrapper) StartConversation(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.StartConversation(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FollowUp operation middleware
+func (siw *ServerInterfaceWrapper) FollowUp(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "conversationId" -------------
+	var conversationId ConversationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversationId", r.PathValue("conversationId"), &conversationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "conversationId", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FollowUp(w, r, conversationId)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2892,6 +3675,8 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPut+" "+options.BaseURL+"/v1/groups/{groupId}/members/{principal}", wrapper.PutGroupMember)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/search", wrapper.Search)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/answer", wrapper.Answer)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/conversations", wrapper.StartConversation)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/v1/conversations/{conversationId}/turns", wrapper.FollowUp)
 
 	return m
 }
@@ -3052,6 +3837,219 @@ func (response GetCapabilities500JSONResponse) VisitGetCapabilitiesResponse(w ht
 type GetCapabilities503JSONResponse struct{ UnavailableJSONResponse }
 
 func (response GetCapabilities503JSONResponse) VisitGetCapabilitiesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartConversationRequestObject struct {
+	Body *StartConversationJSONRequestBody
+}
+
+type StartConversationResponseObject interface {
+	VisitStartConversationResponse(w http.ResponseWriter) error
+}
+
+type StartConversation201JSONResponse ConversationStarted
+
+func (response StartConversation201JSONResponse) VisitStartConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartConversation400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response StartConversation400JSONResponse) VisitStartConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartConversation401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response StartConversation401JSONResponse) VisitStartConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartConversation403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response StartConversation403JSONResponse) VisitStartConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartConversation404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response StartConversation404JSONResponse) VisitStartConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartConversation500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response StartConversation500JSONResponse) VisitStartConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartConversation503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response StartConversation503JSONResponse) VisitStartConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FollowUpRequestObject struct {
+	ConversationId ConversationId `json:"conversationId"`
+	Body           *FollowUpJSONRequestBody
+}
+
+type FollowUpResponseObject interface {
+	VisitFollowUpResponse(w http.ResponseWriter) error
+}
+
+type FollowUp200JSONResponse AnswerResult
+
+func (response FollowUp200JSONResponse) VisitFollowUpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FollowUp400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response FollowUp400JSONResponse) VisitFollowUpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FollowUp401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FollowUp401JSONResponse) VisitFollowUpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FollowUp403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response FollowUp403JSONResponse) VisitFollowUpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FollowUp404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response FollowUp404JSONResponse) VisitFollowUpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FollowUp500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response FollowUp500JSONResponse) VisitFollowUpResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FollowUp503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FollowUp503JSONResponse) VisitFollowUpResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -3733,6 +4731,12 @@ type StrictServerInterface interface {
 	// GetCapabilities Contract version and supported features.
 	// (GET /v1/capabilities)
 	GetCapabilities(ctx context.Context, request GetCapabilitiesRequestObject) (GetCapabilitiesResponseObject, error)
+	// StartConversation Start a conversation as the persona with a first question (v1.1).
+	// (POST /v1/conversations)
+	StartConversation(ctx context.Context, request StartConversationRequestObject) (StartConversationResponseObject, error)
+	// FollowUp Ask a follow-up question in a conversation the persona started (v1.1).
+	// (POST /v1/conversations/{conversationId}/turns)
+	FollowUp(ctx context.Context, request FollowUpRequestObject) (FollowUpResponseObject, error)
 	// DeleteDocument Delete a document. Deleting a missing document succeeds.
 	// (DELETE /v1/documents/{documentId})
 	DeleteDocument(ctx context.Context, request DeleteDocumentRequestObject) (DeleteDocumentResponseObject, error)
@@ -3846,6 +4850,70 @@ func (sh *strictHandler) GetCapabilities(w http.ResponseWriter, r *http.Request)
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetCapabilitiesResponseObject); ok {
 		if err := validResponse.VisitGetCapabilitiesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartConversation operation middleware
+func (sh *strictHandler) StartConversation(w http.ResponseWriter, r *http.Request) {
+	var request StartConversationRequestObject
+
+	var body StartConversationJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.StartConversation(ctx, request.(StartConversationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartConversation")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(StartConversationResponseObject); ok {
+		if err := validResponse.VisitStartConversationResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FollowUp operation middleware
+func (sh *strictHandler) FollowUp(w http.ResponseWriter, r *http.Request, conversationId ConversationId) {
+	var request FollowUpRequestObject
+
+	request.ConversationId = conversationId
+
+	var body FollowUpJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FollowUp(ctx, request.(FollowUpRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FollowUp")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FollowUpResponseObject); ok {
+		if err := validResponse.VisitFollowUpResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -4080,52 +5148,70 @@ func (sh *strictHandler) Search(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7FptUyM38v8qXUqq9qEG2wTyIubNnyxk/1Rl7yggl6pbuLM80/YozEgTSWPjUP7uVy1pnuwxkAuQS9Xy",
-	"Bnsstfq5f92aexarvFASpTVsfM8KrnmOFrX7dqLiMkdpzxL6lqCJtSisUJKN2QeeZaj34lQZlBEYy6cZ",
-	"QhJ2wNnJAN589QaEAY0G9QITmCkNcVrKWzg7MQMWMUGECm5TFjHJc2RjljRHRkzjr6XQmLCx1SVGzMQp",
-	"5tzzaS1q2v6vz8d7/+R7v432vrtpPg7+Pf6/vZv7UbT/3Xfrr1nE7Kog8sZqIedsvY7YR63Kok8y9wOc",
-	"nRwBh7n7LAwIazCbAYdCCxmLgmdgU24h5hJSlSUw11zaXVLNw1kvLNJ5xdu2UMdQGtSgdBCpFiMCHMwH",
-	"MKGfxzwTMU5o1cQtG6OcT3bIVFN4WanWRN0UShp0Pvk9Ty7w1xKNpW+xkhal+8iLIhMxJ3mHvxgS+r7F",
-	"x9caZ2zMvho2/j70v5rhuVbTDHN/WFdtVymC9sc5L5ALnonkCDRavRJyDsJCKeOUyzkmsBRZBlJZMGUc",
-	"IyYDto7YD0pPRZKgfC1+Y40JSit4Riw7hmFaWscYzzK1xASsggL1TOkcbCoMxDzLHLdnkszFs1OtlX4t",
-	"js3KWMxhxkWGyRFYEoJnGeR8BVN0yhZBm39T9gdVyuT1jD9DjTLGhPKYKnWMFB6m1DMeU75D4xSLd8JY",
-	"x+FPkpc2VVr8hq/C5SdhDHmi0lDKW6mWEqbINWqw6hZlxdOCi4xS9CvbVBiwmBdKcy2yFZQNIw/ZeV2l",
-	"EBfyx9IsUbeivtCqQG2FzwjusfCs5/zuR5Rzm7Lx4Wg0ilguZPVgvy9lNpnrc0Popl6ppr9gbEmFFROm",
-	"zHp44O5X+rRxRMRiYZ16TU8NrYqhU4WnAbGw6OuIxdz0kgwPuNZ8tSVFYKV9cJ88H3jBpyITlQS75Oly",
-	"/HOKNkUN53+/vILhYn8YmBYGfJEfNCl8qlSGXDodKGk1j+0/UJtgqZ68FRbBwq8KFCOYLPYnDjy4VFUh",
-	"BDoJ73hekE+zxf527SC9LJR37k9oU5X02OCiXgK5X+OMEULdlEWhtO3a46GouNg48VFzbaqmj+moskef",
-	"IWuQJouyxzOnKlltRMb+yP316Kuu6T2KqsGFgbcEFkwNJsw7EFJQwclW7QqjkSdOmW2T1Vr8o8ggIpHO",
-	"PLX9tjhBzxGzwvp8tyH7Y3nA74u86jpK6dP//yPPiPKm4o3ltnSfUJY50VW3LQI7zg67eg8SPeZ1eLoP",
-	"xZ5zY/gc4ewkoshaECJQ0plocl2ORgdxA7Xdd/zKP5b+22TQp/Kk0xFs/WxipZ3GCVlw6/B8OXXKDGtl",
-	"mU9Rb0dBECPqNgCeXp8yquqzrRCVYB/8DQ1KzuNUSNwj33QPaH2vqDk6BfbRSsucy4ZEWHkEEheUwJW0",
-	"XEjTAmJmwB4zvOO7ObVP5q3c0vKtC8zVAj9SE8Ki8O0HrXLXzLCInWCGFqtc0eOHEbtEruN0Z5m93dbE",
-	"J34n8jIHb1RQM0iFNT70baklSZ37NS7yXDkO32oGhLQ4J5eIqADr1XOUcU1xe9urxEpKquM9hY8EoP9P",
-	"SvYUkY/ld0dwmxEKFoxLLezqkqiFIozaKMmPS59QtmtkWPDGAOG8xsE8mAqYK+cFNaxkh1a/OmABVLna",
-	"7BBi45SptYULYFf2dp8fK12UZhiqY3N+RO2l7/CXmgAMcNuqo084mzQi5Ez1n3txennVAAROesgJ9yq5",
-	"x5dcI1wcf6whJ0EC8nJXqEqX8pbCpsCvpU2FBJOK/B0YBZrPYy65Xrk2PkduSo2QqiVkSs6BCvEtJhDg",
-	"MqWQlYGFMGKa4eBaXsurpYJbIRNDvh+7iUg76sFqvsAMuOlAcjOmve/h/XuvnT0jEnz/3hEw8LbKgCYK",
-	"Q4Uo9Ow5UpiZVBTvIOZar0jD1xIesAre8dhSVTbASQ6JsQ02op7BqpaRiFJQ4VKVWXLkeQwut8GkcWEU",
-	"BdDa4mfDRb3cRNqJHjm1O5y/4BnMqX2yqVblPG158BtD2CEDaqRIkoDPuEyIUNVe+YcFt+kAWh0HtWnZ",
-	"Aj2Mc4duBALRAWEN0fL4xT3JS2NByWwVkldtdjfnaXZTs0Kp3znA6QL1yru8mw8k1OvQrjFMzn+6mpAx",
-	"OIWD0qCxyHiMJoLJyemPp1enE/Iaowh2Cjm/lnno5ML0wHiv/WZ0OIAPbsKwEVUVK7HXnZAJ3l1LblYy",
-	"TrWSqjTZ6sizn/E58bekz43XB483TpRLhzxcPTRjOBztDw9HB7RE+katmSosOdlnRhF/BMr1A4d3d/XS",
-	"a9mamCw1RRLpd3M4AssUZdXzHcG3LQrBlNfSTwTc9l3NIhyD90VScehGSNOrej5HZ07xWhZcU44SFApE",
-	"uNQYhZLNJWBeWNIm1QUf230tiUZqBzCB6QomH099DxS3WqkJ0aeGZXBNWD5AUNboPNGiAglEmUVsUTVF",
-	"1MSsI6YKlLwQbMwOBqPBASFQblNXH5qOy1UL5et0N12eVenPN3/OiVRpScagnmp44YWBiX88hhnPDE5A",
-	"SMqTKDS0BXNG8Io9HB1Cihq9iFQ93VGECUObHEaCaOz3of14lpFDdxCw7pZaq0vcHBZ+Mxo9++FuALBj",
-	"6BEUXPtr3d8LW/X164gdeq76Dqu5H7bmnG7L/uNbOpMnt+ng8U3NeNLtOHx8Rz2CW0fs26eI0p0pul0H",
-	"T5Kmnlm14RIbf94ASp9v1jcRM2Wec4KP7Njctgcqlbtz065PlKulFTPhg5l+6Y7NImb53BCECzvYDbGx",
-	"GfAkyBydb3Uj4SPazozlBV2zc06Pa/6curpBBaqTHFrjjT/Nlh3LfdjMtxRJgUmCl8itq1ct4+RoW5ap",
-	"sdPwvmkk1z5JUgO0baaNxmjLSof9gLS+6JLKgUXUfgS8BXz/p+P9zwrfdpuxGb3eIMCbqRG4R4SMOFQY",
-	"qdZ/BZbaPuHJs5t11LnQ/NzPc7Nk2LrwJKbCQK3rMOel7XjL85e57kTvSWWux0svrdKEnTqI8S2BIYkx",
-	"GuMH8g40YgIrtO++OOvvdtYPDt630H3Lb6s+A3hM+obM3RD1eOmDuWvoe8Dhfd2BPCGdVXOgp+Uyd8KX",
-	"RPbcvuGHcO3O840JuqbK1spvbmU3v/l1L5bcokdXN+8SPJQJ/xtH+wu6118GFz/kj8dZppadQcjbzjsh",
-	"7+o7m7ZvntUjjYdyl5+jDO/Diy7rYZhV/d60pcrik9v5ZJ9qpBH+Jp6HOdmX/PXs+QtmWuXVW1GdtCWV",
-	"3Atqf9acVb2k9YwJ6w+62Bf3eq50lCTd1+lU5VmRn5q6AbWrGu4dvBlIxASTp6aktL6X3dWeh5vbF2zM",
-	"wwm7XpFBvRCxGxyXxeDZm+kfxQIlAU81857qj9vdPPs5anuy2FWZvzp7oaane/v4yrO97qVgj7kuuLzF",
-	"JFxvtoZI1WVABFM0FmZCG3tEqSFXxsLtl7Tw+6d3F/52CKHwbzCYZxncORb0oio7pc7YmA1dqQirt/rn",
-	"5m4u3GlG7Qsp97qnTdvNdXNFMmhekw1piQrYxgsarXs150O76TdXarWI1Uu4QcJt8t47GmKJMLFyt1XU",
-	"lvrk2CLkMsH6Zv2fAAAA//8=",
+	"7Fvrc9s4kv9XujhbFdtFS/LG+2HkL+e1nayqEidlO3t1G+UiiGyJGJEAFwAla1L+368aAJ+iH7lxMjO1",
+	"yZfIJB7dje5fv8AvQSSzXAoURgfjL0HOFMvQoLJ/nUmxRqWZ4VJMYnoSo44Uz+lBMA5uEoTJOZgEQW+1",
+	"wQwUmkIJjGGToLAvosYasGEatGHKYDwIwoDTIjkzSRAGgmUYjIOovWUYKPx3wRXGwdioAsNARwlmzNFq",
+	"DCpa4n8/nh7+ix3+Ojr8+VP9c/B5/F+Hn76MwqOff777SxAGZpvTFtooLpbB3V0YnMuoyFCYPubOWJqi",
+	"OowSqVGERPY8RYj9DJicD+DFTy+Aa1CoUa0xhoVUECWFWMHkXN/DYFxv+Y2Ze61kkfdxZl/A5PwEGCzt",
+	"b66BG43pAhjkiouI5ywFkzADEROQyDSGpWLC3MfV0u/1jVl6X9K2y9QpFBoVSOVZqtgIAQfLAczo9Zil",
+	"PMIZjZrZYWMUy9k9PFUrfFuu7mh1nUuh0Rrd31l8hf8uUBv6K5LCoLA/WZ6nPLKWMfxFE9NfGnT8ReEi",
+	"GAc/DWuDHrq3evheyXmKmdts14SV285qgVizlMcnZMhqy8USuIFCRAkTS7JqnqYgpAFdRBGSEd+FwSup",
+	"5jyOUXwveiOFMQrDWUokW4JhXhhLGEtTucEYjIQc1UKqDEzCNUQsTS21E0HHxdILpaT6XhR7dFwwnmJ8",
+	"4nCRpSlkbAtztMLmXpqX0ryShYi/3+EvUKGIMCYck4WKkMxDF2rBIsI71FaweMu1sRR+EKwwiVT8V/wu",
+	"VL7lWpMmSgWFWAm5ETBHplCBkSsUJU1rxlOC6O98plyDwSyXiimebqGoCXnonO9KCLEmfyr0BtUVMk9f",
+	"e7P/TrZh7U+1YabQtC2dyozZqTPYWx8NjkKQdhJL9wnTUBRZMP4YXL77fPHPyfnF5dlFEAbvPtx8fvfq",
+	"8/XZu/f054fL0w83/3h3NfnXxXkQBtc3p28uPr+7fPM/QRicvbt89WZydjO5fN1cYXJ5/eHVq8nZ5OLy",
+	"5jON8W8+7YBbWLFWAVquZI7KcAd29jF3XGfs9g2KpUmC8fFoNAqDjIvywVGfN6hB+WO9UE2EnP+CkWkS",
+	"oYu0hwYnQvq1Q33EjdUc3RMelH7enopbAyJu0LlIg5nuXdI/YEqxbWCZKE/9IV1saQgpj9WCp826dmO7",
+	"EvNsN5m8X3bX1X5d3WSmGf/FGKVMYUxuI+bxjlqOGxrrfmA8FQslM8A1jwmH9kOYzVMZrWawp3BRaIxh",
+	"jhErNNqdclRaCmZtyroitM+normAkObzgmB0BntCAqZ8ySl8647x6DBPcQZ7dpVSkWrkozFbmkCs8cWW",
+	"SNerMtyzzzzA7IdTMYukWKQ8Mm7BakeIuWZLhaj3B3A61xRD1kbtpVduqdl2MBUNE64Oy0qGYpSSQf+7",
+	"ZoRO1BFKvzwxvbZ5xnI25ykvDeE+s+geOZoEFbx/d30Dw/XR0Os+1+DC4EEd5MylTJFZjSVIViwy/0Sl",
+	"eR/M3bhkwQ6CtRvlVwxhtj6aWXlbZ17G0BbkblmWE+oH66Ogh8lmQnE/MzuZyun7CexVLDZfaWCC9FtP",
+	"BeU6er/m3Kl7fb4ZMqFhwVKN7jh3xaJwLZ3yvEWTyLjHxq6qIZC5MU5nnK/WRZ5LZdqo8xAoXHV23AWl",
+	"DlB0T66P6LBUlz4IaaaR1y7721W36JFc85JlqHfPiQtYSIr5Dosc7HmcOKNtRIkkmt8apocBLf5UmLaO",
+	"pkeO7dTWrtgnsCotFXnR47DmMt52HObRyP7rIbvKYno0q0qnNOxReqSr9Im0WnASXrptxtQKWWwPoWmC",
+	"ldr9diFn7HbiVjtqslN5S8ONi/A6vD8WHrh5oRNdSyh98v8HspRW7gq+9rolLstVD7J29vazejfiPcdr",
+	"Kwh9JvCeac2WCJPz0BmBcF413cJsWoxGL6O6uGD/xp/cY+H+mg36RB63aiA7r3UklZU45VLM2ApG4dyM",
+	"HyuKbI5qV909G2G75OHW6xNGGW/3QEOMfQm/L8lkLEq4wEPSTfuAxveymqEVYN9aSZExUS/hR56AwDXF",
+	"dVIYxoVugIoeBI8dvKW73rWP5x0wbujWFWZyja8VEyYI/V+vlMxs+SYIg3NM0WCJFb0e/hqZipJ7o+/V",
+	"riTeslueFRm4QwW5gIQb7Uyf8Iq4ztwYa3k2Svd/VQRwYXBJKhFSXK62zxHdK7LbVa8QSy4JdXsCGWKA",
+	"/n+SdySLfMwh2gV3CSFjwahQ3GyvaTUfVLlw9bRwgLIb8/gBLzRQZlsr2EkzMsxYrimmNrJZoRsEPo20",
+	"QYXNiWulTIzJrQHbOOH+/SOp8kIPfThR7x+CDb0p6NooymugDPXtyCfsTRLhYiH79726uL6pAz5Gcsgo",
+	"05fikG2YQrg6fV0l2RTikZZbR1VYyNtwkwCbCpNwATrh2T5oCYotIyaY2trCZYZMFwohkRtIpVgCRS4U",
+	"uvsCAUHIVsOaa8oOBlMxFTcbCSsuYk26H9kacNPqwSi2xhSYbhUh9JjmHsDBgZPOoeYxHhzYBTTslQio",
+	"Q19GDX2VMkMyM53wfB8iptTWpTLwwKngLYsMeWVNQY4UAiPjz4iLJWlIfUi0khfhRhZpfOJo9CrXIVJb",
+	"Mwp9Ltugp6Oijm9a2rIeWrHbysaapbCUNkxTslgmDQ1+oSl2SIEVJiFOfEDLREwLlQUl9zBnJhnATbOr",
+	"oGW69uGf3bRjCHVIDj5+sU+yQhuQIt168KqO3Va269mUShL0WwW4WKPaOpW3FdEYs1zSrDHM3n+4mdFh",
+	"MDIHqUBhnrIIdQiz84s3FzcXM9IaLSlO52I5FZmvXfl6qXZa+9fR8QDObE21Y1UlKZGTHRcx3k4F01sR",
+	"JUoKWeh0e+LIT9mS6NvQ71rrvcZry4rL2q0/1GM4Hh0Nj0cvbVbiAum6jrphdD422T4BaVOi49vbauhU",
+	"NGrEG0WWRPLtloNdQuurXCfwt8YK/iinwtVA7fT7ymNwCk4XScQ+uyRJb6uOBO05x6nImSKM4mQKtHCh",
+	"MPQumwnALDckTfILzrb7UkyFlD9hDPMtzF5f+ISvkRrPaH1KQMdOFBn7Rapy+gDeclH/qZ26sTiuah6w",
+	"QGboSEKw5zrHhIuYkKvaZAuLlC2tITFYHw1GLp9UtnZBr/ZhhZhr2Ei1InVy2EdDj6YiSjnpNEnUz/ZP",
+	"+FJIhV5FuKnLCyshN1YgBwe0xMEBEaxDCvRrsmm9OYtWG6YIL7OcGQJJD3QzF9XO7LCZK2LNQAqYNXOg",
+	"2dht3l8hImu1RaKyEhSCLW/QD1vbIGLJjkIYDAaUVpecWcM2ZIfEMksLi3SyMIRodjcKorTDSKc6vFKc",
+	"QsSotGEiLnVlWaAmizm4pw4waz4ag1EFzijzdApca8r+mMiY9ZcNZq7z6VG73oHpVlmrdGsAC660gbIe",
+	"Fd637vBLO7G8G9o0eAZMr7RfqcqQuQBurCCbJMyRnKMufUdFSiLLbi1wY3ljYuvhoRy0RKPheHTcckwU",
+	"NHTYtKZbaiAtZRsKsEeui2nANY8MxvsDcPhr4doe8xxL90Cm3pEWs0tZt8AzJPC1vwslxg2wr8enUhtg",
+	"UYTacms3IJ2IZGZViBS+5b2aPLzQkHBtpPLFOZ+MBjX6xoqX6QJhTBAG67LcFZClUTwmcxQs58E4eDkY",
+	"DV662kRiY8W6mmYjR+li9nboNClDIV+MIn2RBZl/CZVl68YBW1lwHbs6FOktxUzIVUt1rR07SzkeHUOC",
+	"ypesKJKuijK+GuwboqjN330p4lkaLu1ewV077Caj67ZK/zoaPfvmvnTT2/LxAq58V9UCIHBxpf+7MDh2",
+	"VPVtVlE/bHR57ZSjx6e0+m520svHJ9XNWTvj+PEZVQPyLgz+9hRW2h1VO+vlk7ipOnbN1CkYf+wkTR8/",
+	"3X0KA11kGaNUMjjVq2bPpVT3DjJwG9osuHPs9KbdNAwDw5aa0jk/I/hEZHSdPzGyRKtbbUt4jaZVP/+G",
+	"qtnap0c1fROGgtUWODRqw7/bWbZO7qwbe5EleSIp1fSBUvNwMjTNk2k6vq/HyHYZv8THtnN3KDkV5Jhk",
+	"xilw2ve+/gmQCZfk3Jo5g435bJRbuX+BmxYpfUBr6+TNwvkfB3OPnk+xexoD90BvV2YvNEzOKyT2UGAk",
+	"JYGdwOkHJn8HTLan96TItnM6ZcvsQTx+Qrjbvbz4sZ/Xesiwc7mR+OlHk4bnp0S17EN3tBGZSjnpIFFD",
+	"rFsLuTUhzAuCBKPrVnAZ11bl5nmrzgJCbsYkqTps11PRCIJTvkKPI5WWd2P6Vrztgu1wKhqhNiXXjcCf",
+	"iXZcz21U3wdNryxZH/L/8CjQJ0v1If0IC3/3sLBpMxXCcLGbi9a2Via4T8Chqoo7/FK3tO4cYKRocDdI",
+	"7LRodhT3uB9tqkvGQtqyNSpnwDsl+D+0Wv1eWtJseHSVxB0IsLp/DfYRF0tgUFZrK/mXZdumWrjlg093",
+	"4Vc6nMZlc+tsip6s4n1hWtry/PDavlvwJHjt0dJrIxXGndr1HnkagRFq7S5D2vI1xrBFs/9DWb9aWc9s",
+	"o6HRZ2jobdnxKItZqb2d26OlD2LX0HWjhl+qXsgT4KzsSD8Ny+wOP4DsuXXDXQdo9sBeaC9rirwb+GZH",
+	"tvHNjftm4BY+Orr+juMhJPz/KNqfUL3+NOHXQ/p4SmFXqyW71/oeZ7+6PdbUzUlVKHkIu1xHd/jFf2R0",
+	"N/Rd86+FLVnkb+3MJ+tUzY2/b898x/4Hfj07foG9Be6/SGvBlpDi0Iv9WTGr/EDuGQHrN6rYD/V6LjiK",
+	"4/anjLLUrNDd37BXZazXsN8/LkAgxhg/FZKS6obofc0Bf4f0G9Yq/A73fZ6Eas0je4WlyAfPXsp/w9co",
+	"KPD0LVe/3f2le3ejo1mz7xS83ftvk/S070F+55pS+3piz3FdMbHC2F+07HzhQi4zhDlq4wqnJwQNmdQG",
+	"Vj9g4euLRFfunhpC7u5S62dpG1oS1Lp0O4VKg3EwtK7Cj97Jn+tbgv52Zdi8Gmc/tTVJM7luf87gP1H2",
+	"sEQOrHNVvHHDz+rQ/evXl/sqFssPoD2Hu8s77agXi7mOpL23QWmpA8fGQhYJ7j7d/V8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -80,6 +80,55 @@ type Answer struct {
 	Text string
 	// Citations are the chunk IDs the answer cites.
 	Citations []string
+	// Status is what the system declared it did; empty when it did not say.
+	Status AnswerStatus
+	// Reason is why, when the system gave one; empty when it did not say.
+	Reason AnswerReason
+}
+
+// AnswerStatus is the action a system declares for an answer (contract v1.1).
+type AnswerStatus string
+
+// Declared answer statuses, the contract's vocabulary.
+const (
+	StatusAnswer        AnswerStatus = "answer"
+	StatusBlock         AnswerStatus = "block"
+	StatusNotFound      AnswerStatus = "not_found"
+	StatusNotApplicable AnswerStatus = "not_applicable"
+	StatusClarify       AnswerStatus = "clarify"
+	StatusConflict      AnswerStatus = "conflict"
+)
+
+// Valid reports whether s is empty (not declared) or one of the statuses.
+func (s AnswerStatus) Valid() bool {
+	switch s {
+	case "", StatusAnswer, StatusBlock, StatusNotFound, StatusNotApplicable, StatusClarify, StatusConflict:
+		return true
+	}
+	return false
+}
+
+// AnswerReason is why a system declared a status other than answer.
+type AnswerReason string
+
+// Declared reasons, the contract's vocabulary.
+const (
+	ReasonNoEvidence             AnswerReason = "NO_EVIDENCE"
+	ReasonOutOfScope             AnswerReason = "OUT_OF_SCOPE"
+	ReasonUnauthorized           AnswerReason = "UNAUTHORIZED"
+	ReasonStaleOnly              AnswerReason = "STALE_ONLY"
+	ReasonConflictingEvidence    AnswerReason = "CONFLICTING_EVIDENCE"
+	ReasonInsufficientConfidence AnswerReason = "INSUFFICIENT_CONFIDENCE"
+)
+
+// Valid reports whether r is empty (not declared) or one of the reasons.
+func (r AnswerReason) Valid() bool {
+	switch r {
+	case "", ReasonNoEvidence, ReasonOutOfScope, ReasonUnauthorized, ReasonStaleOnly,
+		ReasonConflictingEvidence, ReasonInsufficientConfidence:
+		return true
+	}
+	return false
 }
 
 // Capabilities describes what an implementation supports.
@@ -88,6 +137,9 @@ type Capabilities struct {
 	RevocationMethods []RevocationMethod
 	// Answer reports whether an answer surface exists.
 	Answer bool
+	// Conversation reports whether the conversation API exists (contract
+	// v1.1); a driver reporting it implements Conversations.
+	Conversation bool
 }
 
 // Supports reports whether the revocation method m is supported.
@@ -134,6 +186,19 @@ type Searcher interface {
 // Answerer asks the answer surface as a persona.
 type Answerer interface {
 	Answer(ctx context.Context, persona Token, question string) (Answer, error)
+}
+
+// Conversations starts conversations as a persona and asks follow-ups in
+// them. It is optional: check Capabilities.Conversation and assert the
+// interface. A conversation belongs to the persona that started it; a
+// follow-up in one that is gone or not the persona's is an error, never an
+// empty answer.
+type Conversations interface {
+	// StartConversation asks question as the first turn of a new
+	// conversation and returns its ID with the answer. Not idempotent.
+	StartConversation(ctx context.Context, persona Token, question string) (string, Answer, error)
+	// FollowUp asks question as the next turn of conversation id.
+	FollowUp(ctx context.Context, persona Token, id, question string) (Answer, error)
 }
 
 // CapabilityReporter reports what an implementation supports.

@@ -2,6 +2,8 @@ package ragtarget
 
 import (
 	"strings"
+
+	"github.com/ragcanary/ragcanary/internal/driver"
 )
 
 // maxPassageChars bounds how much of each passage an answer quotes.
@@ -20,7 +22,8 @@ func noAnswer(question string) string {
 // answer text exactly as a real model would repeat it.
 func composeAnswer(question string, hits []scoredChunk) answer {
 	if len(hits) == 0 {
-		return answer{text: noAnswer(question), citations: []string{}}
+		// Nothing eligible was retrieved: a bounded absence, declared so.
+		return answer{text: noAnswer(question), citations: []string{}, status: driver.StatusNotFound, reason: driver.ReasonNoEvidence}
 	}
 	var b strings.Builder
 	citations := make([]string, 0, len(hits))
@@ -34,7 +37,7 @@ func composeAnswer(question string, hits []scoredChunk) answer {
 		b.WriteString("]")
 		citations = append(citations, h.chunkID)
 	}
-	return answer{text: b.String(), citations: citations}
+	return answer{text: b.String(), citations: citations, status: driver.StatusAnswer}
 }
 
 func quote(text string) string {

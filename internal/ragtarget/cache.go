@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/ragcanary/ragcanary/internal/driver"
 )
 
 // answerCache holds answers per (principal, question) for a TTL, like the
@@ -27,6 +29,9 @@ type cacheEntry struct {
 type answer struct {
 	text      string
 	citations []string
+	// status and reason are what the answer declares (contract v1.1).
+	status driver.AnswerStatus
+	reason driver.AnswerReason
 }
 
 func newAnswerCache(ttl time.Duration, c clock.PassiveClock) *answerCache {

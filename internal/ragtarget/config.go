@@ -99,6 +99,14 @@ type Config struct {
 	// their TTL: the classic stale-cache defect.
 	CacheIgnoresACLChanges bool
 
+	// MaxConversations bounds the conversations kept in memory; the oldest
+	// started is evicted first. DefaultMaxConversations when zero.
+	MaxConversations int
+	// ConversationReusesHistory makes follow-up turns answer from the
+	// passages earlier turns cited, without re-authorising them: the defect
+	// under which revoked content stays in a conversation forever.
+	ConversationReusesHistory bool
+
 	// Replicas is the number of index copies serving reads round-robin,
 	// including the primary; 1 when zero.
 	Replicas int
@@ -142,6 +150,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Replicas == 0 {
 		c.Replicas = 1
+	}
+	if c.MaxConversations == 0 {
+		c.MaxConversations = DefaultMaxConversations
 	}
 	if c.Faults.Scope == "" {
 		c.Faults.Scope = FaultScopeAll
@@ -188,6 +199,9 @@ func (c Config) validate() error {
 	}
 	if c.Replicas < 1 {
 		errs = append(errs, errors.New("replicas must be at least 1"))
+	}
+	if c.MaxConversations < 1 {
+		errs = append(errs, errors.New("max conversations must be at least 1"))
 	}
 	errs = append(errs, c.Faults.validate())
 	if c.Authz != nil {

@@ -88,7 +88,9 @@ func (f *faultInjector) inScope(path string, persona bool) bool {
 	}
 }
 
-func isPersonaPath(path string) bool { return path == "/v1/search" || path == "/v1/answer" }
+func isPersonaPath(path string) bool {
+	return path == "/v1/search" || path == "/v1/answer" || strings.HasPrefix(path, "/v1/conversations")
+}
 
 // draw picks at most one fault. Malformed replies only make sense where a
 // reply body is parsed, i.e. persona calls.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/ragcanary/ragcanary/internal/contract"
@@ -14,7 +15,7 @@ const maxRequestBytes = 2 << 20
 
 // Operation IDs from the contract, as the generated strict handler names them.
 var (
-	personaOps = map[string]bool{"Search": true, "Answer": true}
+	personaOps = map[string]bool{"Search": true, "Answer": true, "StartConversation": true, "FollowUp": true}
 	publicOps  = map[string]bool{"GetHealth": true, "GetCapabilities": true}
 )
 
@@ -136,7 +137,8 @@ func (a *api) GetCapabilities(context.Context, contract.GetCapabilitiesRequestOb
 	for _, m := range c.RevocationMethods {
 		methods = append(methods, contract.RevocationMethod(m))
 	}
-	return contract.GetCapabilities200JSONResponse{ContractVersion: c.ContractVersion, RevocationMethods: methods, Answer: c.Answer}, nil
+	return contract.GetCapabilities200JSONResponse{ContractVersion: c.ContractVersion, RevocationMethods: methods, Answer: c.Answer,
+		Conversation: &c.Conversation}, nil
 }
 
 func (a *api) PutDocument(_ context.Context, req contract.PutDocumentRequestObject) (contract.PutDocumentResponseObject, error) {
@@ -199,5 +201,38 @@ func (a *api) Answer(ctx context.Context, req contract.AnswerRequestObject) (con
 	if err != nil {
 		return nil, err
 	}
-	return contract.Answer200JSONResponse{Answer: ans.text, Citations: ans.citations}, nil
+	return contract.Answer200JSONResponse(toAnswerResult(ans)), nil
+}
+
+func (a *api) StartConversation(ctx context.Context, req contract.StartConversationRequestObject) (contract.StartConversationResponseObject, error) {
+	id, ans, err := a.s.startConversation(ctx, principalFrom(ctx), req.Body.Question)
+	if err != nil {
+		return nil, err
+	}
+	return contract.StartConversation201JSONResponse{ConversationId: id, Turn: toAnswerResult(ans)}, nil
+}
+
+func (a *api) FollowUp(ctx context.Context, req contract.FollowUpRequestObject) (contract.FollowUpResponseObject, error) {
+	ans, err := a.s.followUp(ctx, principalFrom(ctx), req.ConversationId, req.Body.Question)
+	if errors.Is(err, errNoConversation) {
+		return contract.FollowUp404JSONResponse{NotFoundJSONResponse: contract.NotFoundJSONResponse{Code: "not_found", Message: "no such conversation"}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return contract.FollowUp200JSONResponse(toAnswerResult(ans)), nil
+}
+
+// toAnswerResult declares the answer's status and reason when it has them.
+func toAnswerResult(a answer) contract.AnswerResult {
+	out := contract.AnswerResult{Answer: a.text, Citations: a.citations}
+	if a.status != "" {
+		st := contract.AnswerStatus(a.status)
+		out.Status = &st
+	}
+	if a.reason != "" {
+		r := contract.AnswerReason(a.reason)
+		out.Reason = &r
+	}
+	return out
 }

@@ -28,7 +28,9 @@ type Service struct {
 	lagging  []*laggingReplica
 	next     atomic.Uint64
 	cache    *answerCache
-	handler  http.Handler
+	// conversations are the persona conversations of contract v1.1.
+	conversations *conversationStore
+	handler       http.Handler
 	// authz, when set, decides at query time which documents a principal reads.
 	authz *spicedb.Authorizer
 
@@ -44,7 +46,8 @@ func New(cfg Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, src: newSource(), cache: newAnswerCache(cfg.AnswerCacheTTL, cfg.Clock)}
+	s := &Service{cfg: cfg, src: newSource(), cache: newAnswerCache(cfg.AnswerCacheTTL, cfg.Clock),
+		conversations: newConversationStore(cfg.MaxConversations)}
 	if cfg.Authz != nil {
 		a, err := newAuthorizer(cfg.Authz)
 		if err != nil {
@@ -175,6 +178,7 @@ func (s *Service) Capabilities() driver.Capabilities {
 		ContractVersion:   driver.ContractVersion,
 		RevocationMethods: []driver.RevocationMethod{driver.RevokeRemoveGrant, driver.RevokeRemoveFromGroup, driver.RevokeDeleteDocument},
 		Answer:            true,
+		Conversation:      true,
 	}
 }
 

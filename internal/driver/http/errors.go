@@ -12,19 +12,20 @@ import (
 
 // Reasons are constant strings: the only free text a driver error carries.
 const (
-	reasonTimeout      = "timeout"
-	reasonCanceled     = "canceled"
-	reasonConnection   = "connection failed"
-	reasonServer       = "server error"
-	reasonRateLimited  = "rate limited"
-	reasonRefused      = "credential refused"
-	reasonRejected     = "request rejected"
-	reasonNotFound     = "not found"
-	reasonMalformed    = "malformed response"
-	reasonTooLarge     = "response too large"
-	reasonUnexpected   = "unexpected status"
-	reasonBodyReadFail = "reading response failed"
-	reasonRedirect     = "redirect refused (redirects are never followed)"
+	reasonTimeout       = "timeout"
+	reasonCanceled      = "canceled"
+	reasonConnection    = "connection failed"
+	reasonServer        = "server error"
+	reasonRateLimited   = "rate limited"
+	reasonRefused       = "credential refused"
+	reasonRejected      = "request rejected"
+	reasonNotFound      = "not found"
+	reasonMalformed     = "malformed response"
+	reasonTooLarge      = "response too large"
+	reasonUnexpected    = "unexpected status"
+	reasonBodyReadFail  = "reading response failed"
+	reasonRedirect      = "redirect refused (redirects are never followed)"
+	reasonUnknownStatus = "answer declared a status or reason outside the contract"
 )
 
 // checkResponse classifies a transport error or a non-2xx status. On any

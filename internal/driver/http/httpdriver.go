@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"regexp"
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/contract"
@@ -61,7 +62,10 @@ type Driver struct {
 	backoff     time.Duration
 }
 
-var _ driver.Driver = (*Driver)(nil)
+var (
+	_ driver.Driver        = (*Driver)(nil)
+	_ driver.Conversations = (*Driver)(nil)
+)
 
 // New validates cfg and returns a Driver.
 func New(cfg Config) (*Driver, error) {
@@ -199,7 +203,9 @@ func fromCapabilities(c contract.Capabilities) driver.Capabilities {
 	for _, m := range c.RevocationMethods {
 		methods = append(methods, driver.RevocationMethod(m))
 	}
-	return driver.Capabilities{ContractVersion: c.ContractVersion, RevocationMethods: methods, Answer: c.Answer}
+	// A v1.0 server has no conversation flag: no conversations.
+	conversation := c.Conversation != nil && *c.Conversation
+	return driver.Capabilities{ContractVersion: c.ContractVersion, RevocationMethods: methods, Answer: c.Answer, Conversation: conversation}
 }
 
 // CreateDocument implements driver.Documents.
@@ -305,11 +311,91 @@ func (d *Driver) Answer(ctx context.Context, persona driver.Token, question stri
 			return err
 		}
 		parsed, err := contract.ParseAnswerResponse(resp)
-		if err != nil || parsed.JSON200 == nil || parsed.JSON200.Citations == nil {
+		if err != nil || parsed.JSON200 == nil {
 			return malformed(op, resp.StatusCode, err)
 		}
-		out = driver.Answer{Text: parsed.JSON200.Answer, Citations: parsed.JSON200.Citations}
-		return nil
+		out, err = fromAnswer(op, resp.StatusCode, parsed.JSON200)
+		return err
 	})
 	return out, err
 }
+
+// fromAnswer converts a reply. A reply without citations, or declaring a
+// status or reason outside the contract's vocabulary, is one we cannot
+// understand: an error, never read as "the system said nothing".
+func fromAnswer(op string, status int, a *contract.AnswerResult) (driver.Answer, error) {
+	if a.Citations == nil {
+		return driver.Answer{}, malformed(op, status, nil)
+	}
+	out := driver.Answer{Text: a.Answer, Citations: a.Citations}
+	if a.Status != nil {
+		out.Status = driver.AnswerStatus(*a.Status)
+	}
+	if a.Reason != nil {
+		out.Reason = driver.AnswerReason(*a.Reason)
+	}
+	// A declared empty string is not "not declared" either.
+	if !out.Status.Valid() || !out.Reason.Valid() || (a.Status != nil && out.Status == "") || (a.Reason != nil && out.Reason == "") {
+		return driver.Answer{}, driver.NewError(driver.Transient, op, status, reasonUnknownStatus, nil)
+	}
+	return out, nil
+}
+
+// StartConversation implements driver.Conversations. A retried start may
+// leave an unused conversation behind at the target; the retry's ID is the
+// one returned, and the target bounds what it keeps.
+func (d *Driver) StartConversation(ctx context.Context, persona driver.Token, question string) (string, driver.Answer, error) {
+	const op = "StartConversation"
+	var (
+		id  string
+		out driver.Answer
+	)
+	err := d.do(ctx, func(ctx context.Context) error {
+		resp, err := d.client.StartConversation(ctx, contract.AnswerRequest{Question: question}, bearer(persona.Reveal()))
+		if err := checkResponse(op, resp, err); err != nil {
+			return err
+		}
+		parsed, err := contract.ParseStartConversationResponse(resp)
+		if err != nil || parsed.JSON201 == nil || !validConversationID(parsed.JSON201.ConversationId) {
+			return malformed(op, resp.StatusCode, err)
+		}
+		out, err = fromAnswer(op, resp.StatusCode, &parsed.JSON201.Turn)
+		id = parsed.JSON201.ConversationId
+		return err
+	})
+	if err != nil {
+		return "", driver.Answer{}, err
+	}
+	return id, out, nil
+}
+
+// FollowUp implements driver.Conversations. A conversation that is gone or
+// not the persona's is a 404: a permanent error, never an empty answer.
+func (d *Driver) FollowUp(ctx context.Context, persona driver.Token, id, question string) (driver.Answer, error) {
+	const op = "FollowUp"
+	if !validConversationID(id) {
+		return driver.Answer{}, driver.NewError(driver.Permanent, op, 0, "invalid conversation ID", nil)
+	}
+	var out driver.Answer
+	err := d.do(ctx, func(ctx context.Context) error {
+		resp, err := d.client.FollowUp(ctx, id, contract.AnswerRequest{Question: question}, bearer(persona.Reveal()))
+		if err := checkResponse(op, resp, err); err != nil {
+			return err
+		}
+		parsed, err := contract.ParseFollowUpResponse(resp)
+		if err != nil || parsed.JSON200 == nil {
+			return malformed(op, resp.StatusCode, err)
+		}
+		out, err = fromAnswer(op, resp.StatusCode, parsed.JSON200)
+		return err
+	})
+	return out, err
+}
+
+// validConversationID mirrors the contract's ID pattern: the ID goes into a
+// request path, so one the target made up otherwise is refused.
+func validConversationID(id string) bool {
+	return conversationIDPattern.MatchString(id)
+}
+
+var conversationIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`)
