@@ -74,6 +74,8 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.AnswerPassages, "answer-passages", ragtarget.DefaultAnswerPassages, "top passages an answer is built from")
 	fs.DurationVar(&c.AnswerCacheTTL, "answer-cache-ttl", time.Minute, "how long answers are cached per (principal, question); 0 disables the cache")
 	fs.BoolVar(&c.CacheIgnoresACLChanges, "cache-ignores-acl-changes", false, "keep serving cached answers after an access change until the TTL (stale-cache defect)")
+	fs.IntVar(&c.MaxConversations, "max-conversations", ragtarget.DefaultMaxConversations, "conversations kept in memory; the oldest started is evicted first")
+	fs.BoolVar(&c.ConversationReusesHistory, "conversation-reuses-history", false, "answer follow-up turns from the passages earlier turns cited, without re-authorising them (conversation-memory defect)")
 	fs.IntVar(&c.Replicas, "replicas", 1, "index copies serving reads round-robin, including the primary")
 	fs.DurationVar(&c.ReplicaLag, "replica-lag", 0, "delay after which non-primary replicas apply each index change")
 	fs.Float64Var(&c.Faults.ErrorRate, "fault-error-rate", 0, "share of calls answered 503")
