@@ -46,6 +46,7 @@ type Revocation struct {
 // than visibilityTimeout.
 // +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.exclusionTimeout) || duration(self.interval).getMilliseconds() * (has(self.confirmations) ? self.confirmations : 3) < duration(self.exclusionTimeout).getMilliseconds()",message="confirmations × interval must be smaller than exclusionTimeout, or exclusion can never be confirmed"
 // +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.visibilityTimeout) || duration(self.interval) < duration(self.visibilityTimeout)",message="interval must be smaller than visibilityTimeout"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxInterval) || duration(self.maxInterval) >= (has(self.interval) ? duration(self.interval) : duration('5s'))",message="maxInterval must not be smaller than interval"
 type Probing struct {
 	// The exclusion rule above compares whole milliseconds because CEL cannot
 	// multiply a duration by an int; interval is at least 100ms, so the
@@ -79,6 +80,34 @@ type Probing struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="exclusionTimeout must be positive"
 	ExclusionTimeout metav1.Duration `json:"exclusionTimeout,omitempty"`
 
+	// schedule spaces the probes. Fixed (the default) probes every interval,
+	// as canaries always have: a bound is as wide as one interval whatever
+	// the lag, at a cost that grows with the lag. Adaptive spaces probes
+	// after sharing and after the revocation geometrically, each gap about
+	// precision × the time elapsed in the stage (never below interval, never
+	// above maxInterval), so a bound is about precision × the lag wide at a
+	// cost that grows with the logarithm of the lag; it adds a probe ending
+	// just before each SLO deadline and the stage timeout, so the verdict is
+	// decided by an observation, and confirms exclusion at interval spacing.
+	// +optional
+	// +kubebuilder:default=Fixed
+	Schedule ProbeSchedule `json:"schedule,omitempty"`
+
+	// precision is the relative width an Adaptive schedule aims for, as a
+	// percentage of the time elapsed in the stage ("10%": a 20m exclusion is
+	// bracketed to about 2m). Ignored by Fixed.
+	// +optional
+	// +kubebuilder:default="10%"
+	// +kubebuilder:validation:MaxLength=7
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]{1,3}([.][0-9]{1,2})?%$') && double(self.substring(0, size(self) - 1)) > 0.0 && double(self.substring(0, size(self) - 1)) <= 100.0",message="precision must be a percentage above 0% and at most 100%, such as \"10%\""
+	Precision string `json:"precision,omitempty"`
+
+	// maxInterval is the longest gap an Adaptive schedule leaves between
+	// probes; it is what bounds the width of very long lags. Ignored by Fixed.
+	// +optional
+	// +kubebuilder:default="10m"
+	MaxInterval metav1.Duration `json:"maxInterval,omitempty"`
+
 	// surfaces to probe. Answer requires the corpus to have an answer surface.
 	// +optional
 	// +listType=set
@@ -87,6 +116,18 @@ type Probing struct {
 	// +kubebuilder:validation:MaxItems=2
 	Surfaces []Surface `json:"surfaces,omitempty"`
 }
+
+// ProbeSchedule says how probes are spaced in time.
+// +kubebuilder:validation:Enum=Fixed;Adaptive
+type ProbeSchedule string
+
+const (
+	// ScheduleFixed probes every interval.
+	ScheduleFixed ProbeSchedule = "Fixed"
+	// ScheduleAdaptive spaces probes geometrically with the time elapsed,
+	// plus probes at the SLO deadlines and the stage timeout.
+	ScheduleAdaptive ProbeSchedule = "Adaptive"
+)
 
 // CanarySpec is one canary measurement's configuration. A RevocationCanary
 // copies it into every CanaryRun it creates, so editing a canary never

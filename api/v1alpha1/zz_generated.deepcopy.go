@@ -1153,6 +1153,7 @@ func (in *Probing) DeepCopyInto(out *Probing) {
 	out.Interval = in.Interval
 	out.VisibilityTimeout = in.VisibilityTimeout
 	out.ExclusionTimeout = in.ExclusionTimeout
+	out.MaxInterval = in.MaxInterval
 	if in.Surfaces != nil {
 		in, out := &in.Surfaces, &out.Surfaces
 		*out = make([]Surface, len(*in))
