@@ -220,6 +220,9 @@ func clockStepped(m *v1alpha1.SurfaceMeasurement, rev Revocation) bool {
 	if m.FirstNegativeEnd != nil && m.FirstNegativeEnd.Time.Before(rev.Acknowledged) {
 		return true
 	}
+	if c := m.NewContent; c != nil && c.FirstSeenEnd != nil && c.FirstSeenEnd.Time.Before(rev.Acknowledged) {
+		return true
+	}
 	return rev.Acknowledged.Before(rev.Requested)
 }
 

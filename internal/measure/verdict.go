@@ -24,6 +24,10 @@ type RunOutcome struct {
 	// Controls are the control personas' probe counts per surface; one that
 	// never got a valid reply on a surface never tested isolation there.
 	Controls []v1alpha1.ControlProbeCounts
+	// Content marks a content-freshness run (UpdateContent): the surfaces
+	// carry the new content's measurement and SLO returns the
+	// content-freshness SLO.
+	Content bool
 }
 
 // Verdict decides a run. The order is fixed: an isolation violation
@@ -42,6 +46,9 @@ func Verdict(o RunOutcome) (v1alpha1.Verdict, string) {
 	if s, ok := firstInState(o.Surfaces, o.Revocation, ClockStepped); ok {
 		return v1alpha1.VerdictInconclusive,
 			fmt.Sprintf("the %s surface's timestamps are out of order (the clock stepped back); no bound can be trusted", s)
+	}
+	if o.Content {
+		return contentVerdict(o)
 	}
 	if s, ok := firstInState(o.Surfaces, o.Revocation, StillVisible); ok {
 		return v1alpha1.VerdictNotExcluded,
