@@ -5,7 +5,7 @@ import (
 )
 
 // Surface is a place where a persona can see a canary token.
-// +kubebuilder:validation:Enum=Search;Answer
+// +kubebuilder:validation:Enum=Search;Answer;Conversation
 type Surface string
 
 const (
@@ -13,6 +13,10 @@ const (
 	SurfaceSearch Surface = "Search"
 	// SurfaceAnswer is the generated answer and its citations, including any answer cache.
 	SurfaceAnswer Surface = "Answer"
+	// SurfaceConversation is follow-up turns in a conversation the persona
+	// started about the canary before the revocation: a system answering
+	// follow-ups from conversation history keeps revoked content there.
+	SurfaceConversation Surface = "Conversation"
 )
 
 // Revocation says how access is taken away during a canary run.
@@ -108,12 +112,13 @@ type Probing struct {
 	// +kubebuilder:default="10m"
 	MaxInterval metav1.Duration `json:"maxInterval,omitempty"`
 
-	// surfaces to probe. Answer requires the corpus to have an answer surface.
+	// surfaces to probe. Answer requires the corpus to have an answer
+	// surface, Conversation a conversation API (driver contract v1.1).
 	// +optional
 	// +listType=set
 	// +kubebuilder:default={Search}
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:MaxItems=3
 	Surfaces []Surface `json:"surfaces,omitempty"`
 }
 

@@ -185,6 +185,15 @@ type CanaryRunStatus struct {
 	// +optional
 	TimeToVisibility *metav1.Duration `json:"timeToVisibility,omitempty"`
 
+	// conversationID names the conversation the persona started about the
+	// canary before the revocation (Conversation surface); its follow-ups
+	// are the probes after it. Persisted before the revocation is sent. An
+	// ID, not a credential.
+	// +optional
+	// +kubebuilder:validation:MaxLength=200
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`
+	ConversationID string `json:"conversationID,omitempty"`
+
 	// revokeRequestedTime is when the revocation request was sent.
 	// +optional
 	RevokeRequestedTime *metav1.MicroTime `json:"revokeRequestedTime,omitempty"`
@@ -197,7 +206,7 @@ type CanaryRunStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=surface
-	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:MaxItems=3
 	Surfaces []SurfaceMeasurement `json:"surfaces,omitempty"`
 
 	// isolationViolations counts control-persona probes that saw the token.

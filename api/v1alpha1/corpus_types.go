@@ -349,6 +349,11 @@ type CorpusCapabilities struct {
 	// answerSurface is true when the target has an answer endpoint.
 	// +optional
 	AnswerSurface bool `json:"answerSurface,omitempty"`
+
+	// conversationSurface is true when the target serves conversations
+	// (driver contract v1.1).
+	// +optional
+	ConversationSurface bool `json:"conversationSurface,omitempty"`
 }
 
 // CorpusStatus is the observed state of a Corpus.
