@@ -26,6 +26,10 @@ type Target struct {
 	// Payload is another rare term of the canary document that no probe
 	// ever sends, so it can reach an answer only from the document itself.
 	Payload string
+	// UpdatedPayload is, for a content-freshness run (UpdateContent), the
+	// payload that replaces Payload; empty otherwise. After the update
+	// probes look for both (see ProbeContent).
+	UpdatedPayload string
 }
 
 // Probe runs one probe of surface as persona and classifies the reply. Any

@@ -291,7 +291,12 @@ func (e *Engine) probe(ctx context.Context, p Plan, surface v1alpha1.Surface, to
 	}
 	r.start = e.clock.Now()
 	metrics.ObserveSchedulingLag(p.Metrics, r.start.Sub(due))
-	r.outcome = Probe(ctx, p.Driver, surface, token, p.Target)
+	if p.Stage == StageExclusion && p.Target.UpdatedPayload != "" && control == "" {
+		r.content = true
+		r.outcome, r.fresh = ProbeContent(ctx, p.Driver, surface, token, p.Target)
+	} else {
+		r.outcome = Probe(ctx, p.Driver, surface, token, p.Target)
+	}
 	r.end = e.clock.Now()
 	role := metrics.RolePersona
 	if control != "" {
