@@ -143,6 +143,10 @@ type result struct {
 	control    string
 	outcome    measure.Outcome
 	start, end time.Time
+	// content marks a content-freshness probe: outcome is what it saw of
+	// the old payload, fresh of the new one.
+	content bool
+	fresh   measure.Outcome
 }
 
 // change says what applying a round changed, for notifications and metrics.
@@ -226,7 +230,16 @@ func (s *State) applyExclusion(r result, ch change) change {
 			continue
 		}
 		excluded, reappear := m.Excluded, m.Reappearances
-		measure.Record(m, r.outcome, r.start, r.end, s.confirmations)
+		seenNew := m.NewContent != nil && m.NewContent.Visible
+		if r.content {
+			measure.RecordContent(m, r.outcome, r.fresh, r.start, r.end, s.confirmations)
+		} else {
+			measure.Record(m, r.outcome, r.start, r.end, s.confirmations)
+		}
+		if m.NewContent != nil && m.NewContent.Visible != seenNew {
+			// The new content's first sighting cannot be observed again.
+			ch.transition = true
+		}
 		if m.Reappearances > reappear {
 			ch.reappearances = append(ch.reappearances, m.Surface)
 		}
