@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
@@ -26,6 +27,9 @@ type Target struct {
 	// Payload is another rare term of the canary document that no probe
 	// ever sends, so it can reach an answer only from the document itself.
 	Payload string
+	// Conversation is the persona's conversation about the canary, once
+	// started (Conversation surface); zero before.
+	Conversation Conversation
 	// UpdatedPayload is, for a content-freshness run (UpdateContent), the
 	// payload that replaces Payload; empty otherwise. After the update
 	// probes look for both (see ProbeContent).
@@ -49,9 +53,45 @@ func Probe(ctx context.Context, d driver.Driver, surface v1alpha1.Surface, perso
 			return measure.Error
 		}
 		return outcome(AnswerShows(a, t))
+	case v1alpha1.SurfaceConversation:
+		a, err := askInConversation(ctx, d, persona, t)
+		if err != nil {
+			// A conversation that vanished (404) is an error too: the
+			// system forgot it, which says nothing about the canary.
+			return measure.Error
+		}
+		return outcome(AnswerShows(a, t))
 	default:
 		return measure.Error
 	}
+}
+
+// Conversation names a conversation and the persona it belongs to. Only
+// that persona's probes follow up in it; a control persona cannot (the
+// conversation is not theirs), so it asks in a new one of its own.
+type Conversation struct {
+	ID    string
+	Owner driver.Token
+}
+
+// errNoConversations: the corpus's driver has no conversation API.
+var errNoConversations = errors.New("the driver has no conversation API")
+
+// askInConversation asks the handle as a follow-up in the persona's
+// conversation, or as the first turn of a new conversation when there is
+// none for this persona (before the revocation, and for control personas).
+// The sighting rule is the answer surface's: the handle echoed back in a
+// follow-up is no sighting either.
+func askInConversation(ctx context.Context, d driver.Driver, persona driver.Token, t Target) (driver.Answer, error) {
+	c, ok := d.(driver.Conversations)
+	if !ok {
+		return driver.Answer{}, errNoConversations
+	}
+	if t.Conversation.ID != "" && t.Conversation.Owner == persona {
+		return c.FollowUp(ctx, persona, t.Conversation.ID, t.Handle)
+	}
+	_, a, err := c.StartConversation(ctx, persona, t.Handle)
+	return a, err
 }
 
 func outcome(present bool) measure.Outcome {
