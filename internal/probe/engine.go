@@ -29,8 +29,11 @@ type Plan struct {
 	// Corpus is the rate-limit key ("namespace/name"); Limit is its budget.
 	Corpus string
 	Limit  target.Limit
-	// Interval between probe rounds.
+	// Interval between probe rounds: the only spacing of a Fixed schedule,
+	// the shortest gap and the confirmation spacing of an Adaptive one.
 	Interval time.Duration
+	// Schedule spaces rounds beyond Interval; the zero value is Fixed.
+	Schedule Schedule
 	// Confirmations is how many real negatives confirm exclusion.
 	Confirmations int32
 	// Surfaces to probe, in status order.
@@ -205,16 +208,20 @@ func (l *loop) stop() {
 	<-l.done
 }
 
-// run probes in rounds until ctx ends. The next round is due one jittered
-// interval after the previous one was due; a round that overran does not
-// cause a burst of catch-up rounds.
+// run probes in rounds until ctx ends. The next round is due when the
+// plan's schedule says (NextDue), counted from when the previous one was
+// due; a round that overran does not cause a burst of catch-up rounds.
 func (e *Engine) run(ctx context.Context, key types.NamespacedName, p Plan, st *State) {
 	due := e.clock.Now()
+	sched := p.Schedule
+	if sched.Start.IsZero() {
+		sched.Start = due
+	}
 	for {
 		if !e.waitUntil(ctx, due) {
 			return
 		}
-		ch := e.round(ctx, p, st, due)
+		ch, sum := e.round(ctx, p, st, due)
 		if ctx.Err() != nil {
 			return
 		}
@@ -222,7 +229,8 @@ func (e *Engine) run(ctx context.Context, key types.NamespacedName, p Plan, st *
 		if ch.transition {
 			e.transition(key)
 		}
-		due = due.Add(e.jittered(p.Interval))
+		due = NextDue(ScheduleInput{Schedule: sched, Interval: p.Interval, Due: due,
+			Outcome: sum.outcome, Streak: sum.streak, ProbeDuration: sum.slowest, Jitter: rand.Float64()})
 		if now := e.clock.Now(); due.Before(now) {
 			due = now
 		}
@@ -244,17 +252,10 @@ func (e *Engine) waitUntil(ctx context.Context, due time.Time) bool {
 	}
 }
 
-func (e *Engine) jittered(interval time.Duration) time.Duration {
-	spread := time.Duration(float64(interval) * jitterFraction)
-	if spread <= 0 {
-		return interval
-	}
-	return interval - spread + rand.N(2*spread)
-}
-
 // round probes every surface as the persona and as each control persona,
-// concurrently, and folds the results into st.
-func (e *Engine) round(ctx context.Context, p Plan, st *State, due time.Time) change {
+// concurrently, folds the results into st and summarises them for the
+// schedule.
+func (e *Engine) round(ctx context.Context, p Plan, st *State, due time.Time) (change, roundSummary) {
 	type job struct {
 		surface v1alpha1.Surface
 		token   driver.Token
@@ -277,9 +278,10 @@ func (e *Engine) round(ctx context.Context, p Plan, st *State, due time.Time) ch
 	wg.Wait()
 	if ctx.Err() != nil {
 		// Probes cut short by a stop are not observations.
-		return change{}
+		return change{}, roundSummary{}
 	}
-	return st.apply(p.Surfaces, results)
+	ch := st.apply(p.Surfaces, results)
+	return ch, st.summarize(results)
 }
 
 // probe runs one rate-limited probe. The driver bounds it by the corpus
