@@ -102,6 +102,7 @@ const (
 	DeleteDocument  RevocationMethod = "DeleteDocument"
 	RemoveFromGroup RevocationMethod = "RemoveFromGroup"
 	RemoveGrant     RevocationMethod = "RemoveGrant"
+	UpdateContent   RevocationMethod = "UpdateContent"
 )
 
 // Valid indicates whether the value is a known member of the RevocationMethod enum.
@@ -112,6 +113,8 @@ func (e RevocationMethod) Valid() bool {
 	case RemoveFromGroup:
 		return true
 	case RemoveGrant:
+		return true
+	case UpdateContent:
 		return true
 	default:
 		return false
@@ -210,7 +213,12 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
-// RevocationMethod defines model for RevocationMethod.
+// RevocationMethod `UpdateContent` (content-freshness canaries) needs no endpoint of its
+// own: the client replaces the document's body with `PUT
+// /v1/documents/{documentId}` and the same principals. A source lists it
+// when a replaced body reaches search and answers like a new document
+// (through its content sync), so the time until the new body is served
+// and the old one is gone can be measured.
 type RevocationMethod string
 
 // SearchRequest defines model for SearchRequest.
@@ -5148,70 +5156,73 @@ func (sh *strictHandler) Search(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fvrc9s4kv9XujhbFdtFS/LG+2HkL+e1nayqEidlO3t1G+UiiGyJGJEAFwAla1L+368aAJ+iH7lxMjO1",
-	"yZfIJB7dje5fv8AvQSSzXAoURgfjL0HOFMvQoLJ/nUmxRqWZ4VJMYnoSo44Uz+lBMA5uEoTJOZgEQW+1",
-	"wQwUmkIJjGGToLAvosYasGEatGHKYDwIwoDTIjkzSRAGgmUYjIOovWUYKPx3wRXGwdioAsNARwlmzNFq",
-	"DCpa4n8/nh7+ix3+Ojr8+VP9c/B5/F+Hn76MwqOff777SxAGZpvTFtooLpbB3V0YnMuoyFCYPubOWJqi",
-	"OowSqVGERPY8RYj9DJicD+DFTy+Aa1CoUa0xhoVUECWFWMHkXN/DYFxv+Y2Ze61kkfdxZl/A5PwEGCzt",
-	"b66BG43pAhjkiouI5ywFkzADEROQyDSGpWLC3MfV0u/1jVl6X9K2y9QpFBoVSOVZqtgIAQfLAczo9Zil",
-	"PMIZjZrZYWMUy9k9PFUrfFuu7mh1nUuh0Rrd31l8hf8uUBv6K5LCoLA/WZ6nPLKWMfxFE9NfGnT8ReEi",
-	"GAc/DWuDHrq3evheyXmKmdts14SV285qgVizlMcnZMhqy8USuIFCRAkTS7JqnqYgpAFdRBGSEd+FwSup",
-	"5jyOUXwveiOFMQrDWUokW4JhXhhLGEtTucEYjIQc1UKqDEzCNUQsTS21E0HHxdILpaT6XhR7dFwwnmJ8",
-	"4nCRpSlkbAtztMLmXpqX0ryShYi/3+EvUKGIMCYck4WKkMxDF2rBIsI71FaweMu1sRR+EKwwiVT8V/wu",
-	"VL7lWpMmSgWFWAm5ETBHplCBkSsUJU1rxlOC6O98plyDwSyXiimebqGoCXnonO9KCLEmfyr0BtUVMk9f",
-	"e7P/TrZh7U+1YabQtC2dyozZqTPYWx8NjkKQdhJL9wnTUBRZMP4YXL77fPHPyfnF5dlFEAbvPtx8fvfq",
-	"8/XZu/f054fL0w83/3h3NfnXxXkQBtc3p28uPr+7fPM/QRicvbt89WZydjO5fN1cYXJ5/eHVq8nZ5OLy",
-	"5jON8W8+7YBbWLFWAVquZI7KcAd29jF3XGfs9g2KpUmC8fFoNAqDjIvywVGfN6hB+WO9UE2EnP+CkWkS",
-	"oYu0hwYnQvq1Q33EjdUc3RMelH7enopbAyJu0LlIg5nuXdI/YEqxbWCZKE/9IV1saQgpj9WCp826dmO7",
-	"EvNsN5m8X3bX1X5d3WSmGf/FGKVMYUxuI+bxjlqOGxrrfmA8FQslM8A1jwmH9kOYzVMZrWawp3BRaIxh",
-	"jhErNNqdclRaCmZtyroitM+normAkObzgmB0BntCAqZ8ySl8647x6DBPcQZ7dpVSkWrkozFbmkCs8cWW",
-	"SNerMtyzzzzA7IdTMYukWKQ8Mm7BakeIuWZLhaj3B3A61xRD1kbtpVduqdl2MBUNE64Oy0qGYpSSQf+7",
-	"ZoRO1BFKvzwxvbZ5xnI25ykvDeE+s+geOZoEFbx/d30Dw/XR0Os+1+DC4EEd5MylTJFZjSVIViwy/0Sl",
-	"eR/M3bhkwQ6CtRvlVwxhtj6aWXlbZ17G0BbkblmWE+oH66Ogh8lmQnE/MzuZyun7CexVLDZfaWCC9FtP",
-	"BeU6er/m3Kl7fb4ZMqFhwVKN7jh3xaJwLZ3yvEWTyLjHxq6qIZC5MU5nnK/WRZ5LZdqo8xAoXHV23AWl",
-	"DlB0T66P6LBUlz4IaaaR1y7721W36JFc85JlqHfPiQtYSIr5Dosc7HmcOKNtRIkkmt8apocBLf5UmLaO",
-	"pkeO7dTWrtgnsCotFXnR47DmMt52HObRyP7rIbvKYno0q0qnNOxReqSr9Im0WnASXrptxtQKWWwPoWmC",
-	"ldr9diFn7HbiVjtqslN5S8ONi/A6vD8WHrh5oRNdSyh98v8HspRW7gq+9rolLstVD7J29vazejfiPcdr",
-	"Kwh9JvCeac2WCJPz0BmBcF413cJsWoxGL6O6uGD/xp/cY+H+mg36RB63aiA7r3UklZU45VLM2ApG4dyM",
-	"HyuKbI5qV909G2G75OHW6xNGGW/3QEOMfQm/L8lkLEq4wEPSTfuAxveymqEVYN9aSZExUS/hR56AwDXF",
-	"dVIYxoVugIoeBI8dvKW73rWP5x0wbujWFWZyja8VEyYI/V+vlMxs+SYIg3NM0WCJFb0e/hqZipJ7o+/V",
-	"riTeslueFRm4QwW5gIQb7Uyf8Iq4ztwYa3k2Svd/VQRwYXBJKhFSXK62zxHdK7LbVa8QSy4JdXsCGWKA",
-	"/n+SdySLfMwh2gV3CSFjwahQ3GyvaTUfVLlw9bRwgLIb8/gBLzRQZlsr2EkzMsxYrimmNrJZoRsEPo20",
-	"QYXNiWulTIzJrQHbOOH+/SOp8kIPfThR7x+CDb0p6NooymugDPXtyCfsTRLhYiH79726uL6pAz5Gcsgo",
-	"05fikG2YQrg6fV0l2RTikZZbR1VYyNtwkwCbCpNwATrh2T5oCYotIyaY2trCZYZMFwohkRtIpVgCRS4U",
-	"uvsCAUHIVsOaa8oOBlMxFTcbCSsuYk26H9kacNPqwSi2xhSYbhUh9JjmHsDBgZPOoeYxHhzYBTTslQio",
-	"Q19GDX2VMkMyM53wfB8iptTWpTLwwKngLYsMeWVNQY4UAiPjz4iLJWlIfUi0khfhRhZpfOJo9CrXIVJb",
-	"Mwp9Ltugp6Oijm9a2rIeWrHbysaapbCUNkxTslgmDQ1+oSl2SIEVJiFOfEDLREwLlQUl9zBnJhnATbOr",
-	"oGW69uGf3bRjCHVIDj5+sU+yQhuQIt168KqO3Va269mUShL0WwW4WKPaOpW3FdEYs1zSrDHM3n+4mdFh",
-	"MDIHqUBhnrIIdQiz84s3FzcXM9IaLSlO52I5FZmvXfl6qXZa+9fR8QDObE21Y1UlKZGTHRcx3k4F01sR",
-	"JUoKWeh0e+LIT9mS6NvQ71rrvcZry4rL2q0/1GM4Hh0Nj0cvbVbiAum6jrphdD422T4BaVOi49vbauhU",
-	"NGrEG0WWRPLtloNdQuurXCfwt8YK/iinwtVA7fT7ymNwCk4XScQ+uyRJb6uOBO05x6nImSKM4mQKtHCh",
-	"MPQumwnALDckTfILzrb7UkyFlD9hDPMtzF5f+ISvkRrPaH1KQMdOFBn7Rapy+gDeclH/qZ26sTiuah6w",
-	"QGboSEKw5zrHhIuYkKvaZAuLlC2tITFYHw1GLp9UtnZBr/ZhhZhr2Ei1InVy2EdDj6YiSjnpNEnUz/ZP",
-	"+FJIhV5FuKnLCyshN1YgBwe0xMEBEaxDCvRrsmm9OYtWG6YIL7OcGQJJD3QzF9XO7LCZK2LNQAqYNXOg",
-	"2dht3l8hImu1RaKyEhSCLW/QD1vbIGLJjkIYDAaUVpecWcM2ZIfEMksLi3SyMIRodjcKorTDSKc6vFKc",
-	"QsSotGEiLnVlWaAmizm4pw4waz4ag1EFzijzdApca8r+mMiY9ZcNZq7z6VG73oHpVlmrdGsAC660gbIe",
-	"Fd637vBLO7G8G9o0eAZMr7RfqcqQuQBurCCbJMyRnKMufUdFSiLLbi1wY3ljYuvhoRy0RKPheHTcckwU",
-	"NHTYtKZbaiAtZRsKsEeui2nANY8MxvsDcPhr4doe8xxL90Cm3pEWs0tZt8AzJPC1vwslxg2wr8enUhtg",
-	"UYTacms3IJ2IZGZViBS+5b2aPLzQkHBtpPLFOZ+MBjX6xoqX6QJhTBAG67LcFZClUTwmcxQs58E4eDkY",
-	"DV662kRiY8W6mmYjR+li9nboNClDIV+MIn2RBZl/CZVl68YBW1lwHbs6FOktxUzIVUt1rR07SzkeHUOC",
-	"ypesKJKuijK+GuwboqjN330p4lkaLu1ewV077Caj67ZK/zoaPfvmvnTT2/LxAq58V9UCIHBxpf+7MDh2",
-	"VPVtVlE/bHR57ZSjx6e0+m520svHJ9XNWTvj+PEZVQPyLgz+9hRW2h1VO+vlk7ipOnbN1CkYf+wkTR8/",
-	"3X0KA11kGaNUMjjVq2bPpVT3DjJwG9osuHPs9KbdNAwDw5aa0jk/I/hEZHSdPzGyRKtbbUt4jaZVP/+G",
-	"qtnap0c1fROGgtUWODRqw7/bWbZO7qwbe5EleSIp1fSBUvNwMjTNk2k6vq/HyHYZv8THtnN3KDkV5Jhk",
-	"xilw2ve+/gmQCZfk3Jo5g435bJRbuX+BmxYpfUBr6+TNwvkfB3OPnk+xexoD90BvV2YvNEzOKyT2UGAk",
-	"JYGdwOkHJn8HTLan96TItnM6ZcvsQTx+Qrjbvbz4sZ/Xesiwc7mR+OlHk4bnp0S17EN3tBGZSjnpIFFD",
-	"rFsLuTUhzAuCBKPrVnAZ11bl5nmrzgJCbsYkqTps11PRCIJTvkKPI5WWd2P6Vrztgu1wKhqhNiXXjcCf",
-	"iXZcz21U3wdNryxZH/L/8CjQJ0v1If0IC3/3sLBpMxXCcLGbi9a2Via4T8Chqoo7/FK3tO4cYKRocDdI",
-	"7LRodhT3uB9tqkvGQtqyNSpnwDsl+D+0Wv1eWtJseHSVxB0IsLp/DfYRF0tgUFZrK/mXZdumWrjlg093",
-	"4Vc6nMZlc+tsip6s4n1hWtry/PDavlvwJHjt0dJrIxXGndr1HnkagRFq7S5D2vI1xrBFs/9DWb9aWc9s",
-	"o6HRZ2jobdnxKItZqb2d26OlD2LX0HWjhl+qXsgT4KzsSD8Ny+wOP4DsuXXDXQdo9sBeaC9rirwb+GZH",
-	"tvHNjftm4BY+Orr+juMhJPz/KNqfUL3+NOHXQ/p4SmFXqyW71/oeZ7+6PdbUzUlVKHkIu1xHd/jFf2R0",
-	"N/Rd86+FLVnkb+3MJ+tUzY2/b898x/4Hfj07foG9Be6/SGvBlpDi0Iv9WTGr/EDuGQHrN6rYD/V6LjiK",
-	"4/anjLLUrNDd37BXZazXsN8/LkAgxhg/FZKS6obofc0Bf4f0G9Yq/A73fZ6Eas0je4WlyAfPXsp/w9co",
-	"KPD0LVe/3f2le3ejo1mz7xS83ftvk/S070F+55pS+3piz3FdMbHC2F+07HzhQi4zhDlq4wqnJwQNmdQG",
-	"Vj9g4euLRFfunhpC7u5S62dpG1oS1Lp0O4VKg3EwtK7Cj97Jn+tbgv52Zdi8Gmc/tTVJM7luf87gP1H2",
-	"sEQOrHNVvHHDz+rQ/evXl/sqFssPoD2Hu8s77agXi7mOpL23QWmpA8fGQhYJ7j7d/V8AAAD//w==",
+	"7HttU9tKsv9X6dLZqgAlDGzYF8e8+bNAslTlkBSQ/dfdODceS21rDtKMdmZk403x3W91z+jJFgnnHpKz",
+	"Wzd5EyPNQ3dP96+fRp+jRBelVqicjcafo1IYUaBDw3+dabVEY4WTWl2m9CRFmxhZ0oNoHN1mCJfn4DIE",
+	"u7YOCzDoKqMwhVWGil8knTVgJSxYJ4zDdBTFkaRFSuGyKI6UKDAaR0l/yzgy+M9KGkyjsTMVxpFNMiyE",
+	"p9U5NLTEf3843f+H2P/X4f7PH9ufo0/j/7f/8fNhfPTzzw9/iuLIrUvawjoj1SJ6eIijc51UBSo3xNyZ",
+	"yHM0+0mmLaqYyJ7lCGmYAZfnI3jx0wuQFgxaNEtMYa4NJFml7uDy3D7CYNpu+Y2Ze210VQ5xxi/g8vwE",
+	"BCz4t7QgncV8DgJKI1UiS5GDy4SDRCjIdJ7CwgjlHuNqEfb6xiy9q2nbZuoUKosGtAksNWzEgKPFCKb0",
+	"eixymeCURk152BjVYvoIT80K35arB1rdllpZZKP7q0iv8Z8VWkd/JVo5VPxTlGUuE7aMg18tMf25Q8ef",
+	"DM6jcfTTQWvQB/6tPXhn9CzHwm+2bcLGb8daoJYil+kJGbJZS7UA6aBSSSbUgqxa5jko7cBWSYJkxA9x",
+	"9EqbmUxTVN+L3sRgispJkRPJTDDMKseEiTzXK0zBaSjRzLUpwGXSQiLynKm9VHRcIr8wRpvvRXFAx7mQ",
+	"OaYnHhdFnkMh1jBDFrYM0rzS7pWuVPr9Dn+OBlWCKeGYrkyCZB62MnOREN6hZcHivbSOKXyvROUybeS/",
+	"8LtQ+Yu0ljRRG6jUndIrBTMUBg04fYeqpmkpZE4Q/Z3PVFpwWJTaCCPzNVQtIV8654caQtjkT5VdoblG",
+	"Eejrb/b/s3Xc+lPrhKssbUunMhU8dQo7y6PRUQyaJ4l8lzANVVVE4w/R1dtPF3+/PL+4OruI4ujt+9tP",
+	"b199ujl7+47+fH91+v72b2+vL/9xcR7F0c3t6ZuLT2+v3vxXFEdnb69evbk8u728et1d4fLq5v2rV5dn",
+	"lxdXt59oTHjzcQvc4oa1BtBKo0s0Tnqw48fSc12I+zeoFi6LxseHh4dxVEhVPzga8gYtKH9oF2qJ0LNf",
+	"MXFdImyVD9DgRUi/tqhPpGPNsQPhQe3n+VT8GpBIh95FOizs4JLhgTBGrCNmoj71L+liT0NIeVgLnjbr",
+	"xo/dlFhgu8vk47K7afbb1E3huvFfikkuDKbkNlKZbqnluKOx/gemEzU3ugBcypRwaDeG6SzXyd0UdgzO",
+	"K4spzDARlUXeqURjtRJsU+yKkJ9PVHcBpd2nOcHoFHaUBszlQlL4tjkmoMMsxyns8Cq1IrXIR2PWNIFY",
+	"k/M1kW7v6nCPnwWA2Y0nappoNc9l4vyCzY6QSisWBtHujuB0ZimGbI06SK/e0or1aKI6JtwcFkuGYpSa",
+	"wfC7ZYRO1BNKvwIxg7Z5Jkoxk7msDeExs9g8cnQZGnj39uYWDpZHB0H3pQUfBo/aIGemdY6CNZYg2YjE",
+	"/R2NlUMwd+uTBR4ESz8qrBjDdHk0ZXmzM69jaAa5e1GUhPrR8igaYLKbUDzOzFamcvruEnYaFruvLAhF",
+	"+m0ninIdu9ty7tW9Pd8ChbIwF7lFf5zbYjG41F55fkGX6XTAxq6bIVD4MV5nvK+2VVlq4/qo8yVQuN7Y",
+	"cRuUNoBi8+SGiI5rdRmCkG4aeeOzv211S76Sa16JAu32OUkFc00x335VAp/HiTfaTpRIovm9YXoc0eJP",
+	"hWl2NANy7Ke2vOKQwJq0VJXVgMOa6XS94TCPDvnfANlNFjOgWU06ZWGH0iPbpE+k1UqS8PJ1N6Y2KFI+",
+	"hK4JNmr3+4VciPtLv9pRl53GWzrpfIS3wfvXwgM/L/ai6wllSP5/Q5HTypuCb71ujcv6bgBZN/YOswY3",
+	"kgPHyxWEIRN4J6wVC4TL89gbgfJeNV/DdFIdHr5M2uIC/40/+cfK/zUdDYk87dVAtl7bRBuWOOVSwnEF",
+	"o/JuJoxVVTFDs63ugY24X/Lw6w0Jo463B6AhxaGEP5RkCpFkUuE+6SY/oPGDrBbIAhxaK6sKodolwsgT",
+	"ULikuE4rJ6SyHVCxo+hrB890t7sO8bwFxlukTd+XqXB45jOaKeyE3GZ/btBmCi3ltkoYiXYXFGJKEQSg",
+	"SkstlQM9965Kr9TYo2cuyTUZLHORBEStD+iFBTIQWEmXwfTd+9uJIu9Xv7YHn9ujfJiyH2RPJAps6y12",
+	"BKe1c8qldRakmygOdUS9ber3MSiSDMl7CpNkvJ53IxZyeYcgQOGqoW6idlxmdLXIiCUIcgC7VsluDFYz",
+	"LU4WCJVyMuc/aT5v1fjoiarJ1nkKWiG9WtD/iaDEkpy2rQym/QDsGgu9xNdGKBfF4a9XRhdcS4vi6Bxz",
+	"dFgDN+VV3WMbDL9umOtHU6O7bV34RdzLoirAWxydbUaSYFwmZ0IqWfgxDIucQoW/GgKkcrgge40paTLr",
+	"50i9DIHq3aCG11ySSxyIMokB+v9JoQvB5deiFV5wmxBCMkwqI936hlYLEa/PJU4rj/bbAWkY8MKCXqmO",
+	"9Z90w/ZClKTkdA6d8ukoCjk+R3xcsGgRI3OuZHRlO3l8/0SbsrIHwZza/WPgvIgi4pWhpBPqPIxHPmFv",
+	"kohUcz287/XFzW0bjQuSQyEthX/7YiUMwvXp66YCQvE34wNFERX7I0YQMVEukwpsJotdMlAjFoxVa7a1",
+	"YGiQ6RXkWi2AwkrKqxrLdmJtYSktpW6jiZqo25WGO6lSS7qfcIG+C8ngjFhiDsL2KkR2THP3YG/PS2ff",
+	"yhT39ngBCzsNvMWhxh2HEnKBZGY2k+UuJMKYtc8z4QungvcicRQyWYpAtVKYuHBGUi1IQ9pDopWCCFe6",
+	"ytMTT2NQuQ0iPUTGAR879GyoqOeblmbWGRd92WkpclhoRnwPoq0Gv7AExTmIymXEScg2hEppobra5x+W",
+	"wmUjuO22fKzOl8GT8KYbhtDmSxCCS35SVNaBVvk6gFdz7Nx2aGdTnk9+mRXgYolm7VWey9UpFqWmWWP2",
+	"V1M6DEHmoE3j4mKYnl+8ubi9mJLWWE1JlFSLiSpCYTEUs63X2j8fHo/gjAveG1ZVk5J42UmV4v1ECXJA",
+	"mdFKVzZfn3jyc7Eg+lb0u9X6oPGWWfElFQ5W7BiOD48Ojg9fcsro/XRb5F4JOh+uhJyA5nz1+P6+GTpR",
+	"nQL+ypAlkXw3a/W+2hBKkCfwl84K4SgnyheoG8c+VLsk5+7dtTZ12YskvW7aRbTnDCeqFIYwSpIp0MKV",
+	"wTjEU0IBFqUjaZJf8LY9lP8bpOSW4oU1TF9fhGy8U7eY0vrT5dF07EVRiF+1qaeP4Bep2j+tVzeRpk1B",
+	"CuYoHB1JDHyuM8wkRSET1WyyhnkuFmxIApZHo0MfSBguLNGrXbhDLC2stLkjdfLYR0OPJiqEWxza+Nnh",
+	"iVwobTCoiHRt7edO6RULZG+PltjbI4JtTFlYSzatNxPJ3UoYwsuiFI5AMgDd1KccPkKb+grjFLSCaTdB",
+	"nY795sPlO7JWruDVZboYuPZEP7jwRMSSHcUwGo12SS8CZ2zYjuyQWBZ5xUinK0eIxrtRUGU9RnrVkY3i",
+	"VCpFY51Qaa0riwotWczeI0WaaffRGJypcAoyGFFHU3bHRMZ0uKYz9W3pgNrtDsL2ao61WwOYS2Md1MXC",
+	"+LF1Dz73s/6HA65RTEHYOxtWasoXUoF0LMguCTMk52hr39GQkum6lQ7SMW9CrQM81IMW6CwcHx73HBMF",
+	"DRtssunWGkhLcbcHdsh1CQu4lInDdHcEHn8ZrvmYZ1i7BzL1DWkJXqqJyvXc/66MGnfAvh2fa+tAJAnl",
+	"NE77DUgnEl2wCpHC97xXl4cXFjJpnTahchoqBVGLvqmRdS5HGBPF0bKuRUZkaRSP6RKVKGU0jl6ODkcv",
+	"feEo41ixLXVy5Kh9zN4PnS7rUChUCklfdEXmX0Nl3VfzwFZXw8e+SEh6SzETStNTXbZjbynHh8eQoQn1",
+	"RIqkm4pZKNWHbjVa99dQJ3qWbli/kfPQD7vJ6Db72H8+PHz2zUNdbbAfFwTc+K6mP0Pg4vsyD3F07Kka",
+	"2qyh/qDTgucpR1+f0muK8qSXX5/Uds55xvHXZzTd4Yc4+stTWOm3u3nWyydx07RTu6lTNP6wkTR9+Pjw",
+	"MY5sVRSCUsno1N51G2K1um8gg+TQZi69Y6c3/Y5uHDmxsJTOhRnRRyJj0/kTIwtk3epbwmt0vebGN1TN",
+	"3j4Dqhk6ZBSs9sChU7j/w86yd3Jnm7EXWVIgklLNECh1D6dA1z2ZruP77RjZ77HU+Nh37h4lJ4ocky4k",
+	"BU67wdc/ATLhipxbN2fgmI+j3Mb9K1z1SBkCWm5idLsa/z6Ye/R8ij3QtXkEejdl9sLC5XmDxAEKnOay",
+	"XT9w+oHJ3wGT+fSeFNlunE7dz/wiHj8h3N28WfphmNd2yMHGzVPiZxhNOp6fEtX6ksCGNqIwuSQdJGqI",
+	"dbaQexfDrCJIcLbt09dxbdMLmPXqLKD0akySasN2O1GdILhTuW60fDOm78XbPtiOJ6oTalNy3Qn8herH",
+	"9ZKj+iFoesVkvS//j0eBIVlqD+lHWPiHh4Vdm2kQRqrtXLS1tTrBfQIODTepPGDk6HA7SNxq2Wwo7vEw",
+	"2jQ3wJXmsjUab8BbJfh/a7X6o7Sk2/DYVBJ/ICDaywXAj6RagIC6WtvIvy7bdtXCLx99fIh/o8PpfAnA",
+	"zqYayCreVa6nLc8Pr/2LH0+C1wEtvXHaYLpRu94hT6MwQWv9TVUuX2MKa3S7P5T1NyvrGTcaOn2Gjt7W",
+	"HY+6mJXz1ekBLf0idh34btTB56YX8gQ4qzvUT8My3uEHkD23bvjrAd0e2AsbZE2RdwffeGQf3/y4bwZu",
+	"8VdHtx/ZfAkJ/zeK9h+oXv8x4deX9PGUwq5eS3an97HUbnO1r6ubl02h5EvY5Tu6B5/DF2APB6Fr/lth",
+	"S1flLzzzyTrVchM+hhChY/8Dv54dv4Cv6IfPBXuwpbTaD2J/Vsyqv158RsD6nSr2Q72eC47StP+dqa41",
+	"K/b3N/iqDHsN/jh1zvcaMX0qJGXN9d3HmgPhgu83rFWEHR77dgzNUiZ8haUqR89eyn8jl8g3Q0PLNWz3",
+	"eOne3+jo1uw3Ct7+/bdJevr3IL9zTal/PXHguK6FusM0XLTc+PyIXGYMM7TOF05PCBoKbR3c/YCF314k",
+	"uvb31BBKf9HdPkvbkEkwy9rtVCaPxtEBu4oweit/bm8JhtuVcfdqHH8H7bJuct3/1iR8Px5giRzYxj3+",
+	"zg0/1qHH128v9zUs1l+nBw63l/fa0S6WSptovrdBaakHx85CjAQPHx/+JwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -29,6 +29,11 @@ const (
 	RevokeRemoveFromGroup RevocationMethod = "RemoveFromGroup"
 	// RevokeDeleteDocument deletes the document at the source.
 	RevokeDeleteDocument RevocationMethod = "DeleteDocument"
+	// RevokeUpdateContent replaces the document's body (CreateDocument on
+	// the same ID, same principals) for a content-freshness canary. A
+	// driver lists it when a replaced body reaches its surfaces like a new
+	// document does.
+	RevokeUpdateContent RevocationMethod = "UpdateContent"
 )
 
 // Token is a persona's bearer credential. Its String and GoString methods

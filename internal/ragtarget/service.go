@@ -176,7 +176,7 @@ func (s *Service) AnswerCacheExpiry(principal, question string) (time.Time, bool
 func (s *Service) Capabilities() driver.Capabilities {
 	return driver.Capabilities{
 		ContractVersion:   driver.ContractVersion,
-		RevocationMethods: []driver.RevocationMethod{driver.RevokeRemoveGrant, driver.RevokeRemoveFromGroup, driver.RevokeDeleteDocument},
+		RevocationMethods: []driver.RevocationMethod{driver.RevokeRemoveGrant, driver.RevokeRemoveFromGroup, driver.RevokeDeleteDocument, driver.RevokeUpdateContent},
 		Answer:            true,
 		Conversation:      true,
 	}
