@@ -337,14 +337,25 @@ func TestReportJSON(t *testing.T) {
 		`"disclosure_rate":{"value":0,"numerator":0,"denominator":1},` +
 		`"failed_to_abstain_rate":{"value":0,"numerator":0,"denominator":1},` +
 		`"recall_at_k":{"value":null,"numerator":0,"denominator":0},` +
-		`"mrr_at_k":{"value":null,"numerator":0,"denominator":0}}`
+		`"mrr_at_k":{"value":null,"numerator":0,"denominator":0},` +
+		// The v2 additions follow the v1 keys, which keep their order.
+		`"unsupported":0,"stale":0,"mistaken_not_found":0,"wrong_status":0,"justified_blocks":1,"leaks":0,"invalid_citation_cases":0,` +
+		`"mistaken_not_found_rate":{"value":null,"numerator":0,"denominator":0},` +
+		`"stale_rate":{"value":null,"numerator":0,"denominator":0},` +
+		`"correct_abstention":{"clarify":{"value":null,"numerator":0,"denominator":0},"conflict":{"value":null,"numerator":0,"denominator":0},` +
+		`"not_applicable":{"value":null,"numerator":0,"denominator":0},"not_found":{"value":null,"numerator":0,"denominator":0}},` +
+		`"citation_precision":{"value":null,"numerator":0,"denominator":0},` +
+		`"citation_validity":{"value":null,"numerator":0,"denominator":0},` +
+		`"precision_at_k":{"value":null,"numerator":0,"denominator":0},` +
+		`"ndcg_at_k":{"value":null,"numerator":0,"denominator":0},` +
+		`"latency_ms":{"count":0,"p50":null,"p95":null,"p99":null}}`
 	want := `{"k":3,"passed":true,` +
 		`"gates":[{"name":"no_forbidden","passed":true,"value":0,"threshold":0},` +
 		`{"name":"citation_validity","passed":true,"value":0,"threshold":0},` +
 		`{"name":"no_failed_to_abstain","passed":true,"value":0,"threshold":0}],` +
 		`"summary":{"overall":` + stats + `,"personas":{"ops":` + stats + `}},` +
 		`"cases":[{"id":"b","persona":"ops","forbidden_ids":[],"duplicate_count":0,` +
-		`"recall_at_k":null,"fill_at_k":0,"reciprocal_rank":null,"outcome":"justified_block"}]}`
+		`"recall_at_k":null,"fill_at_k":0,"reciprocal_rank":null,"outcome":"justified_block","action":"block","declared":"block"}]}`
 	if string(raw) != want {
 		t.Errorf("JSON mismatch\n got: %s\nwant: %s", raw, want)
 	}

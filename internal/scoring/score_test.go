@@ -227,3 +227,10 @@ func TestScoreCase(t *testing.T) {
 		})
 	}
 }
+
+// scoreCase scores one v1 case through the v2 engine, as Evaluate does.
+func scoreCase(c Case, r Result, k int) CaseScore {
+	c2, r2 := c.V2(), r.V2()
+	s := newScorer(k, nil).score(&c2, &r2)
+	return s.caseScore(&c2)
+}

@@ -43,10 +43,20 @@ type Result struct {
 type Options struct {
 	// K is the rank cutoff; 0 means DefaultK, negative is invalid.
 	K int
-	// MinRecall, when set, gates the overall mean recall@k (in [0,1]).
+	// MinRecall, when set, gates each persona's mean recall@k (in [0,1]).
 	MinRecall *float64
-	// MinMRR, when set, gates the overall MRR@k (in [0,1]).
+	// MinMRR, when set, gates each persona's MRR@k (in [0,1]).
 	MinMRR *float64
+	// MinUtility, MaxFalseBlockRate and MaxStaleRate, when set, gate each
+	// persona's utility, false-block rate and stale-evidence rate (in [0,1]).
+	MinUtility, MaxFalseBlockRate, MaxStaleRate *float64
+	// MaxDisclosures and MaxInvalidCitations are how many cases per persona
+	// may leak forbidden evidence or cite outside retrieved ∩ allowed; 0 (the
+	// default) is zero tolerance.
+	MaxDisclosures, MaxInvalidCitations int
+	// DocumentTexts are document bodies by ID (a fixture's). A forbidden
+	// document's body appearing in an answer is a disclosure.
+	DocumentTexts map[string]string
 }
 
 // Outcome classifies what happened to one case.
@@ -76,6 +86,22 @@ const (
 	OutcomeFailedToAbstain Outcome = "failed_to_abstain"
 )
 
+// Outcomes added by the v2 case format.
+const (
+	// OutcomeStale: answered an answerable case citing superseded evidence
+	// and no eligible supporting evidence.
+	OutcomeStale Outcome = "stale"
+	// OutcomeMistakenNotFound: declared not_found although the case was
+	// answerable; kept apart from false blocks.
+	OutcomeMistakenNotFound Outcome = "mistaken_not_found"
+	// OutcomeCorrectStatus / OutcomeWrongStatus: a not_found,
+	// not_applicable, clarify or conflict case got / did not get that
+	// declaration. An answerable case declared not_applicable, clarify or
+	// conflict is wrong_status too.
+	OutcomeCorrectStatus Outcome = "correct_status"
+	OutcomeWrongStatus   Outcome = "wrong_status"
+)
+
 // Gate names, stable so CI and the controller can match on them.
 const (
 	GateNoForbidden       = "no_forbidden"
@@ -83,6 +109,9 @@ const (
 	GateNoFailedToAbstain = "no_failed_to_abstain"
 	GateMinRecall         = "min_recall"
 	GateMinMRR            = "min_mrr"
+	GateMinUtility        = "min_utility"
+	GateMaxFalseBlockRate = "max_false_block_rate"
+	GateMaxStaleRate      = "max_stale_rate"
 )
 
 // Report is the full result of an evaluation. It marshals to the JSON schema
@@ -100,6 +129,8 @@ type Report struct {
 	Summary Summary `json:"summary"`
 	// Cases are the per-case scores in input order.
 	Cases []CaseScore `json:"cases"`
+	// Replay is set when the report was rescored from frozen evidence.
+	Replay *ReplayInfo `json:"replay,omitempty"`
 }
 
 // Gate is one pass/fail check over the whole evaluation.
@@ -113,6 +144,17 @@ type Gate struct {
 	// Threshold is the maximum allowed count for zero-tolerance gates and
 	// the minimum required mean for min_recall/min_mrr.
 	Threshold float64 `json:"threshold"`
+	// Failures name each persona and stratum that failed the gate, with
+	// the value there. Stratum "" is the persona over all its cases (for a
+	// count gate: its cases without a stratum).
+	Failures []GateFailure `json:"failures,omitempty"`
+}
+
+// GateFailure is one persona (and stratum) failing one gate.
+type GateFailure struct {
+	Persona string   `json:"persona"`
+	Stratum string   `json:"stratum"`
+	Value   *float64 `json:"value"`
 }
 
 // Summary holds the aggregates overall and per persona.
@@ -121,6 +163,9 @@ type Summary struct {
 	// Personas is keyed by persona name; NoPersona ("") collects cases
 	// without one. encoding/json sorts the keys, so output is deterministic.
 	Personas map[string]Stats `json:"personas"`
+	// Strata holds the same summary for each non-empty stratum; absent
+	// when no case names one (and inside a stratum's own summary).
+	Strata map[string]Summary `json:"strata,omitempty"`
 }
 
 // Stats aggregates a set of cases. Every ratio carries its numerator and
@@ -146,6 +191,47 @@ type Stats struct {
 	RecallAtK Ratio `json:"recall_at_k"`
 	// MRRAtK is the mean reciprocal rank over the same kind of cases.
 	MRRAtK Ratio `json:"mrr_at_k"`
+
+	// Unsupported, Stale, MistakenNotFound, WrongStatus are answerable
+	// cases with those outcomes; JustifiedBlocks required-block ones.
+	Unsupported      int `json:"unsupported"`
+	Stale            int `json:"stale"`
+	MistakenNotFound int `json:"mistaken_not_found"`
+	WrongStatus      int `json:"wrong_status"`
+	JustifiedBlocks  int `json:"justified_blocks"`
+	// Leaks counts cases of any action with forbidden evidence retrieved,
+	// cited or in the answer text — what the no_forbidden gate counts.
+	Leaks int `json:"leaks"`
+	// InvalidCitationCases counts cases citing outside retrieved ∩ allowed.
+	InvalidCitationCases int `json:"invalid_citation_cases"`
+	// MistakenNotFoundRate = mistaken_not_found / answerable.
+	MistakenNotFoundRate Ratio `json:"mistaken_not_found_rate"`
+	// StaleRate = stale / answerable.
+	StaleRate Ratio `json:"stale_rate"`
+	// CorrectAbstention holds, per status (not_found, not_applicable,
+	// clarify, conflict), correct_status / cases expecting that status.
+	// Never pooled.
+	CorrectAbstention map[Action]Ratio `json:"correct_abstention"`
+	// CitationPrecision = distinct cited IDs that are eligible and
+	// supporting / distinct cited IDs, over answerable cases.
+	CitationPrecision Ratio `json:"citation_precision"`
+	// CitationValidity = distinct cited IDs inside retrieved ∩ allowed /
+	// distinct cited IDs, over all cases.
+	CitationValidity Ratio `json:"citation_validity"`
+	// PrecisionAtK and NDCGAtK are means over answerable cases where the
+	// per-case value is defined, like RecallAtK.
+	PrecisionAtK Ratio `json:"precision_at_k"`
+	NDCGAtK      Ratio `json:"ndcg_at_k"`
+	// LatencyMS are nearest-rank percentiles of the results' latency_ms.
+	LatencyMS Latency `json:"latency_ms"`
+}
+
+// Latency summarises measured latencies; percentiles are null without any.
+type Latency struct {
+	Count int      `json:"count"`
+	P50   *float64 `json:"p50"`
+	P95   *float64 `json:"p95"`
+	P99   *float64 `json:"p99"`
 }
 
 // Ratio is numerator/denominator with the value precomputed; Value is nil
@@ -183,6 +269,22 @@ type CaseScore struct {
 	// ReciprocalRank is nil when the case has no relevant IDs.
 	ReciprocalRank *float64 `json:"reciprocal_rank"`
 	Outcome        Outcome  `json:"outcome"`
+	// Stratum, Action (expected) and Declared (what the system declared)
+	// come from the v2 model; a v1 case has no stratum, action answer or
+	// block, and declared block when it abstained.
+	Stratum  string `json:"stratum,omitempty"`
+	Action   Action `json:"action,omitempty"`
+	Declared Action `json:"declared,omitempty"`
+	// PrecisionAtK and NDCGAtK are nil when the case has no relevant IDs
+	// (or, for precision, retrieved nothing).
+	PrecisionAtK *float64 `json:"precision_at_k,omitempty"`
+	NDCGAtK      *float64 `json:"ndcg_at_k,omitempty"`
+	// LeakedMarkers are forbidden markers found in the answer text, and
+	// LeakedTexts the forbidden documents whose text it contains.
+	LeakedMarkers []string `json:"leaked_markers,omitempty"`
+	LeakedTexts   []string `json:"leaked_texts,omitempty"`
+	// LatencyMS is the result's latency, when measured.
+	LatencyMS *float64 `json:"latency_ms,omitempty"`
 	// InvalidCitations are cited IDs outside retrieved ∩ allowed. Kept out
 	// of the JSON because the case schema is fixed; the citation_validity
 	// gate counts them and the text report lists them.

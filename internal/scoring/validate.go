@@ -14,11 +14,19 @@ func resolveOptions(opts Options) (Options, error) {
 	if opts.K == 0 {
 		opts.K = DefaultK
 	}
-	if err := checkThreshold("min recall", opts.MinRecall); err != nil {
-		return opts, err
+	for _, t := range []struct {
+		name string
+		v    *float64
+	}{
+		{"min recall", opts.MinRecall}, {"min MRR", opts.MinMRR}, {"min utility", opts.MinUtility},
+		{"max false-block rate", opts.MaxFalseBlockRate}, {"max stale rate", opts.MaxStaleRate},
+	} {
+		if err := checkThreshold(t.name, t.v); err != nil {
+			return opts, err
+		}
 	}
-	if err := checkThreshold("min MRR", opts.MinMRR); err != nil {
-		return opts, err
+	if opts.MaxDisclosures < 0 || opts.MaxInvalidCitations < 0 {
+		return opts, fmt.Errorf("%w: tolerances must not be negative", ErrInvalidOptions)
 	}
 	return opts, nil
 }
@@ -30,76 +38,22 @@ func checkThreshold(name string, v *float64) error {
 	return nil
 }
 
-// validateInput checks cases and results against each other and returns the
-// results indexed by case ID. Every problem is collected so one run shows
-// everything that is wrong with an export.
-func validateInput(cases []Case, results []Result) (map[string]Result, error) {
-	var ps problems
-	if len(cases) == 0 {
-		// An empty suite would pass every gate vacuously.
-		ps.add(KindInput, -1, "", "no cases to evaluate")
+// checkCaseV1 checks a v1 case on its own with the v1 field names.
+func checkCaseV1(c Case, i int, ps *problems) {
+	if c.ID == "" {
+		ps.add(KindCase, i, "", "missing id")
+		return
 	}
-	caseIDs := validateCases(cases, &ps)
-	byID := validateResults(results, caseIDs, &ps)
-	for i, c := range cases {
-		if _, ok := byID[c.ID]; c.ID != "" && !ok {
-			// A missing result is an error, never a skip: otherwise a
-			// truncated export could only raise the averages.
-			ps.add(KindCase, i, c.ID, "has no result")
+	checkIDList(ps, KindCase, i, c.ID, "relevant_ids", c.RelevantIDs, true)
+	checkIDList(ps, KindCase, i, c.ID, "allowed_ids", c.AllowedIDs, true)
+	allowed := set(c.AllowedIDs)
+	for _, id := range distinct(c.RelevantIDs) {
+		if id != "" && !allowed[id] {
+			// Relevant evidence the persona may not see would make
+			// recall unreachable and supported answers disclosures.
+			ps.add(KindCase, i, c.ID, "relevant id %q is not in allowed_ids", id)
 		}
 	}
-	return byID, ps.err()
-}
-
-// validateCases checks each case on its own and for duplicate IDs, returning
-// the set of usable case IDs.
-func validateCases(cases []Case, ps *problems) map[string]bool {
-	ids := make(map[string]bool, len(cases))
-	for i, c := range cases {
-		if c.ID == "" {
-			ps.add(KindCase, i, "", "missing id")
-			continue
-		}
-		if ids[c.ID] {
-			ps.add(KindCase, i, c.ID, "duplicate case id")
-		}
-		ids[c.ID] = true
-		checkIDList(ps, KindCase, i, c.ID, "relevant_ids", c.RelevantIDs, true)
-		checkIDList(ps, KindCase, i, c.ID, "allowed_ids", c.AllowedIDs, true)
-		allowed := set(c.AllowedIDs)
-		for _, id := range distinct(c.RelevantIDs) {
-			if id != "" && !allowed[id] {
-				// Relevant evidence the persona may not see would make
-				// recall unreachable and supported answers disclosures.
-				ps.add(KindCase, i, c.ID, "relevant id %q is not in allowed_ids", id)
-			}
-		}
-	}
-	return ids
-}
-
-// validateResults checks each result and indexes them by ID.
-func validateResults(results []Result, caseIDs map[string]bool, ps *problems) map[string]Result {
-	byID := make(map[string]Result, len(results))
-	for i, r := range results {
-		if r.ID == "" {
-			ps.add(KindResult, i, "", "missing id")
-			continue
-		}
-		if _, dup := byID[r.ID]; dup {
-			ps.add(KindResult, i, r.ID, "duplicate result id")
-			continue
-		}
-		byID[r.ID] = r
-		if !caseIDs[r.ID] {
-			ps.add(KindResult, i, r.ID, "no case with this id")
-		}
-		// Repeats are allowed here: retrieved duplicates are scored, and a
-		// repeated citation cites nothing new.
-		checkIDList(ps, KindResult, i, r.ID, "retrieved_ids", r.RetrievedIDs, false)
-		checkIDList(ps, KindResult, i, r.ID, "cited_ids", r.CitedIDs, false)
-	}
-	return byID
 }
 
 // checkIDList rejects empty IDs and, for evidence sets, repeats: a repeated
