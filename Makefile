@@ -87,6 +87,7 @@ bench: ## Run the benchmarks once and print their figures (several minutes; the 
 	$(GO) test ./internal/scoring/ -run '^$$' -bench BenchmarkEvaluateMillion -benchtime 1x -timeout 30m
 	$(GO) test ./cmd/ragcanary/ -run '^$$' -bench BenchmarkEvalCLIMillion -benchtime 1x -timeout 30m
 	$(GO) test ./internal/suite/ -run '^$$' -bench BenchmarkLiveSuite10k -benchtime 1x -timeout 10m
+	$(GO) test ./internal/probe/ -run '^$$' -bench BenchmarkProbeSchedules -benchtime 1x -timeout 20m
 
 .PHONY: bench-canaries
 bench-canaries: envtest-assets ## Benchmark 1,000 active canaries (5 s probe interval) against ragtarget: RSS, CPU, lag, writes.
