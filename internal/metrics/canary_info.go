@@ -5,7 +5,7 @@ package metrics
 var verdicts = []string{"SLOMet", "SLOBreached", "NotExcluded", "Inconclusive", "IsolationViolation", "SetupFailed"}
 
 // surfaces are the values of the surface label.
-var surfaces = []string{"Search", "Answer"}
+var surfaces = []string{"Search", "Answer", "Conversation"}
 
 // InitCanary creates a ready canary's counters at zero. Its SLO and
 // schedule period are not set here: ObjectCollector builds them from the
@@ -19,5 +19,7 @@ func InitCanary(r Run) {
 	}
 	for _, s := range surfaces {
 		ReappearancesTotal.With(r.withSurface(s)).Add(0)
+		// The censored-share alert must see a canary's first censored run.
+		CensoredRunsTotal.With(r.withSurface(s)).Add(0)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
 
@@ -34,6 +35,14 @@ var (
 		"Lower bound of time-to-exclusion of the canary's last finished run, per surface.", surfaceLabels)
 	exclusionUpperBoundDesc = newGaugeDesc("last_run_exclusion_upper_bound_seconds",
 		"Upper bound of time-to-exclusion of the canary's last finished run, per surface; absent when exclusion was not established.", surfaceLabels)
+	canarySurfaceSLODesc = newGaugeDesc("canary_surface_slo_seconds",
+		"Exclusion SLO the canary's runs are judged by, per probed surface; absent for content-freshness (UpdateContent) canaries.", surfaceLabels)
+	canaryContentFreshnessSLODesc = newGaugeDesc("canary_content_freshness_slo_seconds",
+		"Content-freshness SLO an UpdateContent canary's runs are judged by, per probed surface.", surfaceLabels)
+	freshnessLowerBoundDesc = newGaugeDesc("last_run_content_freshness_lower_bound_seconds",
+		"Lower bound of the time until the surface served only the new content, in the content-freshness canary's last finished run.", surfaceLabels)
+	freshnessUpperBoundDesc = newGaugeDesc("last_run_content_freshness_upper_bound_seconds",
+		"Upper bound of the time until the surface served only the new content, in the content-freshness canary's last finished run; absent when censored.", surfaceLabels)
 	suiteLastRunPassedDesc = newGaugeDesc("suite_last_run_passed",
 		"1 when the suite's latest finished run passed every gate, else 0; what the gate-failed alert watches.", suiteLabels)
 	suiteLastCompletedRunDesc = newGaugeDesc("suite_last_completed_run_timestamp_seconds",
@@ -44,6 +53,7 @@ var (
 var derivedDescs = []*prometheus.Desc{
 	canaryExclusionSLODesc, canarySchedulePeriodDesc, lastCompletedRunDesc,
 	exclusionLowerBoundDesc, exclusionUpperBoundDesc,
+	canarySurfaceSLODesc, canaryContentFreshnessSLODesc, freshnessLowerBoundDesc, freshnessUpperBoundDesc,
 	suiteLastRunPassedDesc, suiteLastCompletedRunDesc,
 }
 
@@ -64,6 +74,10 @@ type Rules struct {
 	// CanaryOf names the canary whose series a run's measurements belong
 	// to; "" for a run created by hand rather than by a RevocationCanary.
 	CanaryOf func(*v1alpha1.CanaryRun) string
+	// SurfaceSLO is the SLO a canary's runs are judged by on a surface:
+	// the exclusion SLO, or for an UpdateContent canary the
+	// content-freshness SLO. Nil exports no per-surface SLOs.
+	SurfaceSLO func(*v1alpha1.RevocationCanary, *v1alpha1.Corpus, v1alpha1.Surface) time.Duration
 }
 
 // ObjectCollector is a prometheus.Collector that builds the derived gauges
@@ -198,6 +212,7 @@ func canarySamples(canary *v1alpha1.RevocationCanary, o objects, rules Rules, no
 	if corpus != nil && meta.IsStatusConditionTrue(canary.Status.Conditions, v1alpha1.ConditionReady) {
 		l := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name}.values()
 		out = append(out, sample{canaryExclusionSLODesc, rules.SearchSLO(canary, corpus).Seconds(), l})
+		out = append(out, surfaceSLOSamples(canary, corpus, rules)...)
 		if p := schedulePeriod(canary, now); p > 0 {
 			out = append(out, sample{canarySchedulePeriodDesc, p.Seconds(), l})
 		}
@@ -215,7 +230,54 @@ func canarySamples(canary *v1alpha1.RevocationCanary, o objects, rules Rules, no
 	}
 	r := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpusName}
 	bounds := []surfaceBounds{{surfaceSearch, last.TimeToExclusion}, {surfaceAnswer, last.CacheInvalidation}}
-	return append(out, lastRunSamples(r, last.CompletionTime, bounds)...)
+	out = append(out, lastRunSamples(r, last.CompletionTime, bounds)...)
+	var fresh []surfaceBounds
+	for _, f := range last.ContentFreshness {
+		fresh = append(fresh, surfaceBounds{string(f.Surface), f.Bounds})
+	}
+	return append(out, freshnessSamples(r, fresh)...)
+}
+
+// surfaceSLOSamples: per probed surface, the SLO the canary's runs are
+// judged by, in the family of the canary's kind, so an alert joining a
+// bound with it never judges a content update by the exclusion SLO.
+func surfaceSLOSamples(canary *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus, rules Rules) []sample {
+	if rules.SurfaceSLO == nil {
+		return nil
+	}
+	desc := canarySurfaceSLODesc
+	if canary.Spec.Revocation.Method == v1alpha1.RevokeUpdateContent {
+		desc = canaryContentFreshnessSLODesc
+	}
+	surfaces := canary.Spec.Probing.Surfaces
+	if len(surfaces) == 0 {
+		surfaces = []v1alpha1.Surface{v1alpha1.SurfaceSearch}
+	}
+	var out []sample
+	for _, s := range surfaces {
+		l := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name}.values()
+		out = append(out, sample{desc, rules.SurfaceSLO(canary, corpus, s).Seconds(), append(l, string(s))})
+	}
+	return out
+}
+
+// freshnessSamples: each established content-freshness bound of a last
+// run; a censored surface has its lower bound only.
+func freshnessSamples(r Run, bounds []surfaceBounds) []sample {
+	var out []sample
+	for _, b := range bounds {
+		if b.bounds == nil {
+			continue
+		}
+		l := append(r.values(), b.surface)
+		if b.bounds.Lower != nil {
+			out = append(out, sample{freshnessLowerBoundDesc, b.bounds.Lower.Seconds(), l})
+		}
+		if b.bounds.Upper != nil {
+			out = append(out, sample{freshnessUpperBoundDesc, b.bounds.Upper.Seconds(), l})
+		}
+	}
+	return out
 }
 
 // schedulePeriod is the gap between the next two scheduled runs; 0 while
@@ -288,11 +350,16 @@ func handMadeRunSamples(runs []v1alpha1.CanaryRun, canaryOf func(*v1alpha1.Canar
 	var out []sample
 	for _, key := range order {
 		run := latest[key]
-		var bounds []surfaceBounds
-		for _, m := range run.Status.Surfaces {
+		var bounds, fresh []surfaceBounds
+		for i := range run.Status.Surfaces {
+			m := &run.Status.Surfaces[i]
 			bounds = append(bounds, surfaceBounds{string(m.Surface), m.Bounds})
+			if m.NewContent != nil {
+				fresh = append(fresh, surfaceBounds{string(m.Surface), measure.Freshness(m)})
+			}
 		}
 		out = append(out, lastRunSamples(key, run.Status.CompletionTime, bounds)...)
+		out = append(out, freshnessSamples(key, fresh)...)
 	}
 	return out
 }

@@ -191,6 +191,9 @@ type SurfaceResult struct {
 	Surface string
 	Lower   *time.Duration
 	Upper   *time.Duration
+	// Content marks a content-freshness run: the bounds are then the
+	// surface's time until it served only the new content.
+	Content bool
 }
 
 // Completion is what a finished run reports.
@@ -227,7 +230,8 @@ func RecordCompletion(r Run, c Completion) {
 
 func recordSurface(r Run, s SurfaceResult) {
 	LiveExposure.With(r.withSurface(s.Surface)).Set(0)
-	if s.Upper == nil {
+	recordTail(r, s)
+	if s.Upper == nil || s.Content {
 		return
 	}
 	switch s.Surface {
