@@ -19,20 +19,23 @@ import (
 
 // Check names, in the order they run.
 const (
-	CheckCapabilities       = "capabilities"
-	CheckCreateDocument     = "create-document"
-	CheckCreateIdempotent   = "create-idempotent"
-	CheckGrant              = "grant"
-	CheckSearchVisible      = "search-visible"
-	CheckAnswerVisible      = "answer-visible"
-	CheckUnauthorized       = "unauthorized-persona"
-	CheckRevoke             = "revoke"
-	CheckSearchExcluded     = "search-excluded"
-	CheckAnswerExcluded     = "answer-excluded"
-	CheckDeleteDocument     = "delete-document"
-	CheckDeleteIdempotent   = "delete-idempotent"
-	confirmationsForAbsence = 2
-	searchK                 = 10
+	CheckCapabilities         = "capabilities"
+	CheckCreateDocument       = "create-document"
+	CheckCreateIdempotent     = "create-idempotent"
+	CheckGrant                = "grant"
+	CheckSearchVisible        = "search-visible"
+	CheckAnswerVisible        = "answer-visible"
+	CheckUnauthorized         = "unauthorized-persona"
+	CheckRevoke               = "revoke"
+	CheckSearchExcluded       = "search-excluded"
+	CheckAnswerExcluded       = "answer-excluded"
+	CheckConversationVisible  = "conversation-visible"
+	CheckConversationUnknown  = "conversation-unknown"
+	CheckConversationExcluded = "conversation-excluded"
+	CheckDeleteDocument       = "delete-document"
+	CheckDeleteIdempotent     = "delete-idempotent"
+	confirmationsForAbsence   = 2
+	searchK                   = 10
 )
 
 // Config says what to check and how long to wait.
@@ -91,6 +94,10 @@ type runner struct {
 	// merely echoes the question is not mistaken for one quoting the document.
 	payload string
 	caps    driver.Capabilities
+	// conversation is the persona's conversation whose first turn showed
+	// the document; its follow-ups must stop showing it after the revoke.
+	conversation  string
+	conversations driver.Conversations
 }
 
 // Run executes the checks. The test document is always deleted at the end.
@@ -98,11 +105,11 @@ func Run(ctx context.Context, cfg Config) Report {
 	r := &runner{cfg: cfg, docID: "ragcanary-conformance-" + randomHex(6), token: "rcconf" + randomHex(8), payload: "rcconfpayload" + randomHex(8)}
 	defer r.cleanup(ctx)
 	if !r.step(CheckCapabilities, r.capabilities(ctx)) {
-		r.skipRest(CheckCreateDocument, CheckCreateIdempotent, CheckGrant, CheckSearchVisible, CheckAnswerVisible, CheckUnauthorized, CheckRevoke, CheckSearchExcluded, CheckAnswerExcluded, CheckDeleteDocument, CheckDeleteIdempotent)
+		r.skipRest(CheckCreateDocument, CheckCreateIdempotent, CheckGrant, CheckSearchVisible, CheckAnswerVisible, CheckUnauthorized, CheckRevoke, CheckSearchExcluded, CheckAnswerExcluded, CheckConversationVisible, CheckConversationUnknown, CheckConversationExcluded, CheckDeleteDocument, CheckDeleteIdempotent)
 		return r.report
 	}
 	if !r.step(CheckCreateDocument, r.create(ctx)) {
-		r.skipRest(CheckCreateIdempotent, CheckGrant, CheckSearchVisible, CheckAnswerVisible, CheckUnauthorized, CheckRevoke, CheckSearchExcluded, CheckAnswerExcluded, CheckDeleteDocument, CheckDeleteIdempotent)
+		r.skipRest(CheckCreateIdempotent, CheckGrant, CheckSearchVisible, CheckAnswerVisible, CheckUnauthorized, CheckRevoke, CheckSearchExcluded, CheckAnswerExcluded, CheckConversationVisible, CheckConversationUnknown, CheckConversationExcluded, CheckDeleteDocument, CheckDeleteIdempotent)
 		return r.report
 	}
 	r.step(CheckCreateIdempotent, r.create(ctx))
@@ -112,6 +119,8 @@ func Run(ctx context.Context, cfg Config) Report {
 		r.skip(CheckSearchVisible, "grant failed")
 	}
 	r.answerCheck(ctx, CheckAnswerVisible, visible, true)
+	r.conversationCheck(CheckConversationVisible, visible, func() error { return r.await(ctx, r.conversationStarts, true) })
+	r.conversationCheck(CheckConversationUnknown, true, func() error { return r.unknownConversation(ctx) })
 	r.step(CheckUnauthorized, r.unauthorized(ctx))
 	revoked := r.step(CheckRevoke, r.revokeTwice(ctx))
 	if visible && revoked {
@@ -120,6 +129,7 @@ func Run(ctx context.Context, cfg Config) Report {
 		r.skip(CheckSearchExcluded, "the document was never visible or the revoke failed")
 	}
 	r.answerCheck(ctx, CheckAnswerExcluded, visible && revoked, false)
+	r.conversationCheck(CheckConversationExcluded, r.conversation != "" && revoked, func() error { return r.await(ctx, r.followUpShows, false) })
 	r.step(CheckDeleteDocument, r.cfg.Driver.DeleteDocument(ctx, r.docID))
 	r.step(CheckDeleteIdempotent, r.cfg.Driver.DeleteDocument(ctx, r.docID))
 	return r.report
@@ -156,6 +166,23 @@ func (r *runner) answerCheck(ctx context.Context, name string, ready, want bool)
 		r.skip(name, "an earlier check failed")
 	default:
 		r.step(name, r.await(ctx, r.answerShows, want))
+	}
+}
+
+// conversationCheck runs check when the target serves conversations
+// (contract v1.1) and the checks it depends on passed.
+func (r *runner) conversationCheck(name string, ready bool, check func() error) {
+	conv, ok := r.cfg.Driver.(driver.Conversations)
+	switch {
+	case !r.caps.Conversation:
+		r.skip(name, "no conversation surface")
+	case !ok:
+		r.skip(name, "the driver has no conversation API")
+	case !ready:
+		r.skip(name, "an earlier check failed")
+	default:
+		r.conversations = conv
+		r.step(name, check())
 	}
 }
 
@@ -229,12 +256,57 @@ func (r *runner) searchShows(ctx context.Context) (bool, error) {
 }
 
 func (r *runner) answerShows(ctx context.Context) (bool, error) {
-	a, err := r.cfg.Driver.Answer(ctx, r.cfg.PersonaToken, "What is the marker "+r.token+"?")
+	a, err := r.cfg.Driver.Answer(ctx, r.cfg.PersonaToken, r.question())
 	if err != nil {
 		return false, err
 	}
+	return r.shows(a), nil
+}
+
+func (r *runner) question() string { return "What is the marker " + r.token + "?" }
+
+// shows: the answer cites the document or quotes its payload; the marker
+// echoed from the question is no evidence.
+func (r *runner) shows(a driver.Answer) bool {
 	cited := slices.ContainsFunc(a.Citations, func(c string) bool { return strings.HasPrefix(c, r.docID+"#") })
-	return cited || strings.Contains(a.Text, r.payload), nil
+	return cited || strings.Contains(a.Text, r.payload)
+}
+
+// conversationStarts starts a conversation asking about the document and
+// keeps it when its first turn shows the document.
+func (r *runner) conversationStarts(ctx context.Context) (bool, error) {
+	id, a, err := r.conversations.StartConversation(ctx, r.cfg.PersonaToken, r.question())
+	if err != nil {
+		return false, err
+	}
+	if !r.shows(a) {
+		return false, nil
+	}
+	r.conversation = id
+	return true, nil
+}
+
+// followUpShows asks again in the kept conversation. The system must
+// authorise each turn anew: after the revoke, history is no evidence.
+func (r *runner) followUpShows(ctx context.Context) (bool, error) {
+	a, err := r.conversations.FollowUp(ctx, r.cfg.PersonaToken, r.conversation, r.question())
+	if err != nil {
+		return false, err
+	}
+	return r.shows(a), nil
+}
+
+// unknownConversation: a follow-up in a conversation that does not exist
+// must fail as not found, never come back as an empty answer.
+func (r *runner) unknownConversation(ctx context.Context) error {
+	_, err := r.conversations.FollowUp(ctx, r.cfg.PersonaToken, "ragcanary-conformance-missing-"+randomHex(6), r.question())
+	switch {
+	case err == nil:
+		return errors.New("a follow-up in a conversation that does not exist succeeded; want 404")
+	case !driver.IsPermanent(err):
+		return fmt.Errorf("a follow-up in a conversation that does not exist failed as %v, want 404", err)
+	}
+	return nil
 }
 
 // await polls p until it reports want; absence needs consecutive

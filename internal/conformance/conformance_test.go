@@ -58,3 +58,23 @@ func TestStaleCacheFailsAnswerExclusion(t *testing.T) {
 		t.Fatalf("failed = %v, want only %s", r.Failed(), conformance.CheckAnswerExcluded)
 	}
 }
+
+func TestConversationChecksPassOnRagtarget(t *testing.T) {
+	r := run(t, ragtarget.Config{ContentSyncInterval: 20 * time.Millisecond, ACLSyncInterval: 20 * time.Millisecond}, "user:alice")
+	if !r.Passed() {
+		t.Fatalf("failed = %v; report %+v", r.Failed(), r.Results)
+	}
+	for _, name := range []string{conformance.CheckConversationVisible, conformance.CheckConversationUnknown, conformance.CheckConversationExcluded} {
+		if !slices.ContainsFunc(r.Results, func(res conformance.Result) bool { return res.Name == name && res.Status == conformance.Pass }) {
+			t.Errorf("%s did not pass: %+v", name, r.Results)
+		}
+	}
+}
+
+func TestConversationHistoryDefectFailsConversationExclusion(t *testing.T) {
+	r := run(t, ragtarget.Config{ContentSyncInterval: 20 * time.Millisecond, ACLSyncInterval: 20 * time.Millisecond,
+		ConversationReusesHistory: true}, "user:alice")
+	if !slices.Equal(r.Failed(), []string{conformance.CheckConversationExcluded}) {
+		t.Fatalf("failed = %v, want only %s", r.Failed(), conformance.CheckConversationExcluded)
+	}
+}
