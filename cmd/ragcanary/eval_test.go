@@ -38,7 +38,9 @@ func TestEvalExitCodes(t *testing.T) {
 		{name: "all gates pass", args: []string{cases, td("results_pass.json")}, code: exitOK, stdout: "PASSED"},
 		{
 			name: "flags before and after files",
-			args: []string{"--k", "5", cases, "--min-recall", "0.8", td("results_pass.json"), "--min-mrr=0.8"},
+			// The employee's mean recall and MRR are 0.75: per persona,
+			// not the overall 0.833.
+			args: []string{"--k", "5", cases, "--min-recall", "0.7", td("results_pass.json"), "--min-mrr=0.7"},
 			code: exitOK, stdout: "min_recall",
 		},
 		{name: "flags after --", args: []string{"--k=3", "--", cases, td("results_pass.json")}, code: exitOK},
@@ -145,7 +147,12 @@ func TestEvalJSONSchema(t *testing.T) {
 	var names []string
 	for _, g := range gates {
 		gm := g.(map[string]any)
-		assertKeys(t, "gate", gm, "name", "passed", "value", "threshold")
+		if gm["passed"] == true {
+			assertKeys(t, "gate", gm, "name", "passed", "value", "threshold")
+		} else {
+			// A failed gate names who failed it.
+			assertKeys(t, "gate", gm, "name", "passed", "value", "threshold", "failures")
+		}
 		names = append(names, gm["name"].(string))
 	}
 	if want := []string{"no_forbidden", "citation_validity", "no_failed_to_abstain", "min_mrr"}; !reflect.DeepEqual(names, want) {
@@ -155,7 +162,11 @@ func TestEvalJSONSchema(t *testing.T) {
 	summary := out["summary"].(map[string]any)
 	assertKeys(t, "summary", summary, "overall", "personas")
 	statKeys := []string{"answerable", "required_block", "supported", "false_blocks", "disclosures", "failed_to_abstain",
-		"utility", "false_block_rate", "disclosure_rate", "failed_to_abstain_rate", "recall_at_k", "mrr_at_k"}
+		"utility", "false_block_rate", "disclosure_rate", "failed_to_abstain_rate", "recall_at_k", "mrr_at_k",
+		// v2 additions.
+		"unsupported", "stale", "mistaken_not_found", "wrong_status", "justified_blocks", "leaks", "invalid_citation_cases",
+		"mistaken_not_found_rate", "stale_rate", "correct_abstention", "citation_precision", "citation_validity",
+		"precision_at_k", "ndcg_at_k", "latency_ms"}
 	overall := summary["overall"].(map[string]any)
 	assertKeys(t, "overall", overall, statKeys...)
 	for _, r := range []string{"utility", "false_block_rate", "disclosure_rate", "failed_to_abstain_rate", "recall_at_k", "mrr_at_k"} {
@@ -181,8 +192,14 @@ func TestEvalJSONSchema(t *testing.T) {
 		t.Fatalf("cases = %d, want 4", len(cases))
 	}
 	for _, c := range cases {
-		assertKeys(t, "case", c.(map[string]any), "id", "persona", "forbidden_ids", "duplicate_count",
-			"recall_at_k", "fill_at_k", "reciprocal_rank", "outcome")
+		cm := c.(map[string]any)
+		keys := []string{"id", "persona", "forbidden_ids", "duplicate_count",
+			"recall_at_k", "fill_at_k", "reciprocal_rank", "outcome", "action", "declared"}
+		if cm["action"] == "answer" {
+			// Defined only with relevant evidence, and then present.
+			keys = append(keys, "precision_at_k", "ndcg_at_k")
+		}
+		assertKeys(t, "case", cm, keys...)
 	}
 	leak := cases[2].(map[string]any)
 	if leak["id"] != "q-salaries" || leak["outcome"] != "disclosure" ||

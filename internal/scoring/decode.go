@@ -1,30 +1,25 @@
 package scoring
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
-	"strings"
 )
 
-// MaxInputBytes is the largest cases or results document DecodeCases and
-// DecodeResults read; a longer one is invalid input, and reading stops one
-// byte past the cap. Decoded cases take several times the space of their
-// JSON, so this is what bounds memory (BenchmarkEvaluateAtInputCap). It
-// leaves room for twice the documented million-case evaluation, whose cases
-// file is 260 MiB.
+// MaxInputBytes is the largest cases or results document the decoders read;
+// a longer one is invalid input, and reading stops one byte past the cap.
+// Decoding streams element by element, so memory is bounded by what is kept
+// per case, not by the file; the cap leaves room for twice the documented
+// million-case evaluation, whose cases file is 260 MiB.
 const MaxInputBytes = 512 << 20
 
-// DecodeCases strictly decodes a JSON array of cases. Unknown or duplicated
-// keys, wrong types, null and missing required fields are all rejected so a
-// typo in an export cannot silently change a score. Only "persona" is
-// optional. Semantic checks (duplicate IDs, relevant ⊆ allowed, ...) are left
-// to Evaluate, which runs them for every caller. At most MaxInputBytes are
-// read. Errors are *ValidationError.
+// DecodeCases strictly decodes a JSON array of v1 cases. Unknown or
+// duplicated keys, wrong types, null and missing required fields are all
+// rejected so a typo in an export cannot silently change a score. Only
+// "persona" is optional; a v2 case (one with "expected") is refused — use a
+// Session for files that may hold either. Semantic checks are left to the
+// engine. At most MaxInputBytes are read. Errors are *ValidationError.
 func DecodeCases(r io.Reader) ([]Case, error) {
 	return decodeCases(r, MaxInputBytes)
 }
@@ -32,33 +27,25 @@ func DecodeCases(r io.Reader) ([]Case, error) {
 // decodeCases is DecodeCases reading at most limit bytes.
 func decodeCases(r io.Reader, limit int64) ([]Case, error) {
 	var ps problems
-	var cases []Case
-	in := newInterner()
-	err := decodeArray(r, KindCase, limit, func(i int, raw json.RawMessage) {
-		o := parseObject(raw, KindCase, i, caseFields, &ps, in)
-		if o == nil {
+	cases := []Case{}
+	err := decodeCaseStream(r, limit, true, &ps, func(i int, v1 *Case, v2 *CaseV2) {
+		if v2 != nil {
+			ps.add(KindCase, i, v2.ID, "is a v2 case (it has \"expected\"); this reader takes v1 cases only")
 			return
 		}
-		cases = append(cases, Case{
-			ID:          o.str("id", true),
-			Persona:     in.intern(o.str("persona", false)),
-			Question:    o.str("question", true),
-			RelevantIDs: o.strs("relevant_ids"),
-			AllowedIDs:  o.strs("allowed_ids"),
-			MustAbstain: o.boolean("must_abstain"),
-		})
+		cases = append(cases, *v1)
 	})
+	if err == nil {
+		err = ps.err()
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := ps.err(); err != nil {
-		return nil, err
-	}
-	return nonNilList(cases), nil
+	return cases, nil
 }
 
-// DecodeResults strictly decodes a JSON array of results, with the same rules
-// as DecodeCases; every field is required.
+// DecodeResults strictly decodes a JSON array of v1 results, with the same
+// rules as DecodeCases; every field is required.
 func DecodeResults(r io.Reader) ([]Result, error) {
 	return decodeResults(r, MaxInputBytes)
 }
@@ -66,48 +53,58 @@ func DecodeResults(r io.Reader) ([]Result, error) {
 // decodeResults is DecodeResults reading at most limit bytes.
 func decodeResults(r io.Reader, limit int64) ([]Result, error) {
 	var ps problems
-	var results []Result
-	in := newInterner()
-	err := decodeArray(r, KindResult, limit, func(i int, raw json.RawMessage) {
-		o := parseObject(raw, KindResult, i, resultFields, &ps, in)
-		if o == nil {
+	results := []Result{}
+	err := decodeResultStream(r, limit, &ps, func(i int, v1 *Result, v2 *ResultV2) {
+		if v2 != nil {
+			ps.add(KindResult, i, v2.ID, "is a v2 result (it has no \"abstained\"); this reader takes v1 results only")
 			return
 		}
-		results = append(results, Result{
-			ID:           o.str("id", true),
-			RetrievedIDs: o.strs("retrieved_ids"),
-			CitedIDs:     o.strs("cited_ids"),
-			Abstained:    o.boolean("abstained"),
-		})
+		results = append(results, *v1)
 	})
+	if err == nil {
+		err = ps.err()
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := ps.err(); err != nil {
-		return nil, err
-	}
-	return nonNilList(results), nil
+	return results, nil
 }
 
-func nonNilList[T any](s []T) []T {
-	if s == nil {
-		return []T{}
+// ReadCases streams a JSON array of cases, v1 and v2 alike (told apart per
+// case: a v2 case has "expected"), into the session. It returns the
+// decoding problems — malformed JSON, unknown, duplicate or missing fields,
+// wrong types — as a *ValidationError; semantic problems surface at Finish.
+func (s *Session) ReadCases(r io.Reader) error {
+	var ps problems
+	err := decodeCaseStream(r, MaxInputBytes, false, &ps, func(i int, v1 *Case, v2 *CaseV2) {
+		if v1 != nil {
+			s.AddCaseV1(*v1)
+		} else {
+			s.AddCase(*v2)
+		}
+	})
+	if err != nil {
+		return err
 	}
-	return s
+	return ps.err()
 }
 
-// caseFields and resultFields list the accepted keys; the value says whether
-// the key is required. Matching is exact (encoding/json alone would accept
-// "ID" or "Must_Abstain" case-insensitively).
-var (
-	caseFields = map[string]bool{
-		"id": true, "persona": false, "question": true,
-		"relevant_ids": true, "allowed_ids": true, "must_abstain": true,
+// ReadResults streams a JSON array of results, v1 and v2 alike (a v1 result
+// has "abstained"), scoring each as it arrives. Errors as ReadCases.
+func (s *Session) ReadResults(r io.Reader) error {
+	var ps problems
+	err := decodeResultStream(r, MaxInputBytes, &ps, func(i int, v1 *Result, v2 *ResultV2) {
+		if v1 != nil {
+			s.AddResult(v1.V2())
+		} else {
+			s.AddResult(*v2)
+		}
+	})
+	if err != nil {
+		return err
 	}
-	resultFields = map[string]bool{
-		"id": true, "retrieved_ids": true, "cited_ids": true, "abstained": true,
-	}
-)
+	return ps.err()
+}
 
 // errInputTooLarge is returned by capReader past its cap.
 var errInputTooLarge = errors.New("input too large")
@@ -136,43 +133,266 @@ func (c *capReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// decodeArray reads exactly one top-level JSON array, handing each raw
-// element to each in order, one at a time, so only the decoded values stay
-// in memory. A second value after the array is rejected: a concatenated or
-// half-written export should not be half-read.
-func decodeArray(r io.Reader, kind Kind, limit int64, each func(i int, raw json.RawMessage)) error {
-	dec := json.NewDecoder(&capReader{r: r, max: limit})
-	// elem is the index of the element being decoded, -1 between elements.
-	malformed := func(err error, elem int) error {
-		if errors.Is(err, errInputTooLarge) {
-			return inputError("%s list is larger than the limit of %s for an input file", kind, byteSize(limit))
-		}
-		return inputError("malformed JSON in %s list: %s", kind, describeJSONError(err, kind, elem, dec))
-	}
-	tok, err := dec.Token()
+// arrayDecoder walks one top-level JSON array element by element. Element
+// problems are collected (with the element's ID once known); malformed JSON
+// stops decoding and is returned.
+type arrayDecoder struct {
+	s     *scanner
+	kind  Kind
+	limit int64
+	ps    *problems
+	in    interner
+	// The element being decoded.
+	index int
+	start int64
+	msgs  []string
+}
+
+func newArrayDecoder(r io.Reader, kind Kind, limit int64, ps *problems) *arrayDecoder {
+	return &arrayDecoder{s: newScanner(&capReader{r: r, max: limit}), kind: kind, limit: limit, ps: ps, in: interner{}, index: -1}
+}
+
+// run decodes the array, calling elem for each element that is an object.
+func (d *arrayDecoder) run(elem func() error) error {
+	c, err := d.s.peek()
 	if err != nil {
-		return malformed(err, -1)
+		return d.malformed(err)
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return inputError("%s list must be a JSON array, got %s", kind, tokenKind(tok))
-	}
-	for i := 0; dec.More(); i++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return malformed(err, i)
+	if c != '[' {
+		k, err := d.s.kind()
+		if err != nil {
+			return d.malformed(err)
 		}
-		each(i, raw)
+		return inputError("%s list must be a JSON array, got %s", d.kind, k)
 	}
-	if _, err := dec.Token(); err != nil {
-		return malformed(err, -1)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		if errors.Is(err, errInputTooLarge) {
-			return malformed(err, -1)
+	d.s.pos++
+	for first := true; ; first = false {
+		ok, err := d.s.more(']', first)
+		if err != nil {
+			return d.malformed(err)
 		}
-		return inputError("malformed JSON in %s list: unexpected data after the top-level array", kind)
+		if !ok {
+			break
+		}
+		d.index++
+		d.start = d.s.offset()
+		if c, _ := d.s.peek(); c != '{' {
+			k, err := d.s.kind()
+			if err == nil {
+				err = d.s.skip()
+			}
+			if err != nil {
+				return d.malformed(err)
+			}
+			d.ps.add(d.kind, d.index, "", "must be a JSON object, got %s", k)
+			continue
+		}
+		if err := elem(); err != nil {
+			return d.malformed(err)
+		}
+	}
+	d.index = -1
+	if _, err := d.s.peek(); err == nil {
+		return inputError("malformed JSON in %s list: unexpected data after the top-level array", d.kind)
+	} else if !errors.Is(err, errEOF) {
+		return d.malformed(err)
 	}
 	return nil
+}
+
+// malformed describes a fatal decoding error, locating it.
+func (d *arrayDecoder) malformed(err error) error {
+	if errors.Is(err, errInputTooLarge) {
+		return inputError("%s list is larger than the limit of %s for an input file", d.kind, byteSize(d.limit))
+	}
+	var syn *errSyntax
+	if errors.As(err, &syn) && d.index >= 0 {
+		return inputError("malformed JSON in %s list: %s (in %s #%d, which starts at byte %d)", d.kind, syn.msg, d.kind, d.index+1, d.start)
+	}
+	return inputError("malformed JSON in %s list: %v", d.kind, err)
+}
+
+// problem records a problem of the current element; flush names its ID.
+func (d *arrayDecoder) problem(format string, args ...any) {
+	d.msgs = append(d.msgs, fmt.Sprintf(format, args...))
+}
+
+func (d *arrayDecoder) flush(id string) {
+	for _, m := range d.msgs {
+		*d.ps = append(*d.ps, Problem{Kind: d.kind, Index: d.index, ID: id, Message: m})
+	}
+	d.msgs = d.msgs[:0]
+}
+
+// object walks the members of one object, calling field for each key; it
+// reports duplicate keys. The key slice is valid only during the call.
+func (d *arrayDecoder) object(field func(key []byte) error) error {
+	if err := d.s.consume('{'); err != nil {
+		return err
+	}
+	var seen [][]byte
+	for first := true; ; first = false {
+		ok, err := d.s.more('}', first)
+		if err != nil || !ok {
+			return err
+		}
+		key, err := d.s.str()
+		if err != nil {
+			return err
+		}
+		// Copy: the next read reuses the buffer. Objects have few keys.
+		k := append([]byte(nil), key...)
+		if slices.ContainsFunc(seen, func(s []byte) bool { return string(s) == string(k) }) {
+			d.problem("duplicate field %q", k)
+		}
+		seen = append(seen, k)
+		if err := d.s.consume(':'); err != nil {
+			return err
+		}
+		if err := field(k); err != nil {
+			return err
+		}
+	}
+}
+
+// unknown records an unknown field and skips its value.
+func (d *arrayDecoder) unknown(key []byte, why string) error {
+	d.problem("unknown field %q%s", key, why)
+	return d.s.skip()
+}
+
+// wrongType records a type problem and skips the value.
+func (d *arrayDecoder) wrongType(field, want string) error {
+	k, err := d.s.kind()
+	if err != nil {
+		return err
+	}
+	d.problem("field %q must be %s, got %s", field, want, k)
+	return d.s.skip()
+}
+
+// str reads a string field; intern shares repeated values.
+func (d *arrayDecoder) str(field string, intern bool) (string, error) {
+	if c, err := d.s.peek(); err != nil || c != '"' {
+		if err != nil {
+			return "", err
+		}
+		return "", d.wrongType(field, "a string")
+	}
+	b, err := d.s.str()
+	if err != nil {
+		return "", err
+	}
+	if intern {
+		return d.in.intern(b), nil
+	}
+	return string(b), nil
+}
+
+// strs reads a list of strings. null is rejected rather than read as an
+// empty list: "no evidence" must be written as []. The result is non-nil
+// when the value was an array of strings.
+func (d *arrayDecoder) strs(field string) ([]string, error) {
+	if c, err := d.s.peek(); err != nil || c != '[' {
+		if err != nil {
+			return nil, err
+		}
+		return nil, d.wrongType(field, "an array of strings")
+	}
+	d.s.pos++
+	out := []string{}
+	for i, first := 0, true; ; i, first = i+1, false {
+		ok, err := d.s.more(']', first)
+		if err != nil || !ok {
+			return out, err
+		}
+		c, err := d.s.peek()
+		if err != nil {
+			return nil, err
+		}
+		if c != '"' {
+			k, err := d.s.kind()
+			if err != nil {
+				return nil, err
+			}
+			d.problem("field %q must be an array of strings, got %s at index %d", field, k, i)
+			// Skip the rest of the array.
+			if err := d.s.skip(); err != nil {
+				return nil, err
+			}
+			for {
+				ok, err := d.s.more(']', false)
+				if err != nil || !ok {
+					return nil, err
+				}
+				if err := d.s.skip(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		b, err := d.s.str()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d.in.intern(b))
+	}
+}
+
+// sets reads a list of lists of strings (required_any_of).
+func (d *arrayDecoder) sets(field string) ([][]string, error) {
+	if c, err := d.s.peek(); err != nil || c != '[' {
+		if err != nil {
+			return nil, err
+		}
+		return nil, d.wrongType(field, "an array of arrays of strings")
+	}
+	d.s.pos++
+	out := [][]string{}
+	for i, first := 0, true; ; i, first = i+1, false {
+		ok, err := d.s.more(']', first)
+		if err != nil || !ok {
+			return out, err
+		}
+		set, err := d.strs(fmt.Sprintf("%s[%d]", field, i))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, set)
+	}
+}
+
+// boolean reads a boolean field; "yes", 1 and null are all rejected.
+func (d *arrayDecoder) boolean(field string) (bool, error) {
+	if c, err := d.s.peek(); err != nil || (c != 't' && c != 'f') {
+		if err != nil {
+			return false, err
+		}
+		return false, d.wrongType(field, "a boolean")
+	}
+	w, err := d.s.literal()
+	return w == "true", err
+}
+
+// number reads a number field; nil when it was not a number.
+func (d *arrayDecoder) number(field string) (*float64, error) {
+	if c, err := d.s.peek(); err != nil || !(c == '-' || (c >= '0' && c <= '9')) {
+		if err != nil {
+			return nil, err
+		}
+		return nil, d.wrongType(field, "a number")
+	}
+	v, err := d.s.number()
+	return &v, err
+}
+
+// required records the required fields an element lacks, in sorted order.
+func (d *arrayDecoder) required(present map[string]bool, names ...string) {
+	slices.Sort(names)
+	for _, n := range names {
+		if !present[n] {
+			d.problem("missing required field %q", n)
+		}
+	}
 }
 
 // byteSize renders a limit in MiB when it is a whole number of them.
@@ -183,165 +403,10 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// tokenKind names the JSON type of a first token for error messages.
-func tokenKind(tok json.Token) string {
-	switch t := tok.(type) {
-	case json.Delim:
-		if t == '{' {
-			return "an object"
-		}
-		return fmt.Sprintf("%q", string(t))
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case nil:
-		return "null"
-	default:
-		return "a number"
-	}
-}
-
 func inputError(format string, args ...any) error {
 	var ps problems
 	ps.add(KindInput, -1, "", format, args...)
 	return ps.err()
-}
-
-// describeJSONError locates a syntax error so a broken export can be
-// found: the decoder's own errors (a missing comma, a bad first token)
-// carry their offset in the input; an error inside an element names the
-// element and where it starts, because encoding/json counts that offset
-// from no fixed point.
-func describeJSONError(err error, kind Kind, elem int, dec *json.Decoder) string {
-	var syn *json.SyntaxError
-	switch {
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		return "unexpected end of input"
-	case !errors.As(err, &syn):
-		return err.Error()
-	case elem < 0 || strings.Contains(syn.Error(), "after array element"):
-		return fmt.Sprintf("%v (at byte %d)", syn, syn.Offset)
-	default:
-		// A failed Decode leaves the decoder where the element starts.
-		return fmt.Sprintf("%v (in %s #%d, which starts at byte %d)", syn, kind, elem+1, dec.InputOffset())
-	}
-}
-
-// object is one decoded JSON object whose fields are type-checked on access;
-// type problems are recorded against the element, naming its ID when the ID
-// itself is usable.
-type object struct {
-	fields map[string]json.RawMessage
-	kind   Kind
-	index  int
-	id     string
-	ps     *problems
-	in     *interner
-}
-
-// parseObject splits raw into its keys, rejecting non-objects, duplicate and
-// unknown keys, and missing required keys. It returns nil when raw is not an
-// object at all; otherwise field accessors record any further problems.
-func parseObject(raw json.RawMessage, kind Kind, index int, allowed map[string]bool, ps *problems, in *interner) *object {
-	fields, dup, err := splitKeys(raw)
-	if err != nil {
-		ps.add(kind, index, "", "must be a JSON object, got %s", jsonKind(raw))
-		return nil
-	}
-	o := &object{fields: fields, kind: kind, index: index, ps: ps, in: in}
-	// Resolve the ID first so every later message can name the case.
-	if v, ok := fields["id"]; ok {
-		var id string
-		if json.Unmarshal(v, &id) == nil {
-			o.id = id
-		}
-	}
-	if dup != "" {
-		o.problem("duplicate field %q", dup)
-	}
-	// Sorted so problems come out in the same order on every run.
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if _, ok := allowed[k]; !ok {
-			o.problem("unknown field %q", k)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(allowed)) {
-		if _, ok := fields[k]; allowed[k] && !ok {
-			o.problem("missing required field %q", k)
-		}
-	}
-	return o
-}
-
-// splitKeys returns the top-level members of a JSON object and the first
-// duplicated key, if any (encoding/json would silently keep the last one).
-func splitKeys(raw json.RawMessage) (map[string]json.RawMessage, string, error) {
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, "", errors.New("not an object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil {
-		return nil, "", err
-	}
-	fields := map[string]json.RawMessage{}
-	dup := ""
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, "", err
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, "", err
-		}
-		if _, seen := fields[key]; seen && dup == "" {
-			dup = key
-		}
-		fields[key] = v
-	}
-	return fields, dup, nil
-}
-
-func (o *object) problem(format string, args ...any) {
-	o.ps.add(o.kind, o.index, o.id, format, args...)
-}
-
-// str returns a string field; an absent optional field is "". A missing
-// required field was already reported by parseObject.
-func (o *object) str(key string, required bool) string {
-	v, ok := o.fields[key]
-	if !ok {
-		return ""
-	}
-	var s string
-	if v[0] != '"' || json.Unmarshal(v, &s) != nil {
-		o.problem("field %q must be a string, got %s", key, jsonKind(v))
-		return ""
-	}
-	if required && s == "" {
-		o.problem("field %q must not be empty", key)
-	}
-	return s
-}
-
-// strs returns a list-of-strings field. null is rejected rather than read as
-// an empty list: "no evidence" must be written as [].
-func (o *object) strs(key string) []string {
-	v, ok := o.fields[key]
-	if !ok {
-		return nil
-	}
-	var out []string
-	if v[0] != '[' || json.Unmarshal(v, &out) != nil {
-		o.problem("field %q must be an array of strings, got %s", key, describeArray(v))
-		return nil
-	}
-	for i, s := range out {
-		out[i] = o.in.intern(s)
-	}
-	return out
 }
 
 // interner shares one copy of each repeated string. Evidence IDs and
@@ -352,69 +417,35 @@ type interner map[string]string
 
 const maxInterned = 1 << 20
 
-func newInterner() *interner {
-	in := interner{}
-	return &in
-}
-
-func (in *interner) intern(s string) string {
-	if c, ok := (*in)[s]; ok {
+// intern returns a shared copy of b; the lookup does not allocate.
+func (in interner) intern(b []byte) string {
+	if c, ok := in[string(b)]; ok {
 		return c
 	}
-	if len(*in) < maxInterned {
-		(*in)[s] = s
+	s := string(b)
+	if len(in) < maxInterned {
+		in[s] = s
 	}
 	return s
 }
 
-// boolean returns a boolean field; "yes", 1 and null are all rejected.
-func (o *object) boolean(key string) bool {
-	v, ok := o.fields[key]
-	if !ok {
-		return false
-	}
-	var b bool
-	if (v[0] != 't' && v[0] != 'f') || json.Unmarshal(v, &b) != nil {
-		o.problem("field %q must be a boolean, got %s", key, jsonKind(v))
-		return false
-	}
-	return b
-}
-
-// jsonKind names the JSON type of a raw value for error messages.
-func jsonKind(v json.RawMessage) string {
-	v = bytes.TrimSpace(v)
-	if len(v) == 0 {
-		return "nothing"
-	}
-	switch v[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
-}
-
-// describeArray explains why a value is not an array of strings.
-func describeArray(v json.RawMessage) string {
-	if v[0] != '[' {
-		return jsonKind(v)
-	}
-	var elems []json.RawMessage
-	if json.Unmarshal(v, &elems) == nil {
-		for i, e := range elems {
-			if len(e) == 0 || e[0] != '"' {
-				return fmt.Sprintf("%s at index %d", jsonKind(e), i)
-			}
+// DecodeCasesV2 strictly decodes a JSON array of cases, v1 or v2 per case,
+// mapping v1 cases onto the v2 model. Errors are *ValidationError.
+func DecodeCasesV2(r io.Reader) ([]CaseV2, error) {
+	var ps problems
+	cases := []CaseV2{}
+	err := decodeCaseStream(r, MaxInputBytes, true, &ps, func(i int, v1 *Case, v2 *CaseV2) {
+		if v1 != nil {
+			cases = append(cases, v1.V2())
+			return
 		}
+		cases = append(cases, *v2)
+	})
+	if err == nil {
+		err = ps.err()
 	}
-	return "an invalid array"
+	if err != nil {
+		return nil, err
+	}
+	return cases, nil
 }

@@ -21,3 +21,10 @@ func distinct(ids []string) []string {
 	}
 	return out
 }
+
+func nonNilList[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
