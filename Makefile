@@ -87,11 +87,23 @@ bench: ## Run the benchmarks once and print their figures (several minutes; the 
 	$(GO) test ./internal/scoring/ -run '^$$' -bench BenchmarkEvaluateMillion -benchtime 1x -timeout 30m
 	$(GO) test ./cmd/ragcanary/ -run '^$$' -bench BenchmarkEvalCLIMillion -benchtime 1x -timeout 30m
 	$(GO) test ./internal/suite/ -run '^$$' -bench BenchmarkLiveSuite10k -benchtime 1x -timeout 10m
+	$(MAKE) --no-print-directory bench-eval
 	$(GO) test ./internal/probe/ -run '^$$' -bench BenchmarkProbeSchedules -benchtime 1x -timeout 20m
 
 .PHONY: bench-canaries
 bench-canaries: envtest-assets ## Benchmark 1,000 active canaries (5 s probe interval) against ragtarget: RSS, CPU, lag, writes.
 	$(GO) run ./hack/bench/canaries --canaries 1000 --for 3m
+
+# make bench-eval BENCH_EVAL_ARGS='--cases 200000 --formats v1 --runs 1' for a quick look.
+BENCH_EVAL_ARGS ?= --cases 200000,1000000 --formats v1,v2 --runs 3
+
+.PHONY: bench-eval
+bench-eval: python-tools ## ragcanary eval vs a plain-Python baseline (hack/bench/eval) on 200,000 and 1,000,000 cases, v1 and v2: wall, peak RSS, ratios (~5 min idle; exits 1 if they disagree).
+	$(GO) run ./hack/bench/eval $(BENCH_EVAL_ARGS)
+
+.PHONY: python-tools
+python-tools: ## Install Debian's python3 for the eval benchmark's baseline, if missing (needs root or sudo).
+	hack/bench/eval/install-python.sh
 
 ##@ Build
 
