@@ -22,6 +22,9 @@ import (
 const (
 	handleSecretKey  = "handle"
 	payloadSecretKey = "payload"
+	// updatedPayloadSecretKey holds a content-freshness run's second
+	// payload, the one the revocation step writes over the first.
+	updatedPayloadSecretKey = "updatedPayload"
 	// legacyTokenSecretKey is the single key written by builds before the
 	// handle and the payload were split.
 	legacyTokenSecretKey = "token"
@@ -31,6 +34,8 @@ const (
 const (
 	handlePrefix  = "rcanary"
 	payloadPrefix = "rcpayload"
+	// updatedPrefix starts the second payload; no prefix is part of another.
+	updatedPrefix = "rcupdated"
 )
 
 // canaryToken is the pair of secrets a run plants in its document. Probes
@@ -40,11 +45,13 @@ const (
 type canaryToken struct {
 	Handle  string
 	Payload string
+	// Updated is a content-freshness run's second payload; empty otherwise.
+	Updated string
 }
 
 // target is what the run's probes look for.
 func (t canaryToken) target(documentID string) probe.Target {
-	return probe.Target{DocumentID: documentID, Handle: t.Handle, Payload: t.Payload}
+	return probe.Target{DocumentID: documentID, Handle: t.Handle, Payload: t.Payload, UpdatedPayload: t.Updated}
 }
 
 // newToken draws a handle and a payload of 128 random bits each, lower-case
@@ -104,10 +111,17 @@ func (r *CanaryRunReconciler) ensureToken(ctx context.Context, run *v1alpha1.Can
 	if t, err = newToken(); err != nil {
 		return canaryToken{}, "", err
 	}
+	data := map[string][]byte{handleSecretKey: []byte(t.Handle), payloadSecretKey: []byte(t.Payload)}
+	if isContentRun(run) {
+		if t.Updated, err = randomTerm(updatedPrefix); err != nil {
+			return canaryToken{}, "", err
+		}
+		data[updatedPayloadSecretKey] = []byte(t.Updated)
+	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: run.Status.TokenSecretName},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{handleSecretKey: []byte(t.Handle), payloadSecretKey: []byte(t.Payload)},
+		Data:       data,
 	}
 	if err := controllerutil.SetControllerReference(run, secret, r.Scheme()); err != nil {
 		return canaryToken{}, "", err
@@ -135,6 +149,11 @@ func (r *CanaryRunReconciler) readToken(ctx context.Context, run *v1alpha1.Canar
 	t, missing := tokenFromSecret(secret.Data)
 	if missing != "" {
 		return canaryToken{}, fmt.Sprintf("Secret %q has no canary %s", key.Name, missing), nil
+	}
+	if isContentRun(run) {
+		if t.Updated = string(secret.Data[updatedPayloadSecretKey]); t.Updated == "" {
+			return canaryToken{}, fmt.Sprintf("Secret %q has no canary updated payload", key.Name), nil
+		}
 	}
 	return t, "", nil
 }

@@ -1,0 +1,118 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/cli"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/measure"
+)
+
+// Content-freshness canaries (revocation method UpdateContent): instead of
+// taking access away, the revocation step replaces the canary document's
+// body with a second payload, drawn at planting and kept in the run's
+// Secret like the first. The persona keeps its grant; exclusion probes then
+// measure when the old payload is gone and when the new one is visible
+// (measure.RecordContent).
+
+// isContentRun reports whether the run is a content-freshness canary.
+func isContentRun(run *v1alpha1.CanaryRun) bool {
+	return revocationMethod(run) == v1alpha1.RevokeUpdateContent
+}
+
+// revokeBy sends the run's revocation. For UpdateContent it is the
+// replaced document, which needs the run's second payload; every other
+// method is revokeCanary's.
+func (r *CanaryRunReconciler) revokeBy(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string) error {
+	if !isContentRun(run) {
+		return revokeCanary(ctx, d, run, subject)
+	}
+	token, problem, err := r.readToken(ctx, run)
+	if err != nil {
+		return err
+	}
+	if problem != "" || token.Updated == "" {
+		// The Secret was written with the updated payload at planting;
+		// without it the update cannot be sent. Retried until the deadline.
+		return fmt.Errorf("the run's token Secret has no updated payload: %s", problem)
+	}
+	return d.CreateDocument(ctx, updatedDocument(run, token, subject))
+}
+
+// updatedDocument is the canary document with its payload replaced. The
+// handle stays, so probes keep finding the document; the principals are
+// the persona's grant, so replacing the document (CreateDocument replaces
+// it with the access list sent) leaves access exactly as shared.
+func updatedDocument(run *v1alpha1.CanaryRun, t canaryToken, subject string) driver.Document {
+	return driver.Document{
+		ID:         run.Status.DocumentID,
+		Title:      "ragcanary revocation canary",
+		Body:       "This document is a ragcanary revocation canary. Its handle is " + t.Handle + " and its payload is " + t.Updated,
+		Principals: []string{subject},
+	}
+}
+
+// runSLO is the objective each of the run's surfaces is judged by: the
+// content-freshness SLO for a content-freshness run, else the exclusion SLO.
+func runSLO(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus) func(v1alpha1.Surface) time.Duration {
+	if isContentRun(run) {
+		return func(s v1alpha1.Surface) time.Duration {
+			slo, _ := measure.ContentFreshnessSLO(&run.Spec.CanarySpec, corpus, s)
+			return slo
+		}
+	}
+	return func(s v1alpha1.Surface) time.Duration { return exclusionSLO(run, corpus, s) }
+}
+
+// finalizeSurfaces is the measurements as the verdict judges them: bounds
+// of the old content (or the revoked token) and of the new content.
+func finalizeSurfaces(run *v1alpha1.CanaryRun, surfaces []v1alpha1.SurfaceMeasurement, rev measure.Revocation) []v1alpha1.SurfaceMeasurement {
+	final := make([]v1alpha1.SurfaceMeasurement, 0, len(surfaces))
+	for i := range surfaces {
+		m := *surfaces[i].DeepCopy()
+		measure.Finalize(&m, rev, exclusionTimeout(run))
+		measure.FinalizeContent(&m, rev)
+		final = append(final, m)
+	}
+	return final
+}
+
+// contentFreshnessText is the run's time until every surface served only
+// the new content, rounded outwards ("?" when a surface established
+// nothing); "" for a run without a content measurement.
+func contentFreshnessText(st *v1alpha1.CanaryRunStatus) string {
+	content := false
+	var all []*v1alpha1.ExclusionBounds
+	for i := range st.Surfaces {
+		content = content || st.Surfaces[i].NewContent != nil
+		all = append(all, measure.Freshness(&st.Surfaces[i]))
+	}
+	if !content {
+		return ""
+	}
+	return cli.Interval(measure.Later(all...))
+}
+
+// contentFreshnessSummary is, per surface, what a canary's lastRun keeps of
+// a content-freshness run.
+func contentFreshnessSummary(run *v1alpha1.CanaryRun) []v1alpha1.SurfaceBounds {
+	var out []v1alpha1.SurfaceBounds
+	for i := range run.Status.Surfaces {
+		m := &run.Status.Surfaces[i]
+		if m.NewContent == nil {
+			continue
+		}
+		out = append(out, v1alpha1.SurfaceBounds{Surface: m.Surface, Bounds: measure.Freshness(m)})
+	}
+	return out
+}
+
+// newContentSeen reports whether a content-freshness surface has shown the
+// new content: its first sighting cannot be observed again, so status
+// must hold it at once (persistNow).
+func newContentSeen(m *v1alpha1.SurfaceMeasurement) bool {
+	return m.NewContent != nil && m.NewContent.Visible
+}
