@@ -63,6 +63,8 @@ type testOperator struct {
 	// synced is when the operator's cache finished its initial sync: from
 	// then on it reconciles, so time before it is operator start-up.
 	synced time.Time
+	// probes is its probe engine, for tests that count probe rounds.
+	probes *probe.Engine
 }
 
 func startTestOperator(t *testing.T, cfg *rest.Config, heartbeat time.Duration) *testOperator {
@@ -89,7 +91,7 @@ func startTestOperator(t *testing.T, cfg *rest.Config, heartbeat time.Duration) 
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	op := &testOperator{cancel: cancel, done: make(chan struct{})}
+	op := &testOperator{cancel: cancel, done: make(chan struct{}), probes: engine}
 	go func() {
 		defer close(op.done)
 		if err := mgr.Start(ctx); err != nil {

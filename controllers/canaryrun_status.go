@@ -213,3 +213,32 @@ func revocationMethod(run *v1alpha1.CanaryRun) v1alpha1.RevocationMethod {
 	}
 	return v1alpha1.RevokeRemoveGrant
 }
+
+// persistNow reports whether probing changed a surface measurement in a
+// way a restarted operator could not observe again, so status must hold it
+// before anything acts on it:
+//   - exclusion confirmed or undone;
+//   - a reappearance (a replica or cache served the revoked token again);
+//   - the last valid reply flipped between Present and Absent: the first
+//     negative of a streak fixes the lower bound (the last positive before
+//     it), and a restart that then finds only probe errors must know what
+//     was seen last;
+//   - the first sighting after the revocation, without which the lower
+//     bound would be 0.
+//
+// Probe counts and a later sighting of a token that is still visible are
+// not among them: losing them to a restart only widens the interval, so
+// they wait for the heartbeat.
+func persistNow(persisted, cur []v1alpha1.SurfaceMeasurement) bool {
+	if len(persisted) != len(cur) {
+		return true
+	}
+	for i := range cur {
+		old, m := &persisted[i], &cur[i]
+		if old.Surface != m.Surface || old.Excluded != m.Excluded || old.Reappearances != m.Reappearances ||
+			old.LastReply != m.LastReply || (old.LastPositiveStart == nil) != (m.LastPositiveStart == nil) {
+			return true
+		}
+	}
+	return false
+}

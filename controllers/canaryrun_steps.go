@@ -282,10 +282,11 @@ func revokeCanary(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun,
 	}
 }
 
-// awaitExclusion (AwaitingExclusion) persists probe results on transitions
-// and heartbeats until every surface confirmed exclusion or the exclusion
-// timeout passes; then the verdict is decided and persisted together with
-// the measurements before CleaningUp starts.
+// awaitExclusion (AwaitingExclusion) persists what probing learned that
+// cannot be re-observed when it changes, and counters on the heartbeat
+// (recordExclusionProgress), until every surface confirmed exclusion or
+// the exclusion timeout passes; then the verdict is decided and persisted
+// together with the measurements before CleaningUp starts.
 func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	run := rc.run
 	ack := run.Status.RevokeAcknowledgedTime
@@ -306,7 +307,8 @@ func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (c
 		return res, err
 	}
 	snap := st.Snapshot()
-	r.recordProbing(rc, snap)
+	// Control counts are counters: they wait for the heartbeat below.
+	r.recordViolations(rc, snap.IsolationViolations)
 	if measure.AllExcluded(snap.Surfaces) {
 		// Stop first, so rounds after this snapshot (a control sighting in
 		// the last round) are part of the verdict.
@@ -321,13 +323,7 @@ func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (c
 		}
 		return r.decideExclusion(ctx, rc, snap.Surfaces, rc.deps)
 	}
-	due, next := r.heartbeatDue(rc)
-	if due || excludedChanged(run.Status.Surfaces, snap.Surfaces) {
-		run.Status.Surfaces = snap.Surfaces
-		run.Status.LastHeartbeatTime = &metav1.Time{Time: rc.now}
-		next = r.Heartbeat
-	}
-	return requeueBefore(rc.now, deadline, next), nil
+	return requeueBefore(rc.now, deadline, r.recordExclusionProgress(rc, snap)), nil
 }
 
 // finalSnapshot stops the exclusion loop and returns its complete state,
@@ -340,18 +336,6 @@ func (r *CanaryRunReconciler) finalSnapshot(rc *runCtx) (probe.Snapshot, bool) {
 	snap := st.Snapshot()
 	r.recordProbing(rc, snap)
 	return snap, snap.Stage == probe.StageExclusion
-}
-
-func excludedChanged(old, cur []v1alpha1.SurfaceMeasurement) bool {
-	if len(old) != len(cur) {
-		return true
-	}
-	for i := range cur {
-		if old[i].Excluded != cur[i].Excluded {
-			return true
-		}
-	}
-	return false
 }
 
 // decideExclusion finalizes the measurements, decides the verdict and

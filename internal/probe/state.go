@@ -152,8 +152,8 @@ type result struct {
 // change says what applying a round changed, for notifications and metrics.
 type change struct {
 	// transition is true when the controller should persist promptly:
-	// all surfaces became visible, exclusion was confirmed or undone, or a
-	// control persona saw the token.
+	// all surfaces became visible, exclusion was confirmed or undone, the
+	// last valid reply flipped, or a control persona saw the token.
 	transition    bool
 	violations    int
 	reappearances []v1alpha1.Surface
@@ -229,7 +229,7 @@ func (s *State) applyExclusion(r result, ch change) change {
 		if m.Surface != r.surface {
 			continue
 		}
-		excluded, reappear := m.Excluded, m.Reappearances
+		excluded, reappear, reply := m.Excluded, m.Reappearances, m.LastReply
 		seenNew := m.NewContent != nil && m.NewContent.Visible
 		if r.content {
 			measure.RecordContent(m, r.outcome, r.fresh, r.start, r.end, s.confirmations)
@@ -243,7 +243,9 @@ func (s *State) applyExclusion(r result, ch change) change {
 		if m.Reappearances > reappear {
 			ch.reappearances = append(ch.reappearances, m.Surface)
 		}
-		if m.Excluded != excluded {
+		// A flipped reply (the first sighting, the first negative of a
+		// streak, a reappearance) is what the controller persists at once.
+		if m.Excluded != excluded || m.Reappearances > reappear || m.LastReply != reply {
 			ch.transition = true
 		}
 	}

@@ -1,0 +1,140 @@
+package controllers
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/ragtarget"
+)
+
+// TestPersistNow is the rule deciding which probe results are written at
+// once and which wait for the heartbeat.
+func TestPersistNow(t *testing.T) {
+	at := func(s int) *metav1.MicroTime { return &metav1.MicroTime{Time: time.Unix(1_700_000_000+int64(s), 0)} }
+	visible := v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceSearch, LastReply: "Present", LastPositiveStart: at(1),
+		Probes: v1alpha1.ProbeCounts{Positive: 1}}
+	with := func(edit func(*v1alpha1.SurfaceMeasurement)) []v1alpha1.SurfaceMeasurement {
+		m := *visible.DeepCopy()
+		edit(&m)
+		return []v1alpha1.SurfaceMeasurement{m}
+	}
+	never := []v1alpha1.SurfaceMeasurement{{Surface: v1alpha1.SurfaceSearch}}
+	cases := []struct {
+		name string
+		// persisted is what status holds; visible when nil.
+		persisted []v1alpha1.SurfaceMeasurement
+		// cur is the probe loop's measurement.
+		cur  []v1alpha1.SurfaceMeasurement
+		want bool
+	}{
+		{"nothing changed", nil, with(func(*v1alpha1.SurfaceMeasurement) {}), false},
+		{"counters only", nil, with(func(m *v1alpha1.SurfaceMeasurement) { m.Probes.Positive, m.Probes.Errors = 9, 3 }), false},
+		{"a later sighting of a token still visible", nil, with(func(m *v1alpha1.SurfaceMeasurement) { m.LastPositiveStart = at(40) }), false},
+		{"first negative of a streak", nil, with(func(m *v1alpha1.SurfaceMeasurement) {
+			m.LastReply, m.NegativeStreak, m.FirstNegativeEnd = "Absent", 1, at(41)
+		}), true},
+		{"exclusion confirmed", nil, with(func(m *v1alpha1.SurfaceMeasurement) { m.Excluded = true }), true},
+		{"a reappearance", nil, with(func(m *v1alpha1.SurfaceMeasurement) { m.Reappearances = 1 }), true},
+		{"first sighting after the revocation", never, with(func(m *v1alpha1.SurfaceMeasurement) {}), true},
+		{"a surface status does not hold yet", nil, append(with(func(*v1alpha1.SurfaceMeasurement) {}),
+			v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceAnswer}), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			persisted := tc.persisted
+			if persisted == nil {
+				persisted = []v1alpha1.SurfaceMeasurement{visible}
+			}
+			if got := persistNow(persisted, tc.cur); got != tc.want {
+				t.Errorf("persistNow = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestCanaryRunHeartbeatWritesOnChangeNotOnAClock runs an operator whose
+// heartbeat never comes due during the test, so every status write it makes
+// while probing is one persistNow asked for. While the revoked token stays
+// visible, probe rounds write nothing; the first negative is persisted at
+// once, with the last sighting before it, which is the exact lower bound.
+func TestCanaryRunHeartbeatWritesOnChangeNotOnAClock(t *testing.T) {
+	const (
+		interval = 200 * time.Millisecond // crRunSpec's probe interval
+		// slack absorbs scheduling on a loaded machine.
+		slack = time.Second
+	)
+	cfg, c := startOwnAPIServer(t)
+	tg := startCRTargetWith(t, ragtarget.Config{}, crTargetOptions{hold: true})
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "heartbeat-"}}
+	crCreateIn(t, c, nsObj)
+	ns := nsObj.Name
+	crFixtureIn(t, c, ns, tg)
+	run := crRunSpec(ns, 2*time.Minute, v1alpha1.SurfaceSearch)
+	// Not confirmed for 20 s (100 × 200ms): the streak stays open, so the test
+	// can look at status between the first negative and the verdict.
+	run.Spec.Probing.Confirmations = 100
+	crCreateIn(t, c, run)
+	op := startTestOperator(t, cfg, time.Hour)
+	key := types.NamespacedName{Namespace: ns, Name: run.Name}
+
+	var first *v1alpha1.CanaryRun
+	eventually(t, "the first sighting after the revocation persisted", func() error {
+		first = crGetIn(t, c, run)
+		if first.Status.Phase != v1alpha1.PhaseAwaitingExclusion || len(first.Status.Surfaces) == 0 ||
+			first.Status.Surfaces[0].LastPositiveStart == nil {
+			return fmt.Errorf("phase %q, surfaces %+v", first.Status.Phase, first.Status.Surfaces)
+		}
+		return nil
+	})
+	rounds := func() int64 {
+		st, ok := op.probes.State(key)
+		if !ok {
+			return 0
+		}
+		return st.Snapshot().Rounds
+	}
+	seenRounds := rounds()
+	eventually(t, "five more probe rounds", func() error {
+		if n := rounds(); n < seenRounds+5 {
+			return fmt.Errorf("%d rounds, want %d", n, seenRounds+5)
+		}
+		return nil
+	})
+	if got := crGetIn(t, c, run); got.ResourceVersion != first.ResourceVersion {
+		t.Errorf("status was written while nothing that cannot be re-observed changed: %+v", got.Status.Surfaces)
+	}
+
+	tg.release()
+	var after *v1alpha1.CanaryRun
+	eventually(t, "the first negative persisted", func() error {
+		after = crGetIn(t, c, run)
+		if m := after.Status.Surfaces[0]; m.LastReply != "Absent" || m.FirstNegativeEnd == nil {
+			return fmt.Errorf("lastReply %q, firstNegativeEnd %v", m.LastReply, m.FirstNegativeEnd)
+		}
+		return nil
+	})
+	op.stop()
+	s, e := tg.appliedRevocation()
+	m := after.Status.Surfaces[0]
+	lastSeen := m.LastPositiveStart.Time
+	t.Logf("last persisted sighting %s before the sync started; first negative ended %s after it ended",
+		s.Sub(lastSeen), m.FirstNegativeEnd.Sub(e))
+	if lastSeen.After(e) || s.Sub(lastSeen) > interval+slack {
+		t.Errorf("persisted last sighting %s, want within a probe round before the sync at [%s, %s]", lastSeen, s, e)
+	}
+	if !lastSeen.After(first.Status.Surfaces[0].LastPositiveStart.Time) {
+		t.Errorf("the last sighting was not refreshed with the first negative: still %s", lastSeen)
+	}
+	if m.FirstNegativeEnd.Time.Before(s) {
+		t.Errorf("first negative ended %s, before the revocation reached the index at %s", m.FirstNegativeEnd.Time, s)
+	}
+	if after.Status.Phase != v1alpha1.PhaseAwaitingExclusion || m.Excluded {
+		t.Errorf("phase %s, excluded %v: the streak should still be open", after.Status.Phase, m.Excluded)
+	}
+}
