@@ -293,3 +293,153 @@ func TestEvalInputSizeCap(t *testing.T) {
 		t.Errorf("usage does not state the %d MiB cap:\n%s", scoring.MaxInputBytes>>20, evalUsage)
 	}
 }
+
+// TestEvalV2Files: v2 cases (mixed with a v1 case) in JSON and YAML score
+// the same; a stale answer, a forbidden marker in a refusal and a wrong
+// status each fail their gate or show in their rate.
+func TestEvalV2Files(t *testing.T) {
+	for _, cases := range []string{td("cases_v2.json"), td("cases_v2.yaml")} {
+		code, stdout, stderr := runEvalCmd(cases, td("results_v2_pass.json"), "--max-stale-rate", "0", "--min-utility", "1")
+		if code != exitOK {
+			t.Fatalf("%s: exit = %d, want 0\n%s%s", cases, code, stdout, stderr)
+		}
+		// not_found is reported on its own, never pooled.
+		if !strings.Contains(stdout, "NOT_FOUND") || !strings.Contains(stdout, "1.000 (1/1)") {
+			t.Errorf("%s: no per-status table:\n%s", cases, stdout)
+		}
+	}
+	code, stdout, stderr := runEvalCmd("--format", "json", td("cases_v2.json"), td("results_v2_marker.json"), "--max-stale-rate", "0")
+	if code != exitFailed {
+		t.Fatalf("exit = %d, want 1\n%s", code, stderr)
+	}
+	var rep scoring.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	outcomes := map[string]scoring.Outcome{}
+	for _, c := range rep.Cases {
+		outcomes[c.ID] = c.Outcome
+	}
+	want := map[string]scoring.Outcome{"travel-current": scoring.OutcomeStale, "acquisitions": scoring.OutcomeDisclosure,
+		"approval": scoring.OutcomeSupported, "missing": scoring.OutcomeWrongStatus, "v1-style": scoring.OutcomeSupported}
+	if !reflect.DeepEqual(outcomes, want) {
+		t.Errorf("outcomes = %v, want %v", outcomes, want)
+	}
+	failed := map[string][]scoring.GateFailure{}
+	for _, g := range rep.Gates {
+		if !g.Passed {
+			failed[g.Name] = g.Failures
+		}
+	}
+	if f := failed[scoring.GateNoForbidden]; len(f) != 1 || f[0].Persona != "employee" || f[0].Stratum != "private" {
+		t.Errorf("no_forbidden failures = %+v, want employee/private", f)
+	}
+	if f := failed[scoring.GateMaxStaleRate]; len(f) != 2 || f[1].Stratum != "temporal" {
+		t.Errorf("max_stale_rate failures = %+v, want employee and employee/temporal", f)
+	}
+	if len(failed) != 2 {
+		t.Errorf("failed gates = %v, want no_forbidden and max_stale_rate", failed)
+	}
+}
+
+// TestEvalV2Invalid: semantic v2 errors exit 2 naming the case and field;
+// YAML duplicate keys are refused like JSON ones.
+func TestEvalV2Invalid(t *testing.T) {
+	code, stdout, stderr := runEvalCmd(td("cases_v2_invalid.json"), td("results_v2_pass.json"))
+	if code != exitInvalid || stdout != "" {
+		t.Fatalf("exit = %d, want 2 and no report; stdout %s", code, stdout)
+	}
+	for _, msg := range []string{
+		`case "bad-action": expected.action "abstain" is not one of`,
+		`case "bad-required": expected.required_evidence "b" is not in expected.allowed_evidence`,
+		`case "bad-time": as_of "next Tuesday" is not an RFC 3339 time`,
+	} {
+		if !strings.Contains(stderr, msg) {
+			t.Errorf("stderr does not contain %q:\n%s", msg, stderr)
+		}
+	}
+	code, _, stderr = runEvalCmd(td("cases_v2_duplicate_key.yaml"), td("results_v2_pass.json"))
+	if code != exitInvalid || !strings.Contains(stderr, "cases_v2_duplicate_key.yaml") || !strings.Contains(stderr, `"action"`) {
+		t.Errorf("duplicate YAML key: exit %d, stderr %s", code, stderr)
+	}
+}
+
+// TestEvalReplay: --replay rescores a frozen report with exit 0/1/2 like the
+// offline mode, and a CASES file applies a corrected annotation.
+func TestEvalReplay(t *testing.T) {
+	dir := t.TempDir()
+	cases, err := readCasesV2(td("cases_v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &scoring.Evidence{Cases: cases, Options: scoring.EvidenceOptions{K: 10},
+		Personas: []scoring.PersonaSnapshot{{Name: "employee", Subject: "user-123", Groups: []string{"employees"}}}}
+	for _, id := range []string{"travel-current", "acquisitions", "approval", "missing", "v1-style"} {
+		x := scoring.Execution{CaseID: id, Persona: "employee", RetrievedIDs: []string{}, CitedIDs: []string{}, Response: scoring.ActionBlock}
+		switch id {
+		case "travel-current":
+			x.RetrievedIDs, x.CitedIDs, x.Response = []string{"travel-policy-v3"}, []string{"travel-policy-v3"}, scoring.ActionAnswer
+		case "approval":
+			x.RetrievedIDs, x.CitedIDs, x.Response = []string{"b-approval"}, []string{"b-approval"}, scoring.ActionAnswer
+		case "missing":
+			x.Response = scoring.ActionNotFound
+		case "v1-style":
+			x.RetrievedIDs, x.CitedIDs, x.Response = []string{"hr-1"}, []string{"hr-1"}, scoring.ActionAnswer
+		}
+		ev.Executions = append(ev.Executions, x)
+	}
+	report := filepath.Join(dir, "report.json")
+	writeEvidenceFile(t, report, ev)
+	code, stdout, stderr := runEvalCmd("--replay", report)
+	if code != exitOK || !strings.Contains(stdout, "cases unchanged since the run") {
+		t.Fatalf("replay: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// Corrected annotation: "missing" should in fact have been a block.
+	cases[3].Expected.Action = scoring.ActionBlock
+	corrected := filepath.Join(dir, "corrected.json")
+	b, _ := json.Marshal(cases)
+	if err := os.WriteFile(corrected, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ = runEvalCmd("--replay", report, corrected, "--format", "json")
+	var rep scoring.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != exitOK {
+		t.Fatalf("replay corrected: exit %d, %v\n%s", code, err, stdout)
+	}
+	if !rep.Replay.CasesChanged || rep.Summary.Overall.RequiredBlock != 2 || rep.Summary.Overall.JustifiedBlocks != 2 ||
+		rep.Summary.Overall.CorrectAbstention[scoring.ActionNotFound].Denominator != 0 {
+		t.Errorf("corrected replay summary = %+v, replay %+v", rep.Summary.Overall, rep.Replay)
+	}
+	// A leak recorded in the run fails the replay; a broken report is invalid.
+	ev.Executions[1].RetrievedIDs = []string{"confidential-ma-project"}
+	writeEvidenceFile(t, report, ev)
+	if code, _, _ := runEvalCmd("--replay", report); code != exitFailed {
+		t.Errorf("replay with a leak: exit %d, want 1", code)
+	}
+	if err := os.WriteFile(report, []byte(`{"format":"ragcanary.dev/eval-evidence/v0"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runEvalCmd("--replay", report); code != exitInvalid || !strings.Contains(stderr, "format") {
+		t.Errorf("replay of an unknown format: exit %d, stderr %s", code, stderr)
+	}
+}
+
+func readCasesV2(path string) ([]scoring.CaseV2, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return scoring.DecodeCasesV2(f)
+}
+
+func writeEvidenceFile(t *testing.T, path string, ev *scoring.Evidence) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := scoring.WriteEvidence(&buf, ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
