@@ -168,7 +168,7 @@ func checkSourceCredential(ctx context.Context, d driver.Driver) error {
 }
 
 func toCorpusCapabilities(c driver.Capabilities) *v1alpha1.CorpusCapabilities {
-	out := &v1alpha1.CorpusCapabilities{ContractVersion: c.ContractVersion, AnswerSurface: c.Answer}
+	out := &v1alpha1.CorpusCapabilities{ContractVersion: c.ContractVersion, AnswerSurface: c.Answer, ConversationSurface: c.Conversation}
 	for _, m := range c.RevocationMethods {
 		out.RevocationMethods = append(out.RevocationMethods, v1alpha1.RevocationMethod(m))
 	}

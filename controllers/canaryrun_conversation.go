@@ -1,0 +1,108 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/target"
+)
+
+// ReasonConversationNotShowingCanary: the first turn of the conversation
+// the run starts before revoking did not show the canary yet; it is retried
+// with a new conversation until the deadline.
+const ReasonConversationNotShowingCanary = "ConversationNotShowingCanary"
+
+// startConversation (Revoking, before the revocation is requested) opens
+// the conversation whose follow-ups the Conversation surface probes after
+// the revocation. Its first turn must show the canary: only a conversation
+// holding the canary can show whether follow-ups keep it. The ID is
+// persisted before the revocation step acts, so after a restart the probes
+// follow up in the same conversation. stop is true when the caller must
+// return res and err.
+func (r *CanaryRunReconciler) startConversation(ctx context.Context, rc *runCtx, deps *runDeps) (ctrl.Result, bool, error) {
+	run := rc.run
+	if !needsConversation(run) {
+		return ctrl.Result{}, false, nil
+	}
+	conv, ok := deps.corpus.Driver.(driver.Conversations)
+	if !ok {
+		res, err := r.conclude(rc, v1alpha1.VerdictSetupFailed, fmt.Sprintf(
+			"Corpus %q: its driver has no conversation API; remove Conversation from probing.surfaces", deps.corpus.Object.Name))
+		return res, true, err
+	}
+	deadline := conversationDeadline(run)
+	token, problem, err := r.readToken(ctx, run)
+	if err != nil {
+		return ctrl.Result{}, true, err
+	}
+	if problem != "" {
+		res, err := r.waitUntil(rc, target.Wait("TokenUnavailable", "%s", problem), deadline)
+		return res, true, err
+	}
+	t := token.target(run.Status.DocumentID)
+	id, first, err := conv.StartConversation(ctx, deps.persona.Token, t.Handle)
+	if res, stop, err := r.sourceResult(rc, "starting the conversation", err, deadline); stop {
+		return res, true, err
+	}
+	if !probe.AnswerShows(first, t) {
+		res, err := r.waitUntil(rc, target.Wait(ReasonConversationNotShowingCanary,
+			"the first turn of a conversation did not show the canary yet; retrying with a new conversation"), deadline)
+		if res.RequeueAfter > sourceRetry {
+			res.RequeueAfter = sourceRetry // a replica may just be behind
+		}
+		return res, true, err
+	}
+	run.Status.ConversationID = id
+	if err := r.persist(ctx, rc); err != nil {
+		return ctrl.Result{}, true, err
+	}
+	// The ID names no secret, but payloads and handles are never logged.
+	log.FromContext(ctx).V(1).Info("conversation started before the revocation")
+	return ctrl.Result{}, false, nil
+}
+
+// needsConversation: the run probes the Conversation surface and has not
+// started its conversation. Once the revocation was requested no
+// conversation is started: it could not hold the canary from before it.
+func needsConversation(run *v1alpha1.CanaryRun) bool {
+	return slices.Contains(probingSurfaces(run), v1alpha1.SurfaceConversation) &&
+		run.Status.ConversationID == "" && run.Status.RevokeRequestedTime == nil
+}
+
+// conversationDeadline gives the conversation as long after visibility as
+// the canary had to become visible.
+func conversationDeadline(run *v1alpha1.CanaryRun) time.Time {
+	if v := run.Status.VisibleTime; v != nil {
+		return v.Add(visibilityTimeout(run))
+	}
+	return run.CreationTimestamp.Add(visibilityTimeout(run))
+}
+
+// conversationOf is the persona's conversation for the probe plan; zero
+// before it started (visibility probes then start conversations).
+func conversationOf(run *v1alpha1.CanaryRun, persona driver.Token) probe.Conversation {
+	if run.Status.ConversationID == "" {
+		return probe.Conversation{}
+	}
+	return probe.Conversation{ID: run.Status.ConversationID, Owner: persona}
+}
+
+// conversationProblem reports why the run cannot probe the Conversation
+// surface on this corpus, or "" when it can.
+func conversationProblem(run *v1alpha1.CanaryRun, deps *runDeps, caps *v1alpha1.CorpusCapabilities) string {
+	if !slices.Contains(probingSurfaces(run), v1alpha1.SurfaceConversation) {
+		return ""
+	}
+	if _, ok := deps.corpus.Driver.(driver.Conversations); !ok || !caps.ConversationSurface {
+		return fmt.Sprintf("Corpus %q has no conversation surface (driver contract v1.1 conversations); remove Conversation from probing.surfaces", deps.corpus.Object.Name)
+	}
+	return ""
+}

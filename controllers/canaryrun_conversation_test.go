@@ -1,0 +1,137 @@
+package controllers
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/ragtarget"
+)
+
+// conversationIDPattern is the contract's ID pattern, which status enforces.
+var conversationIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`)
+
+// TestConversationRunExcludedWithinACLLag: ragtarget re-authorises every
+// follow-up, so once the ACL sync applied the revocation (2s after the
+// request, at a moment the test's target controls) follow-ups in the
+// conversation started before it stop showing the canary. The measured
+// interval contains the sync, as for search.
+func TestConversationRunExcludedWithinACLLag(t *testing.T) {
+	tg := startCRTarget(t, ragtarget.Config{}, 2*time.Second, false)
+	ns := crFixture(t, tg)
+	crRaiseRateLimit(t, ns, "target")
+	run := convRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
+
+	got := crWaitDone(t, run)
+	if got.Status.Verdict != v1alpha1.VerdictSLOMet {
+		t.Fatalf("verdict %s (%s), want SLOMet", got.Status.Verdict, got.Status.Message)
+	}
+	if !conversationIDPattern.MatchString(got.Status.ConversationID) {
+		t.Fatalf("status.conversationID = %q, want the ID of the conversation started before the revocation", got.Status.ConversationID)
+	}
+	s, e := tg.appliedRevocation()
+	if s.IsZero() {
+		t.Fatal("the revocation was never applied by the test's ACL sync")
+	}
+	req, ack := got.Status.RevokeRequestedTime.Time, got.Status.RevokeAcknowledgedTime.Time
+	m := crSurface(t, got, v1alpha1.SurfaceConversation)
+	if !m.Excluded || m.Bounds == nil || m.Bounds.Lower == nil || m.Bounds.Upper == nil {
+		t.Fatalf("conversation: not excluded with both bounds: %+v", m)
+	}
+	lower, upper := m.Bounds.Lower.Duration, m.Bounds.Upper.Duration
+	t.Logf("conversation: applied [%s, %s] after request; measured lower %s (from ack %s) upper %s; probes %+v",
+		s.Sub(req), e.Sub(req), lower, ack.Sub(req), upper, m.Probes)
+	if ack.Add(lower).After(e) || req.Add(upper).Before(s) {
+		t.Errorf("conversation: interval [%s, %s] does not contain the ACL sync at [%s, %s]", lower, upper, s.Sub(req), e.Sub(req))
+	}
+	// Follow-ups saw the canary before the sync: the conversation held it.
+	if m.Probes.Positive == 0 || m.Probes.Errors != 0 {
+		t.Errorf("conversation: probes %+v, want sightings before the sync and no errors", m.Probes)
+	}
+	if got.Status.ConversationExclusion == "" || got.Status.ConversationExclusion == "?" {
+		t.Errorf("conversationExclusion = %q, want an interval", got.Status.ConversationExclusion)
+	}
+	// The control persona asks in conversations of its own and got replies.
+	assertControlAnswered(t, got, v1alpha1.SurfaceConversation)
+	crAssertNoToken(t, got)
+}
+
+// TestConversationRunNotExcludedWhenFollowUpsReuseHistory: with the
+// conversation-memory defect, follow-ups answer from what earlier turns
+// cited. Search is excluded at the ACL sync; the conversation keeps serving
+// the revoked canary until the timeout: NotExcluded, right-censored.
+func TestConversationRunNotExcludedWhenFollowUpsReuseHistory(t *testing.T) {
+	const timeout = 4 * time.Second
+	tg := startCRTarget(t, ragtarget.Config{ConversationReusesHistory: true}, 500*time.Millisecond, false)
+	ns := crFixture(t, tg)
+	crRaiseRateLimit(t, ns, "target")
+	run := convRun(t, ns, timeout, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
+
+	got := crWaitDone(t, run)
+	if got.Status.Verdict != v1alpha1.VerdictNotExcluded {
+		t.Fatalf("verdict %s (%s), want NotExcluded", got.Status.Verdict, got.Status.Message)
+	}
+	if s, _ := tg.appliedRevocation(); s.IsZero() {
+		t.Fatal("the revocation was never applied: NotExcluded would prove nothing")
+	}
+	if search := crSurface(t, got, v1alpha1.SurfaceSearch); !search.Excluded {
+		t.Errorf("search: not excluded although the index applied the revocation: %+v", search)
+	}
+	m := crSurface(t, got, v1alpha1.SurfaceConversation)
+	if m.Excluded || m.Bounds == nil || m.Bounds.Lower == nil || m.Bounds.Upper != nil {
+		t.Fatalf("conversation: %+v, want right-censored (a lower bound, no upper bound)", m)
+	}
+	if m.Bounds.Lower.Duration < timeout-time.Second || m.Probes.Positive < 3 || m.Probes.Errors != 0 {
+		t.Errorf("conversation: lower bound %s, probes %+v; want sightings until about the %s timeout", m.Bounds.Lower.Duration, m.Probes, timeout)
+	}
+	if !strings.HasPrefix(got.Status.ConversationExclusion, ">") {
+		t.Errorf("conversationExclusion = %q, want a lower bound only", got.Status.ConversationExclusion)
+	}
+	crAssertNoToken(t, got)
+}
+
+// TestConversationRunOnTargetWithoutConversations: a target that does not
+// report the conversation capability (a v1.0 server) cannot be probed on
+// the Conversation surface; the run says so and touches nothing.
+func TestConversationRunOnTargetWithoutConversations(t *testing.T) {
+	tg := startCRTargetWith(t, ragtarget.Config{}, crTargetOptions{
+		capabilities: `{"contractVersion":"v1","revocationMethods":["RemoveGrant","RemoveFromGroup","DeleteDocument"],"answer":true}`,
+	})
+	ns := crFixture(t, tg)
+	run := convRun(t, ns, 10*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
+
+	got := crWaitDone(t, run)
+	if got.Status.Verdict != v1alpha1.VerdictSetupFailed || !strings.Contains(got.Status.Message, "no conversation surface") {
+		t.Fatalf("verdict %s (%s), want SetupFailed naming the missing conversation surface", got.Status.Verdict, got.Status.Message)
+	}
+	if got.Status.ConversationID != "" || got.Status.RevokeRequestedTime != nil {
+		t.Errorf("the run went on: conversationID %q, revokeRequested %v", got.Status.ConversationID, got.Status.RevokeRequestedTime)
+	}
+}
+
+// convRun creates crRunSpec's run; a typed client sends every duration,
+// so maxInterval is set to its CRD default too.
+func convRun(t *testing.T, ns string, exclusionTimeout time.Duration, surfaces ...v1alpha1.Surface) *v1alpha1.CanaryRun {
+	t.Helper()
+	run := crRunSpec(ns, exclusionTimeout, surfaces...)
+	run.Spec.Probing.MaxInterval = metav1.Duration{Duration: 10 * time.Minute}
+	crCreate(t, run)
+	return run
+}
+
+func assertControlAnswered(t *testing.T, run *v1alpha1.CanaryRun, s v1alpha1.Surface) {
+	t.Helper()
+	for _, c := range run.Status.ControlProbes {
+		if c.Surface == s {
+			if c.Answered == 0 || c.Errors != 0 {
+				t.Errorf("control %s on %s: %+v, want valid replies only", c.Persona, s, c)
+			}
+			return
+		}
+	}
+	t.Errorf("no control probe counts for %s", s)
+}
