@@ -135,14 +135,20 @@ func completion(run *v1alpha1.CanaryRun, now time.Time) metrics.Completion {
 		d := run.Status.TimeToVisibility.Duration
 		c.TimeToVisibility = &d
 	}
-	for _, m := range run.Status.Surfaces {
-		s := metrics.SurfaceResult{Surface: string(m.Surface)}
-		if m.Bounds != nil && m.Bounds.Lower != nil {
-			d := m.Bounds.Lower.Duration
+	for i := range run.Status.Surfaces {
+		m := &run.Status.Surfaces[i]
+		// A content-freshness run reports the surface's freshness, not the
+		// old content's exclusion alone.
+		s, b := metrics.SurfaceResult{Surface: string(m.Surface), Content: isContentRun(run)}, m.Bounds
+		if s.Content {
+			b = measure.Freshness(m)
+		}
+		if b != nil && b.Lower != nil {
+			d := b.Lower.Duration
 			s.Lower = &d
 		}
-		if m.Bounds != nil && m.Bounds.Upper != nil {
-			d := m.Bounds.Upper.Duration
+		if b != nil && b.Upper != nil {
+			d := b.Upper.Duration
 			s.Upper = &d
 		}
 		c.Surfaces = append(c.Surfaces, s)
@@ -158,17 +164,16 @@ func setMeasurementText(st *v1alpha1.CanaryRunStatus) {
 	if st.TimeToVisibility != nil {
 		st.VisibleAfter = cli.HumanDuration(st.TimeToVisibility.Duration)
 	}
-	st.SearchExclusion, st.AnswerExclusion, st.ConversationExclusion = "", "", ""
+	st.SearchExclusion, st.AnswerExclusion = "", ""
 	for i := range st.Surfaces {
 		switch st.Surfaces[i].Surface {
 		case v1alpha1.SurfaceSearch:
 			st.SearchExclusion = cli.Interval(st.Surfaces[i].Bounds)
 		case v1alpha1.SurfaceAnswer:
 			st.AnswerExclusion = cli.Interval(st.Surfaces[i].Bounds)
-		case v1alpha1.SurfaceConversation:
-			st.ConversationExclusion = cli.Interval(st.Surfaces[i].Bounds)
 		}
 	}
+	st.ContentFreshness = contentFreshnessText(st)
 }
 
 // probingSurfaces are the run's surfaces, Search when none are set.

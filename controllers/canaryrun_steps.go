@@ -204,7 +204,6 @@ func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage,
 		Resume:  run.Status.Surfaces, ResumeViolations: run.Status.IsolationViolations,
 		ResumeControls: run.Status.ControlProbes,
 	}
-	p.Target.Conversation = conversationOf(run, deps.persona.Token)
 	for _, c := range deps.controls {
 		p.Controls = append(p.Controls, probe.Control{Name: c.Object.Name, Token: c.Token})
 	}
@@ -250,9 +249,6 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 		return r.onProblem(rc, err, deadline)
 	}
 	r.clearWaiting(rc)
-	if res, stop, err := r.startConversation(ctx, rc, deps); stop {
-		return res, err
-	}
 	if run.Status.RevokeRequestedTime == nil {
 		run.Status.RevokeRequestedTime = measure.FloorMicro(r.Clock.Now())
 		if err := r.persist(ctx, rc); err != nil {
@@ -260,7 +256,7 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 		}
 	}
 	if run.Status.RevokeAcknowledgedTime == nil {
-		err = revokeCanary(ctx, deps.corpus.Driver, run, deps.persona.Object.Spec.Subject)
+		err = r.revokeBy(ctx, deps.corpus.Driver, run, deps.persona.Object.Spec.Subject)
 		if res, stop, err := r.sourceResult(rc, "revoking access", err, deadline); stop {
 			return res, err
 		}
@@ -313,13 +309,13 @@ func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (c
 	snap := st.Snapshot()
 	// Control counts are counters: they wait for the heartbeat below.
 	r.recordViolations(rc, snap.IsolationViolations)
-	if measure.AllExcluded(snap.Surfaces) {
+	if measure.AllSettled(snap.Surfaces) {
 		// Stop first, so rounds after this snapshot (a control sighting in
 		// the last round) are part of the verdict.
 		if final, ok := r.finalSnapshot(rc); ok {
 			snap = final
 		}
-		if !measure.AllExcluded(snap.Surfaces) {
+		if !measure.AllSettled(snap.Surfaces) {
 			// A round between the snapshot and the stop saw the canary
 			// again: no decision; probing resumes from status at once.
 			run.Status.Surfaces = snap.Surfaces
@@ -348,17 +344,12 @@ func (r *CanaryRunReconciler) finalSnapshot(rc *runCtx) (probe.Snapshot, bool) {
 func (r *CanaryRunReconciler) decideExclusion(ctx context.Context, rc *runCtx, surfaces []v1alpha1.SurfaceMeasurement, deps *runDeps) (ctrl.Result, error) {
 	run := rc.run
 	rev := measure.Revocation{Requested: run.Status.RevokeRequestedTime.Time, Acknowledged: run.Status.RevokeAcknowledgedTime.Time}
-	final := make([]v1alpha1.SurfaceMeasurement, 0, len(surfaces))
-	for i := range surfaces {
-		m := *surfaces[i].DeepCopy()
-		measure.Finalize(&m, rev, exclusionTimeout(run))
-		final = append(final, m)
-	}
+	final := finalizeSurfaces(run, surfaces, rev)
 	corpus := r.corpusForSLO(ctx, run, deps)
 	verdict, msg := measure.Verdict(measure.RunOutcome{
 		Surfaces: final, IsolationViolations: run.Status.IsolationViolations,
-		SLO:        func(s v1alpha1.Surface) time.Duration { return exclusionSLO(run, corpus, s) },
-		Revocation: rev, Controls: controlCounts(run),
+		SLO:        runSLO(run, corpus),
+		Revocation: rev, Controls: controlCounts(run), Content: isContentRun(run),
 	})
 	run.Status.Surfaces = final
 	run.Status.LastHeartbeatTime = &metav1.Time{Time: rc.now}
