@@ -1,11 +1,13 @@
 package controllers
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
@@ -134,4 +136,51 @@ func assertControlAnswered(t *testing.T, run *v1alpha1.CanaryRun, s v1alpha1.Sur
 		}
 	}
 	t.Errorf("no control probe counts for %s", s)
+}
+
+// TestConversationRunRestartFollowsUpInTheSameConversation stops the
+// operator after the revocation reached the index, under the
+// conversation-memory defect. Only the conversation started before the
+// revocation still shows the canary (a new one is authorised afresh), so
+// the run can end NotExcluded only if the restarted operator follows up in
+// the conversation whose ID was persisted before the revocation.
+func TestConversationRunRestartFollowsUpInTheSameConversation(t *testing.T) {
+	cfg, c := startOwnAPIServer(t)
+	tg := startCRTargetWith(t, ragtarget.Config{ConversationReusesHistory: true}, crTargetOptions{lag: 200 * time.Millisecond})
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "restart-conv-"}}
+	crCreateIn(t, c, ns)
+	crFixtureIn(t, c, ns.Name, tg)
+	run := crRunSpec(ns.Name, 6*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
+	run.Spec.Probing.MaxInterval = metav1.Duration{Duration: 10 * time.Minute}
+	crCreateIn(t, c, run)
+
+	first := startTestOperator(t, cfg, 250*time.Millisecond)
+	var before *v1alpha1.CanaryRun
+	eventually(t, "search excluded after the revocation, the conversation still showing the canary", func() error {
+		got := crGetIn(t, c, run)
+		if got.Status.Phase != v1alpha1.PhaseAwaitingExclusion || len(got.Status.Surfaces) != 2 {
+			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
+		}
+		if !crSurface(t, got, v1alpha1.SurfaceSearch).Excluded {
+			return fmt.Errorf("search not excluded yet")
+		}
+		before = got
+		return nil
+	})
+	first.stop()
+	if before.Status.ConversationID == "" || before.Status.RevokeRequestedTime == nil {
+		t.Fatalf("conversationID %q persisted with revokeRequested %v", before.Status.ConversationID, before.Status.RevokeRequestedTime)
+	}
+	startTestOperator(t, cfg, 250*time.Millisecond)
+
+	got := crWaitDoneIn(t, c, run)
+	if got.Status.Verdict != v1alpha1.VerdictNotExcluded {
+		t.Fatalf("verdict %s (%s), want NotExcluded: the restarted operator did not follow up in the same conversation", got.Status.Verdict, got.Status.Message)
+	}
+	if got.Status.ConversationID != before.Status.ConversationID {
+		t.Errorf("conversationID changed across the restart: %q → %q", before.Status.ConversationID, got.Status.ConversationID)
+	}
+	if m := crSurface(t, got, v1alpha1.SurfaceConversation); m.Excluded || m.Probes.Errors != 0 || m.LastReply != "Present" {
+		t.Errorf("conversation after the restart: %+v, want still present, no errors", m)
+	}
 }
