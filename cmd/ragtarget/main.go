@@ -82,13 +82,13 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.Faults.Latency, "fault-latency", 0, "latency added to every call in fault scope")
 	fs.Float64Var(&c.Faults.TimeoutRate, "fault-timeout-rate", 0, "share of calls that hang until the client gives up")
 	fs.Float64Var(&c.Faults.MalformedRate, "fault-malformed-rate", 0, "share of search/answer calls answered 200 with truncated JSON")
-	fs.StringVar(&o.faultScope, "fault-scope", string(ragtarget.FaultScopeAll), "calls faults apply to: all, persona (search, answer) or source (documents, grants, groups)")
+	fs.StringVar(&o.faultScope, "fault-scope", string(ragtarget.FaultScopeAll), "calls faults apply to: all, persona (search, answer, conversations) or source (documents, grants, groups)")
 	fs.Uint64Var(&c.Faults.Seed, "fault-seed", 0, "seed for the fault sequence; 0 picks a random one")
 	fs.StringVar(&o.authzEndpoint, "authz-spicedb-endpoint", "", "ask SpiceDB (HOST:PORT, plaintext gRPC; key from $RAGTARGET_SPICEDB_KEY) at query time which documents a persona may read, instead of the index's own ACL sync")
 	fs.StringVar(&o.authzConsistency, "authz-consistency", string(spicedb.MinimizeLatency), "SpiceDB consistency of query-time lookups: minimize_latency (quantized, may lag revocations) or fully_consistent")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ragtarget [flags]\n\nReference permission-aware RAG service implementing the ragcanary driver contract v1.\nTokens are never logged.\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: ragtarget [flags]\n\nReference permission-aware RAG service implementing the ragcanary driver contract v1.1.\nTokens are never logged.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	return fs
