@@ -278,6 +278,7 @@ func CheckCapabilities(c driver.Capabilities) error {
 
 var knownMethods = map[driver.RevocationMethod]bool{
 	driver.RevokeRemoveGrant: true, driver.RevokeRemoveFromGroup: true, driver.RevokeDeleteDocument: true,
+	driver.RevokeUpdateContent: true,
 }
 
 func truncate(s string, n int) string {
