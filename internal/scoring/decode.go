@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
+	"unsafe"
 )
 
 // MaxInputBytes is the largest cases or results document the decoders read;
@@ -54,7 +56,7 @@ func DecodeResults(r io.Reader) ([]Result, error) {
 func decodeResults(r io.Reader, limit int64) ([]Result, error) {
 	var ps problems
 	results := []Result{}
-	err := decodeResultStream(r, limit, &ps, func(i int, v1 *Result, v2 *ResultV2) {
+	err := decodeResultStream(r, limit, false, &ps, func(i int, v1 *Result, v2 *ResultV2) {
 		if v2 != nil {
 			ps.add(KindResult, i, v2.ID, "is a v2 result (it has no \"abstained\"); this reader takes v1 results only")
 			return
@@ -80,7 +82,7 @@ func (s *Session) ReadCases(r io.Reader) error {
 		if v1 != nil {
 			s.AddCaseV1(*v1)
 		} else {
-			s.AddCase(*v2)
+			s.addCase(v2)
 		}
 	})
 	if err != nil {
@@ -93,7 +95,8 @@ func (s *Session) ReadCases(r io.Reader) error {
 // has "abstained"), scoring each as it arrives. Errors as ReadCases.
 func (s *Session) ReadResults(r io.Reader) error {
 	var ps problems
-	err := decodeResultStream(r, MaxInputBytes, &ps, func(i int, v1 *Result, v2 *ResultV2) {
+	// Transient: each result is scored and dropped before the next.
+	err := decodeResultStream(r, MaxInputBytes, true, &ps, func(i int, v1 *Result, v2 *ResultV2) {
 		if v1 != nil {
 			s.AddResult(v1.V2())
 		} else {
@@ -142,6 +145,13 @@ type arrayDecoder struct {
 	limit int64
 	ps    *problems
 	in    interner
+	// text holds the decoded strings. With transient, an element's strings
+	// and lists are only valid until the next element: they are reused, so
+	// a result scored on arrival costs no allocation.
+	text      arena
+	transient bool
+	lists     [][]string
+	nLists    int
 	// The element being decoded.
 	index int
 	start int64
@@ -151,6 +161,31 @@ type arrayDecoder struct {
 func newArrayDecoder(r io.Reader, kind Kind, limit int64, ps *problems) *arrayDecoder {
 	return &arrayDecoder{s: newScanner(&capReader{r: r, max: limit}), kind: kind, limit: limit, ps: ps, in: interner{}, index: -1}
 }
+
+// arena holds decoded strings in large chunks, so a string costs a copy
+// rather than an allocation. Bytes once written are never changed unless
+// the arena is reset (transient decoding), so the strings stay valid.
+type arena struct {
+	chunk []byte
+}
+
+const arenaChunk = 256 << 10
+
+func (a *arena) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(a.chunk)-len(a.chunk) < len(b) {
+		a.chunk = make([]byte, 0, max(arenaChunk, len(b)))
+	}
+	start := len(a.chunk)
+	a.chunk = append(a.chunk, b...)
+	return unsafe.String(&a.chunk[start], len(b))
+}
+
+// reset reuses the current chunk; every string handed out so far may be
+// overwritten.
+func (a *arena) reset() { a.chunk = a.chunk[:0] }
 
 // run decodes the array, calling elem for each element that is an object.
 func (d *arrayDecoder) run(elem func() error) error {
@@ -176,6 +211,10 @@ func (d *arrayDecoder) run(elem func() error) error {
 		}
 		d.index++
 		d.start = d.s.offset()
+		if d.transient {
+			d.text.reset()
+			d.nLists = 0
+		}
 		if c, _ := d.s.peek(); c != '{' {
 			k, err := d.s.kind()
 			if err == nil {
@@ -219,46 +258,49 @@ func (d *arrayDecoder) problem(format string, args ...any) {
 
 func (d *arrayDecoder) flush(id string) {
 	for _, m := range d.msgs {
-		*d.ps = append(*d.ps, Problem{Kind: d.kind, Index: d.index, ID: id, Message: m})
+		*d.ps = append(*d.ps, Problem{Kind: d.kind, Index: d.index, ID: strings.Clone(id), Message: m})
 	}
 	d.msgs = d.msgs[:0]
 }
 
-// object walks the members of one object, calling field for each key; it
-// reports duplicate keys. The key slice is valid only during the call.
-func (d *arrayDecoder) object(field func(key []byte) error) error {
+// object walks the members of one object whose known keys are names,
+// calling field for each known key; key i sets bit i of the returned mask.
+// Unknown keys (reported with prefix) are skipped, duplicates reported.
+func (d *arrayDecoder) object(prefix string, names []string, field func(name string) error) (uint32, error) {
 	if err := d.s.consume('{'); err != nil {
-		return err
+		return 0, err
 	}
-	var seen [][]byte
+	var seen uint32
 	for first := true; ; first = false {
 		ok, err := d.s.more('}', first)
 		if err != nil || !ok {
-			return err
+			return seen, err
 		}
 		key, err := d.s.str()
 		if err != nil {
-			return err
+			return seen, err
 		}
-		// Copy: the next read reuses the buffer. Objects have few keys.
-		k := append([]byte(nil), key...)
-		if slices.ContainsFunc(seen, func(s []byte) bool { return string(s) == string(k) }) {
-			d.problem("duplicate field %q", k)
+		i := slices.IndexFunc(names, func(n string) bool { return n == string(key) })
+		switch {
+		case i < 0:
+			d.problem("unknown field %q", prefix+string(key))
+		case seen&(1<<i) != 0:
+			d.problem("duplicate field %q", prefix+names[i])
 		}
-		seen = append(seen, k)
 		if err := d.s.consume(':'); err != nil {
-			return err
+			return seen, err
 		}
-		if err := field(k); err != nil {
-			return err
+		if i < 0 {
+			if err := d.s.skip(); err != nil {
+				return seen, err
+			}
+			continue
+		}
+		seen |= 1 << i
+		if err := field(names[i]); err != nil {
+			return seen, err
 		}
 	}
-}
-
-// unknown records an unknown field and skips its value.
-func (d *arrayDecoder) unknown(key []byte, why string) error {
-	d.problem("unknown field %q%s", key, why)
-	return d.s.skip()
 }
 
 // wrongType records a type problem and skips the value.
@@ -286,7 +328,7 @@ func (d *arrayDecoder) str(field string, intern bool) (string, error) {
 	if intern {
 		return d.in.intern(b), nil
 	}
-	return string(b), nil
+	return d.text.str(b), nil
 }
 
 // strs reads a list of strings. null is rejected rather than read as an
@@ -300,11 +342,14 @@ func (d *arrayDecoder) strs(field string) ([]string, error) {
 		return nil, d.wrongType(field, "an array of strings")
 	}
 	d.s.pos++
-	out := []string{}
+	out := d.list()
 	for i, first := 0, true; ; i, first = i+1, false {
 		ok, err := d.s.more(']', first)
-		if err != nil || !ok {
-			return out, err
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return d.keepList(out), nil
 		}
 		c, err := d.s.peek()
 		if err != nil {
@@ -334,8 +379,37 @@ func (d *arrayDecoder) strs(field string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, d.in.intern(b))
+		out = append(out, d.text.str(b))
 	}
+}
+
+// list returns an empty list to fill: with transient decoding, one reused
+// per list of the element.
+func (d *arrayDecoder) list() []string {
+	if !d.transient {
+		if d.lists == nil {
+			d.lists = [][]string{nil}
+		}
+		return d.lists[0][:0]
+	}
+	if d.nLists == len(d.lists) {
+		d.lists = append(d.lists, make([]string, 0, 16))
+	}
+	d.nLists++
+	return d.lists[d.nLists-1][:0]
+}
+
+// keepList finishes a list: transient lists are kept for reuse, others
+// copied to an exactly sized slice (the scratch stays for the next one).
+func (d *arrayDecoder) keepList(out []string) []string {
+	if d.transient {
+		d.lists[d.nLists-1] = out
+		return out
+	}
+	d.lists[0] = out
+	kept := make([]string, len(out))
+	copy(kept, out)
+	return kept
 }
 
 // sets reads a list of lists of strings (required_any_of).

@@ -16,6 +16,13 @@ const (
 	fMustAbstain
 )
 
+// caseKeys are the case fields in bit order.
+var caseKeys = []string{"id", "question", "persona", "stratum", "as_of", "expected", "relevant_ids", "allowed_ids", "must_abstain"}
+
+// expectedKeys are the fields of a v2 case's "expected".
+var expectedKeys = []string{"action", "allowed_evidence", "required_evidence", "required_any_of", "forbidden_evidence",
+	"superseded_evidence", "expected_citations", "internal_reason", "public_response_class", "forbidden_markers"}
+
 const (
 	caseV1Only = fRelevant | fAllowed | fMustAbstain
 	caseV2Only = fStratum | fAsOf | fExpected
@@ -40,19 +47,15 @@ func decodeCaseStream(r io.Reader, limit int64, keepQuestion bool, ps *problems,
 	var v1 Case
 	return d.run(func() error {
 		c, v1 = CaseV2{}, Case{}
-		var seen uint32
 		var idOK bool
-		err := d.object(func(key []byte) error {
-			var bit uint32
+		seen, err := d.object("", caseKeys, func(name string) error {
 			var err error
-			switch string(key) {
+			switch name {
 			case "id":
-				bit = fID
 				if c.ID, err = d.str("id", false); err == nil {
 					idOK = true
 				}
 			case "question":
-				bit = fQuestion
 				var q string
 				q, err = d.str("question", false)
 				if keepQuestion {
@@ -61,30 +64,20 @@ func decodeCaseStream(r io.Reader, limit int64, keepQuestion bool, ps *problems,
 					c.Question = "-"
 				}
 			case "persona":
-				bit = fPersona
 				c.Persona, err = d.str("persona", true)
 			case "stratum":
-				bit = fStratum
 				c.Stratum, err = d.str("stratum", true)
 			case "as_of":
-				bit = fAsOf
 				c.AsOf, err = d.str("as_of", false)
 			case "expected":
-				bit = fExpected
 				err = d.expected(&c.Expected)
 			case "relevant_ids":
-				bit = fRelevant
 				v1.RelevantIDs, err = d.strs("relevant_ids")
 			case "allowed_ids":
-				bit = fAllowed
 				v1.AllowedIDs, err = d.strs("allowed_ids")
 			case "must_abstain":
-				bit = fMustAbstain
 				v1.MustAbstain, err = d.boolean("must_abstain")
-			default:
-				return d.unknown(key, "")
 			}
-			seen |= bit
 			return err
 		})
 		if err != nil {
@@ -125,6 +118,9 @@ func decodeCaseStream(r io.Reader, limit int64, keepQuestion bool, ps *problems,
 
 // requiredBits records missing required case fields in name order.
 func (d *arrayDecoder) requiredBits(seen, required uint32) {
+	if seen&required == required {
+		return
+	}
 	present := map[string]bool{}
 	var names []string
 	for _, f := range caseFieldNames {
@@ -147,10 +143,10 @@ func (d *arrayDecoder) expected(e *Expected) error {
 		return d.wrongType("expected", "an object")
 	}
 	hasAction := false
-	err := d.object(func(key []byte) error {
+	_, err := d.object("expected.", expectedKeys, func(name string) error {
 		var err error
 		var action, reason string
-		switch string(key) {
+		switch name {
 		case "action":
 			hasAction = true
 			action, err = d.str("expected.action", true)
@@ -174,8 +170,6 @@ func (d *arrayDecoder) expected(e *Expected) error {
 			e.PublicResponseClass, err = d.str("expected.public_response_class", true)
 		case "forbidden_markers":
 			e.ForbiddenMarkers, err = d.strs("expected.forbidden_markers")
-		default:
-			return d.unknown(append([]byte("expected."), key...), "")
 		}
 		return err
 	})
@@ -196,6 +190,9 @@ const (
 	rLatency
 )
 
+// resultKeys are the result fields in bit order.
+var resultKeys = []string{"id", "retrieved_ids", "cited_ids", "abstained", "response", "answer_text", "latency_ms"}
+
 var resultFieldNames = []struct {
 	bit  uint32
 	name string
@@ -206,47 +203,38 @@ var resultFieldNames = []struct {
 
 // decodeResultStream decodes an array of results, v1 (with "abstained") or
 // v2 per element.
-func decodeResultStream(r io.Reader, limit int64, ps *problems, each func(i int, v1 *Result, v2 *ResultV2)) error {
+// With transient, the strings and lists handed to each are reused for the
+// next element.
+func decodeResultStream(r io.Reader, limit int64, transient bool, ps *problems, each func(i int, v1 *Result, v2 *ResultV2)) error {
 	d := newArrayDecoder(r, KindResult, limit, ps)
+	d.transient = transient
 	var res ResultV2
 	var v1 Result
 	return d.run(func() error {
 		res, v1 = ResultV2{}, Result{}
-		var seen uint32
 		idOK := false
-		err := d.object(func(key []byte) error {
-			var bit uint32
+		seen, err := d.object("", resultKeys, func(name string) error {
 			var err error
-			switch string(key) {
+			switch name {
 			case "id":
-				bit = rID
 				if res.ID, err = d.str("id", false); err == nil {
 					idOK = true
 				}
 			case "retrieved_ids":
-				bit = rRetrieved
 				res.RetrievedIDs, err = d.strs("retrieved_ids")
 			case "cited_ids":
-				bit = rCited
 				res.CitedIDs, err = d.strs("cited_ids")
 			case "abstained":
-				bit = rAbstained
 				v1.Abstained, err = d.boolean("abstained")
 			case "response":
-				bit = rResponse
 				var a string
 				a, err = d.str("response", true)
 				res.Response = Action(a)
 			case "answer_text":
-				bit = rAnswer
 				res.AnswerText, err = d.str("answer_text", false)
 			case "latency_ms":
-				bit = rLatency
 				res.LatencyMS, err = d.number("latency_ms")
-			default:
-				return d.unknown(key, "")
 			}
-			seen |= bit
 			return err
 		})
 		if err != nil {

@@ -94,7 +94,8 @@ func (e *ValidationError) CaseIDs() []string {
 type problems []Problem
 
 func (ps *problems) add(kind Kind, index int, id, format string, args ...any) {
-	*ps = append(*ps, Problem{Kind: kind, Index: index, ID: id, Message: fmt.Sprintf(format, args...)})
+	// Cloned: a streamed result's ID is only valid while it is scored.
+	*ps = append(*ps, Problem{Kind: kind, Index: index, ID: strings.Clone(id), Message: fmt.Sprintf(format, args...)})
 }
 
 // err returns nil when nothing was recorded, so callers can `return ps.err()`.

@@ -8,7 +8,10 @@ package scoring
 // use.
 type Session struct {
 	opts   Options
-	cases  []CaseV2
+	cases  []caseRec
+	// pending holds the expectations of cases not yet scored, in chunks
+	// so neither a copy on growth nor an allocation per case is paid.
+	pending []Expected
 	index  map[string]int
 	scores []scored
 	// done marks the cases whose result has been scored.
@@ -30,10 +33,22 @@ func NewSession(opts Options) (*Session, error) {
 		sc: newScorer(opts.K, opts.DocumentTexts)}, nil
 }
 
+// caseRec is what a session keeps of a case: its identity for the report,
+// and its expectations until its result is scored.
+type caseRec struct {
+	id, persona, stratum string
+	action               Action
+	exp                  *Expected
+}
+
+const pendingChunk = 4096
+
 // AddCase validates one v2 case and keeps it for its result.
-func (s *Session) AddCase(c CaseV2) {
+func (s *Session) AddCase(c CaseV2) { s.addCase(&c) }
+
+func (s *Session) addCase(c *CaseV2) {
 	i := len(s.cases)
-	checkCaseV2(&c, i, false, &s.ps)
+	checkCaseV2(c, i, false, &s.ps)
 	s.keep(c, i)
 }
 
@@ -42,10 +57,11 @@ func (s *Session) AddCase(c CaseV2) {
 func (s *Session) AddCaseV1(c Case) {
 	i := len(s.cases)
 	checkCaseV1(c, i, &s.ps)
-	s.keep(c.V2(), i)
+	c2 := c.V2()
+	s.keep(&c2, i)
 }
 
-func (s *Session) keep(c CaseV2, i int) {
+func (s *Session) keep(c *CaseV2, i int) {
 	if c.ID != "" {
 		if _, dup := s.index[c.ID]; dup {
 			s.ps.add(KindCase, i, c.ID, "duplicate case id")
@@ -53,7 +69,12 @@ func (s *Session) keep(c CaseV2, i int) {
 			s.index[c.ID] = i
 		}
 	}
-	s.cases = append(s.cases, c)
+	if len(s.pending) == cap(s.pending) {
+		s.pending = make([]Expected, 0, pendingChunk)
+	}
+	s.pending = append(s.pending, c.Expected)
+	s.cases = append(s.cases, caseRec{id: c.ID, persona: c.Persona, stratum: c.Stratum,
+		action: c.Expected.Action, exp: &s.pending[len(s.pending)-1]})
 }
 
 // AddResult validates one result, matches it to its case by ID and scores
@@ -84,12 +105,12 @@ func (s *Session) AddResult(r ResultV2) {
 		return
 	}
 	c := &s.cases[ci]
-	sc := s.sc.score(c, &r)
+	sc := s.sc.score(c.exp, &r)
 	s.scores[ci] = sc
 	s.groups.add(c, &sc)
 	// The report needs only the case's identity from here on.
-	c.Question, c.AsOf = "", ""
-	c.Expected = Expected{Action: c.Expected.Action}
+	*c.exp = Expected{}
+	c.exp = nil
 }
 
 // Finish checks that every case got a result and builds the report. With
@@ -102,10 +123,10 @@ func (s *Session) Finish(withCases bool) (Report, error) {
 		s.ps.add(KindInput, -1, "", "no cases to evaluate")
 	}
 	for i, c := range s.cases {
-		if c.ID != "" && (s.done == nil || !s.done[i]) {
+		if c.id != "" && (s.done == nil || !s.done[i]) {
 			// A missing result is an error, never a skip: otherwise a
 			// truncated export could only raise the averages.
-			s.ps.add(KindCase, i, c.ID, "has no result")
+			s.ps.add(KindCase, i, c.id, "has no result")
 		}
 	}
 	if err := s.ps.err(); err != nil {

@@ -49,14 +49,15 @@ func (s *Session) WriteJSON(w io.Writer, rep Report) error {
 
 // appendCaseJSON appends one case's score in CaseScore's field order and
 // omitempty rules, indented as an element of the top-level "cases" array.
-func appendCaseJSON(b []byte, s *scored, c *CaseV2) []byte {
+func appendCaseJSON(b []byte, s *scored, c *caseRec) []byte {
 	const in = "\n      "
 	b = append(b, "\n    {"+in+`"id": `...)
-	b = appendJSONString(b, c.ID)
+	b = appendJSONString(b, c.id)
 	b = append(b, ","+in+`"persona": `...)
-	b = appendJSONString(b, c.Persona)
+	b = appendJSONString(b, c.persona)
 	b = append(b, ","+in+`"forbidden_ids": `...)
-	b = appendStringList(b, s.forbidden, in)
+	l := s.l()
+	b = appendStringList(b, l.forbidden, in)
 	b = append(b, ","+in+`"duplicate_count": `...)
 	b = strconv.AppendInt(b, int64(s.duplicates), 10)
 	num := func(b []byte, key string, bit uint8, v float64, omitNull bool) []byte {
@@ -74,7 +75,7 @@ func appendCaseJSON(b []byte, s *scored, c *CaseV2) []byte {
 	b = num(b, "reciprocal_rank", hasRR, s.rr, false)
 	b = append(b, ","+in+`"outcome": `...)
 	b = appendJSONString(b, string(s.outcome))
-	for _, f := range []struct{ key, v string }{{"stratum", c.Stratum}, {"action", string(c.Expected.Action)}, {"declared", string(s.declared)}} {
+	for _, f := range []struct{ key, v string }{{"stratum", c.stratum}, {"action", string(c.action)}, {"declared", string(s.declared)}} {
 		if f.v != "" {
 			b = append(append(append(b, ","+in+`"`...), f.key...), `": `...)
 			b = appendJSONString(b, f.v)
@@ -82,13 +83,13 @@ func appendCaseJSON(b []byte, s *scored, c *CaseV2) []byte {
 	}
 	b = num(b, "precision_at_k", hasPrec, s.prec, true)
 	b = num(b, "ndcg_at_k", hasNDCG, s.ndcg, true)
-	if len(s.markers) > 0 {
+	if len(l.markers) > 0 {
 		b = append(b, ","+in+`"leaked_markers": `...)
-		b = appendStringList(b, s.markers, in)
+		b = appendStringList(b, l.markers, in)
 	}
-	if len(s.texts) > 0 {
+	if len(l.texts) > 0 {
 		b = append(b, ","+in+`"leaked_texts": `...)
-		b = appendStringList(b, s.texts, in)
+		b = appendStringList(b, l.texts, in)
 	}
 	if s.hasLatency {
 		b = append(b, ","+in+`"latency_ms": `...)

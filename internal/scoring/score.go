@@ -17,8 +17,24 @@ type scored struct {
 	citedN, citedSupporting, citedOK int
 	latency                         float64
 	hasLatency                      bool
-	// The lists are nil for the usual clean case.
+	// lists is nil for the usual clean case, which keeps a million scores
+	// small.
+	lists *scoreLists
+}
+
+// scoreLists are the IDs and markers a case is listed for.
+type scoreLists struct {
 	forbidden, invalidCitations, markers, texts []string
+}
+
+var noLists scoreLists
+
+// l returns the case's lists, empty when it has none.
+func (s *scored) l() *scoreLists {
+	if s.lists == nil {
+		return &noLists
+	}
+	return s.lists
 }
 
 const (
@@ -31,7 +47,8 @@ const (
 
 // leaked reports whether anything forbidden reached the reader.
 func (s *scored) leaked() bool {
-	return len(s.forbidden) > 0 || len(s.markers) > 0 || len(s.texts) > 0
+	l := s.l()
+	return len(l.forbidden) > 0 || len(l.markers) > 0 || len(l.texts) > 0
 }
 
 // scorer holds scratch space reused across cases; it is not safe for
@@ -85,9 +102,9 @@ func (sc *scorer) distinctInto(dst, ids []string) []string {
 
 // score computes every per-case metric and the outcome; c and r are
 // validated and r answers c.
-func (sc *scorer) score(c *CaseV2, r *ResultV2) scored {
-	e := &c.Expected
+func (sc *scorer) score(e *Expected, r *ResultV2) scored {
 	out := scored{declared: r.DeclaredAction()}
+	var lists scoreLists
 	readable := func(id string) bool {
 		return (in(e.AllowedEvidence, id) || in(e.SupersededEvidence, id)) && !in(e.ForbiddenEvidence, id)
 	}
@@ -95,12 +112,13 @@ func (sc *scorer) score(c *CaseV2, r *ResultV2) scored {
 	// Forbidden IDs at every rank, not only within k, then citations.
 	for _, list := range [][]string{r.RetrievedIDs, r.CitedIDs} {
 		for _, id := range list {
-			if !readable(id) && !in(out.forbidden, id) {
-				out.forbidden = append(out.forbidden, id)
+			if !readable(id) && !in(lists.forbidden, id) {
+				// Cloned: a streamed result's strings are reused.
+				lists.forbidden = append(lists.forbidden, strings.Clone(id))
 			}
 		}
 	}
-	sc.scanAnswer(e, r.AnswerText, readable, &out)
+	sc.scanAnswer(e, r.AnswerText, readable, &lists)
 
 	sc.dist = sc.distinctInto(sc.dist, r.RetrievedIDs)
 	out.duplicates = len(r.RetrievedIDs) - len(sc.dist)
@@ -118,11 +136,16 @@ func (sc *scorer) score(c *CaseV2, r *ResultV2) scored {
 		if in(r.RetrievedIDs, id) && readable(id) {
 			out.citedOK++
 		} else {
-			out.invalidCitations = append(out.invalidCitations, id)
+			lists.invalidCitations = append(lists.invalidCitations, strings.Clone(id))
 		}
 	}
 	if r.LatencyMS != nil {
 		out.latency, out.hasLatency = *r.LatencyMS, true
+	}
+	if len(lists.forbidden)+len(lists.invalidCitations)+len(lists.markers)+len(lists.texts) > 0 {
+		p := new(scoreLists)
+		*p = lists
+		out.lists = p
 	}
 	out.outcome = sc.outcome(e, &out)
 	return out
@@ -130,7 +153,7 @@ func (sc *scorer) score(c *CaseV2, r *ResultV2) scored {
 
 // scanAnswer looks for forbidden markers and forbidden documents' text in the
 // answer the reader saw.
-func (sc *scorer) scanAnswer(e *Expected, answer string, readable func(string) bool, out *scored) {
+func (sc *scorer) scanAnswer(e *Expected, answer string, readable func(string) bool, out *scoreLists) {
 	if answer == "" {
 		return
 	}
@@ -315,7 +338,7 @@ func (sc *scorer) citesOnlySuperseded(e *Expected) bool {
 }
 
 // caseScore expands the compact score for the report.
-func (s *scored) caseScore(c *CaseV2) CaseScore {
+func (s *scored) caseScore(c *caseRec) CaseScore {
 	opt := func(bit uint8, v float64) *float64 {
 		if s.defined&bit == 0 {
 			return nil
@@ -323,9 +346,9 @@ func (s *scored) caseScore(c *CaseV2) CaseScore {
 		return &v
 	}
 	cs := CaseScore{
-		ID: c.ID, Persona: c.Persona, Stratum: c.Stratum,
-		Action: c.Expected.Action, Declared: s.declared,
-		ForbiddenIDs:     nonNilList(s.forbidden),
+		ID: c.id, Persona: c.persona, Stratum: c.stratum,
+		Action: c.action, Declared: s.declared,
+		ForbiddenIDs:     nonNilList(s.l().forbidden),
 		DuplicateCount:   s.duplicates,
 		RecallAtK:        opt(hasRecall, s.recall),
 		FillAtK:          opt(hasFill, s.fill),
@@ -333,9 +356,9 @@ func (s *scored) caseScore(c *CaseV2) CaseScore {
 		PrecisionAtK:     opt(hasPrec, s.prec),
 		NDCGAtK:          opt(hasNDCG, s.ndcg),
 		Outcome:          s.outcome,
-		LeakedMarkers:    s.markers,
-		LeakedTexts:      s.texts,
-		InvalidCitations: nonNilList(s.invalidCitations),
+		LeakedMarkers:    s.l().markers,
+		LeakedTexts:      s.l().texts,
+		InvalidCitations: nonNilList(s.l().invalidCitations),
 	}
 	if s.hasLatency {
 		v := s.latency

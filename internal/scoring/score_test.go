@@ -231,6 +231,6 @@ func TestScoreCase(t *testing.T) {
 // scoreCase scores one v1 case through the v2 engine, as Evaluate does.
 func scoreCase(c Case, r Result, k int) CaseScore {
 	c2, r2 := c.V2(), r.V2()
-	s := newScorer(k, nil).score(&c2, &r2)
-	return s.caseScore(&c2)
+	s := newScorer(k, nil).score(&c2.Expected, &r2)
+	return s.caseScore(&caseRec{id: c2.ID, persona: c2.Persona, stratum: c2.Stratum, action: c2.Expected.Action})
 }

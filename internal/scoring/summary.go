@@ -38,7 +38,7 @@ func (t *tally) add(action Action, s *scored) {
 	if s.leaked() {
 		t.leaks++
 	}
-	if len(s.invalidCitations) > 0 {
+	if len(s.l().invalidCitations) > 0 {
 		t.invalidCitationCases++
 	}
 	t.citedAll += s.citedN
@@ -194,14 +194,14 @@ type groupKey struct{ persona, stratum string }
 // groups holds a tally per persona × stratum.
 type groups map[groupKey]*tally
 
-func (g groups) add(c *CaseV2, s *scored) {
-	k := groupKey{c.Persona, c.Stratum}
+func (g groups) add(c *caseRec, s *scored) {
+	k := groupKey{c.persona, c.stratum}
 	t := g[k]
 	if t == nil {
 		t = &tally{}
 		g[k] = t
 	}
-	t.add(c.Expected.Action, s)
+	t.add(c.action, s)
 }
 
 // personaTallies sums the groups of each persona over all strata; with

@@ -412,7 +412,7 @@ func TestDecodeV2(t *testing.T) {
 		{"v2 field in a v1 case", `[{"id":"q","question":"?","relevant_ids":[],"allowed_ids":[],"must_abstain":false,"as_of":"x"}]`,
 			`unknown field "as_of" in a v1 case`},
 		{"duplicate key in expected", `[{"id":"q","question":"?","expected":{"action":"answer","action":"block","allowed_evidence":[]}}]`,
-			`case "q": duplicate field "action"`},
+			`case "q": duplicate field "expected.action"`},
 		{"unknown expected key", `[{"id":"q","question":"?","expected":{"action":"answer","allowed":[]}}]`, `unknown field "expected.allowed"`},
 		{"missing action", `[{"id":"q","question":"?","expected":{"allowed_evidence":[]}}]`, `missing required field "expected.action"`},
 		{"wrong type in any-of", `[{"id":"q","question":"?","expected":{"action":"answer","allowed_evidence":[],"required_any_of":["b"]}}]`,

@@ -46,9 +46,8 @@ func checkCaseV1(c Case, i int, ps *problems) {
 	}
 	checkIDList(ps, KindCase, i, c.ID, "relevant_ids", c.RelevantIDs, true)
 	checkIDList(ps, KindCase, i, c.ID, "allowed_ids", c.AllowedIDs, true)
-	allowed := set(c.AllowedIDs)
-	for _, id := range distinct(c.RelevantIDs) {
-		if id != "" && !allowed[id] {
+	for i, id := range c.RelevantIDs {
+		if id != "" && !in(c.AllowedIDs, id) && !in(c.RelevantIDs[:i], id) {
 			// Relevant evidence the persona may not see would make
 			// recall unreachable and supported answers disclosures.
 			ps.add(KindCase, i, c.ID, "relevant id %q is not in allowed_ids", id)
@@ -59,6 +58,20 @@ func checkCaseV1(c Case, i int, ps *problems) {
 // checkIDList rejects empty IDs and, for evidence sets, repeats: a repeated
 // relevant ID would inflate the recall denominator.
 func checkIDList(ps *problems, kind Kind, index int, owner, field string, ids []string, unique bool) {
+	if len(ids) <= 32 {
+		// Evidence lists are short: a scan beats a map.
+		for i, id := range ids {
+			if id == "" {
+				ps.add(kind, index, owner, "%s contains an empty id", field)
+				return
+			}
+			if unique && in(ids[:i], id) {
+				ps.add(kind, index, owner, "%s lists %q more than once", field, id)
+				return
+			}
+		}
+		return
+	}
 	seen := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		if id == "" {

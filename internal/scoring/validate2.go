@@ -69,10 +69,10 @@ func checkCaseV2(c *CaseV2, index int, fixtureDerived bool, ps *problems) {
 		// fixture has filled it in.
 		return
 	}
-	allowed := set(e.AllowedEvidence)
+	allowed := func(id string) bool { return in(e.AllowedEvidence, id) }
 	mustBeAllowed := func(field string, ids []string) {
 		for _, id := range ids {
-			if id != "" && !allowed[id] {
+			if id != "" && !allowed(id) {
 				add("%s %q is not in expected.allowed_evidence", field, id)
 			}
 		}
@@ -80,20 +80,19 @@ func checkCaseV2(c *CaseV2, index int, fixtureDerived bool, ps *problems) {
 	mustBeAllowed("expected.required_evidence", e.RequiredEvidence)
 	for i, alt := range e.RequiredAnyOf {
 		for _, id := range alt {
-			if id != "" && !allowed[id] {
+			if id != "" && !allowed(id) {
 				add("expected.required_any_of[%d] %q is not in expected.allowed_evidence", i, id)
 			}
 		}
 	}
 	mustBeAllowed("expected.expected_citations", e.ExpectedCitations)
-	superseded := set(e.SupersededEvidence)
 	for _, id := range e.SupersededEvidence {
-		if allowed[id] {
+		if allowed(id) {
 			add("expected.superseded_evidence %q is also in expected.allowed_evidence; a version is either valid at as_of or superseded", id)
 		}
 	}
 	for _, id := range e.ForbiddenEvidence {
-		if allowed[id] || superseded[id] {
+		if allowed(id) || in(e.SupersededEvidence, id) {
 			add("expected.forbidden_evidence %q is also allowed or superseded", id)
 		}
 	}
