@@ -164,13 +164,15 @@ func setMeasurementText(st *v1alpha1.CanaryRunStatus) {
 	if st.TimeToVisibility != nil {
 		st.VisibleAfter = cli.HumanDuration(st.TimeToVisibility.Duration)
 	}
-	st.SearchExclusion, st.AnswerExclusion = "", ""
+	st.SearchExclusion, st.AnswerExclusion, st.ConversationExclusion = "", "", ""
 	for i := range st.Surfaces {
 		switch st.Surfaces[i].Surface {
 		case v1alpha1.SurfaceSearch:
 			st.SearchExclusion = cli.Interval(st.Surfaces[i].Bounds)
 		case v1alpha1.SurfaceAnswer:
 			st.AnswerExclusion = cli.Interval(st.Surfaces[i].Bounds)
+		case v1alpha1.SurfaceConversation:
+			st.ConversationExclusion = cli.Interval(st.Surfaces[i].Bounds)
 		}
 	}
 	st.ContentFreshness = contentFreshnessText(st)

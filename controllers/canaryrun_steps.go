@@ -204,6 +204,7 @@ func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage,
 		Resume:  run.Status.Surfaces, ResumeViolations: run.Status.IsolationViolations,
 		ResumeControls: run.Status.ControlProbes,
 	}
+	p.Target.Conversation = conversationOf(run, deps.persona.Token)
 	for _, c := range deps.controls {
 		p.Controls = append(p.Controls, probe.Control{Name: c.Object.Name, Token: c.Token})
 	}
@@ -249,6 +250,9 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 		return r.onProblem(rc, err, deadline)
 	}
 	r.clearWaiting(rc)
+	if res, stop, err := r.startConversation(ctx, rc, deps); stop {
+		return res, err
+	}
 	if run.Status.RevokeRequestedTime == nil {
 		run.Status.RevokeRequestedTime = measure.FloorMicro(r.Clock.Now())
 		if err := r.persist(ctx, rc); err != nil {
