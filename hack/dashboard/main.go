@@ -39,17 +39,41 @@ type spec struct {
 }
 
 var panels = []spec{
-	{"Time-to-exclusion vs SLO (last run, search)", "Interval-censored bounds of the last run per canary against its exclusion SLO: exclusion happened between lower and upper.", "timeseries", "s", [][2]string{
-		{`max by (namespace, canary, corpus) (ragcanary_last_run_exclusion_upper_bound_seconds{` + sel + `, surface="Search"})`, "{{canary}} upper"},
-		{`max by (namespace, canary, corpus) (ragcanary_last_run_exclusion_lower_bound_seconds{` + sel + `, surface="Search"})`, "{{canary}} lower"},
-		{`max by (namespace, canary, corpus) (ragcanary_canary_exclusion_slo_seconds{` + sel + `})`, "{{canary}} SLO"},
+	{"Time-to-exclusion vs SLO (last run)", "Interval-censored bounds of the last run per canary and surface against the surface's exclusion SLO: exclusion happened between lower and upper. A lower bound without an upper one is a censored run.", "timeseries", "s", [][2]string{
+		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_exclusion_upper_bound_seconds{` + sel + `})`, "{{canary}} {{surface}} upper"},
+		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_exclusion_lower_bound_seconds{` + sel + `})`, "{{canary}} {{surface}} lower"},
+		{`max by (namespace, canary, corpus, surface) (ragcanary_canary_surface_slo_seconds{` + sel + `})`, "{{canary}} {{surface}} SLO"},
 	}},
 	{"Live exposure", "Seconds a revoked canary has still been visible in runs in progress; alertable before the run ends.", "timeseries", "s", [][2]string{
 		{`max by (namespace, canary, corpus, surface) (ragcanary_live_exposure_seconds{` + sel + `})`, "{{canary}} {{surface}}"},
 	}},
-	{"Time-to-exclusion p50 / p95 (upper bound)", "Distribution of confirmed exclusion upper bounds per corpus.", "timeseries", "s", [][2]string{
-		{`histogram_quantile(0.5, sum by (le, corpus) (rate(ragcanary_time_to_exclusion_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} p50"},
-		{`histogram_quantile(0.95, sum by (le, corpus) (rate(ragcanary_time_to_exclusion_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} p95"},
+	// The quantiles and the censored runs sit side by side: quantiles of
+	// upper bounds describe only the runs that ended, so the censored count
+	// next to them says how much of the tail they leave out.
+	{"Time-to-exclusion p50 / p95 / p99 (upper bound)", "Quantiles of confirmed exclusion upper bounds per corpus and surface. Runs censored at the timeout are not in them: see the censored runs beside this panel.", "timeseries", "s", [][2]string{
+		{`histogram_quantile(0.5, sum by (le, corpus, surface) (rate(ragcanary_canary_exclusion_upper_bound_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} {{surface}} p50"},
+		{`histogram_quantile(0.95, sum by (le, corpus, surface) (rate(ragcanary_canary_exclusion_upper_bound_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} {{surface}} p95"},
+		{`histogram_quantile(0.99, sum by (le, corpus, surface) (rate(ragcanary_canary_exclusion_upper_bound_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} {{surface}} p99"},
+	}},
+	{"Censored runs (no upper bound)", "Runs per corpus and surface that ended without an upper bound over the dashboard range: still visible at the timeout, left open by probe errors, or new content never seen. Anything above zero means the quantiles beside this panel understate the tail.", "bargauge", "short", [][2]string{
+		{`sum by (corpus, surface) (increase(ragcanary_canary_censored_runs_total{` + sel + `}[$__range]))`, "{{corpus}} {{surface}}"},
+	}},
+	{"Censored share", "Censored runs over all finished surface measurements (censored, excluded, and content-freshness runs) over the dashboard range.", "stat", "percentunit", [][2]string{
+		{`sum by (corpus, surface) (increase(ragcanary_canary_censored_lower_bound_seconds_count{` + sel + `}[$__range])) / sum by (corpus, surface) (increase({__name__=~"ragcanary_canary_censored_lower_bound_seconds_count|ragcanary_canary_exclusion_upper_bound_seconds_count|ragcanary_content_freshness_seconds_count", ` + sel + `}[$__range]))`, "{{corpus}} {{surface}}"},
+	}},
+	{"Censored runs: lower bounds p50 / max", "What is known of the censored tail: exclusion (or freshness) took at least this long. Censored runs are observed at their lower bound, never at a made-up upper one.", "timeseries", "s", [][2]string{
+		{`histogram_quantile(0.5, sum by (le, corpus, surface) (rate(ragcanary_canary_censored_lower_bound_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} {{surface}} p50"},
+		{`histogram_quantile(1, sum by (le, corpus, surface) (rate(ragcanary_canary_censored_lower_bound_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} {{surface}} max bucket"},
+	}},
+	{"Content freshness vs SLO (last run)", "Content-freshness (UpdateContent) canaries: the time until the surface served only the new content (new visible, old gone) in the last run, against the content-freshness SLO.", "timeseries", "s", [][2]string{
+		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_content_freshness_upper_bound_seconds{` + sel + `})`, "{{canary}} {{surface}} upper"},
+		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_content_freshness_lower_bound_seconds{` + sel + `})`, "{{canary}} {{surface}} lower"},
+		{`max by (namespace, canary, corpus, surface) (ragcanary_canary_content_freshness_slo_seconds{` + sel + `})`, "{{canary}} {{surface}} SLO"},
+	}},
+	{"Content freshness p50 / p95 / p99 (upper bound)", "Quantiles of content-freshness upper bounds per corpus and surface; censored content runs are counted with the censored runs.", "timeseries", "s", [][2]string{
+		{`histogram_quantile(0.5, sum by (le, corpus, surface) (rate(ragcanary_content_freshness_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} {{surface}} p50"},
+		{`histogram_quantile(0.95, sum by (le, corpus, surface) (rate(ragcanary_content_freshness_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} {{surface}} p95"},
+		{`histogram_quantile(0.99, sum by (le, corpus, surface) (rate(ragcanary_content_freshness_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} {{surface}} p99"},
 	}},
 	{"Cache invalidation (answer surface)", "How long answers kept citing revoked content: last run's bounds and the p95 of upper bounds.", "timeseries", "s", [][2]string{
 		{`max by (namespace, canary, corpus) (ragcanary_last_run_exclusion_upper_bound_seconds{` + sel + `, surface="Answer"})`, "{{canary}} upper"},
