@@ -67,7 +67,7 @@ type EvalSuiteReconciler struct {
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=evalsuites/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=suiteruns,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=corpora;personas,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile evaluates one EvalSuite and writes its status once.
@@ -104,6 +104,9 @@ func (r *EvalSuiteReconciler) reconcileSuite(ctx context.Context, s *v1alpha1.Ev
 	observeSuiteRuns(s, runs)
 	sched := r.scheduler()
 	if err := sched.prune(ctx, runs, s.Spec.SuccessfulRunsHistoryLimit, s.Spec.FailedRunsHistoryLimit); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.pruneReports(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	parsed, ready, err := r.readiness(ctx, s)
@@ -231,10 +234,17 @@ func (r *EvalSuiteReconciler) readiness(ctx context.Context, s *v1alpha1.EvalSui
 		}
 		sched = &parsed
 	}
-	if _, err := suite.Resolve(ctx, r.Client, s); err != nil {
+	def, err := suite.Resolve(ctx, r.Client, s)
+	if err != nil {
 		return nil, cond, userProblem(err, &cond)
 	}
-	if _, err := suite.ParseGates(s.Spec.Gates); err != nil {
+	gates, err := suite.ParseGates(s.Spec.Gates)
+	if err != nil {
+		return nil, cond, userProblem(err, &cond)
+	}
+	// Freezing derives fixture evidence and validates every case with the
+	// scoring engine, exactly as a run does at its start.
+	if _, err := suite.Freeze(def, s, gates, 0, r.Clock.Now()); err != nil {
 		return nil, cond, userProblem(err, &cond)
 	}
 	cond.Status = metav1.ConditionTrue
@@ -304,8 +314,14 @@ func (r *EvalSuiteReconciler) indexReferences(mgr ctrl.Manager) error {
 	return indexer.IndexField(context.Background(), &v1alpha1.EvalSuite{}, suiteConfigMapIndex,
 		func(o client.Object) []string {
 			var names []string
-			for _, src := range o.(*v1alpha1.EvalSuite).Spec.CaseSources {
+			spec := o.(*v1alpha1.EvalSuite).Spec
+			for _, src := range spec.CaseSources {
 				names = append(names, src.ConfigMapRef.Name)
+			}
+			if spec.Fixture != nil {
+				for _, src := range spec.Fixture.Sources {
+					names = append(names, src.ConfigMapRef.Name)
+				}
 			}
 			return names
 		})

@@ -58,9 +58,11 @@ type SuiteRunReconciler struct {
 	Recorder events.EventRecorder
 	// Workers bounds concurrently executing runs; defaultSuiteRunWorkers when zero.
 	Workers int
+	// Pause paces fixture visibility checks; nil uses suite.Pause's default.
+	Pause func(context.Context) error
 }
 
-// +kubebuilder:rbac:groups=ragcanary.dev,resources=suiteruns,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=suiteruns,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=suiteruns/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=evalsuites;corpora;personas,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
@@ -73,8 +75,11 @@ func (r *SuiteRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Get(ctx, req.NamespacedName, &run); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !run.DeletionTimestamp.IsZero() || suiteRunFinished(&run) {
-		return ctrl.Result{}, nil
+	if !run.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &run)
+	}
+	if suiteRunFinished(&run) {
+		return r.retryFixtureRemoval(ctx, &run)
 	}
 	s, wait, err := r.suiteOf(ctx, &run)
 	if err != nil || wait > 0 {
@@ -90,7 +95,13 @@ func (r *SuiteRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		// Transient: nothing was recorded, so the retry starts afresh.
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.finish(ctx, &run, s, done)
+	if err := r.finish(ctx, &run, s, done); err != nil {
+		return ctrl.Result{}, err
+	}
+	if done.fixtureLeft != nil {
+		return ctrl.Result{RequeueAfter: fixtureRetry}, nil
+	}
+	return ctrl.Result{}, r.releaseRun(ctx, &run)
 }
 
 // suiteOf reads the run's suite. A missing suite gets a grace period,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/schedule"
+	"github.com/ragcanary/ragcanary/internal/scoring"
 	"github.com/ragcanary/ragcanary/internal/suite"
 )
 
@@ -327,8 +329,20 @@ func checkReport(t *testing.T, ns string, run *v1alpha1.SuiteRun, wantCases []st
 	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: run.Status.ReportConfigMapRef.Name}, &cm); err != nil {
 		t.Fatalf("reading report: %v", err)
 	}
-	if !metav1.IsControlledBy(&cm, run) {
-		t.Error("report ConfigMap is not owned by the run")
+	// Owned by the suite, not the run: pruning runs must not delete it.
+	if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].Kind != "EvalSuite" || cm.OwnerReferences[0].Name != run.Spec.SuiteRef.Name {
+		t.Errorf("report ConfigMap owners = %+v, want the EvalSuite only", cm.OwnerReferences)
+	}
+	if cm.Annotations[AnnotationRunUID] != string(run.UID) {
+		t.Errorf("report ConfigMap names run %q, want %q", cm.Annotations[AnnotationRunUID], run.UID)
+	}
+	// The frozen evidence is stored as ragcanary eval --replay reads it.
+	ev, err := scoring.ReadEvidence(strings.NewReader(cm.Data[suite.EvidenceKey]))
+	if err != nil {
+		t.Fatalf("stored evidence does not read back: %v", err)
+	}
+	if ev.CasesHash != run.Status.CasesHash || ev.CasesHash == "" {
+		t.Errorf("evidence cases hash %q, status casesHash %q", ev.CasesHash, run.Status.CasesHash)
 	}
 	var report map[string]any
 	if err := json.Unmarshal([]byte(cm.Data[suite.ReportKey]), &report); err != nil {

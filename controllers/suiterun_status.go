@@ -74,6 +74,18 @@ func finishedStatus(run *v1alpha1.SuiteRun, out *runOutcome, now metav1.Time) {
 	st.CompletionTime = &now
 	st.ObservedGeneration = run.Generation
 	setRunCondition(run, conditionRunComplete, metav1.ConditionTrue, ReasonFinished, "the run finished")
+	st.CasesHash = out.casesHash
+	if st.Fixture != nil {
+		if out.fixtureLeft != nil {
+			setRunCondition(run, ConditionFixtureRemoved, metav1.ConditionFalse, ReasonFixtureRemovalFailed,
+				truncateMessage("removing the fixture failed, retrying: "+suite.ErrorText(out.fixtureLeft)))
+		} else {
+			markRemoved(run)
+		}
+	}
+	if st.CasesHash != "" || st.Fixture != nil {
+		st.ReportConfigMapRef = &v1alpha1.LocalObjectReference{Name: reportName(run)}
+	}
 	if out.result == nil {
 		st.Phase = v1alpha1.SuiteRunFailed
 		setRunCondition(run, ConditionPassed, metav1.ConditionFalse, out.reason, out.message)
@@ -173,25 +185,38 @@ func recordSuiteMetrics(run *v1alpha1.SuiteRun, s *v1alpha1.EvalSuite, out *runO
 }
 
 // personaScores are the per-persona values over all strata, with each
-// persona's count of executions with forbidden evidence.
+// persona's counts of executions that leaked, failed to abstain or were
+// supported only by superseded evidence.
 func personaScores(res suite.Result) []metrics.PersonaScores {
 	disclosures := map[string]int{}
 	for _, cs := range res.Report.Cases {
-		if len(cs.ForbiddenIDs) > 0 {
+		if suite.Leaked(cs) {
 			disclosures[cs.Persona]++
 		}
 	}
 	var out []metrics.PersonaScores
 	for persona, st := range res.Report.Summary.Personas {
-		out = append(out, metrics.PersonaScores{
-			Persona:        persona,
-			Utility:        st.Utility.Value,
-			DisclosureRate: st.DisclosureRate.Value,
-			FalseBlockRate: st.FalseBlockRate.Value,
-			Recall:         st.RecallAtK.Value,
-			MRR:            st.MRRAtK.Value,
-			Disclosures:    disclosures[persona],
-		})
+		ps := metrics.PersonaScores{
+			Persona:              persona,
+			Utility:              st.Utility.Value,
+			DisclosureRate:       st.DisclosureRate.Value,
+			FalseBlockRate:       st.FalseBlockRate.Value,
+			Recall:               st.RecallAtK.Value,
+			MRR:                  st.MRRAtK.Value,
+			FailedToAbstainRate:  st.FailedToAbstainRate.Value,
+			StaleRate:            st.StaleRate.Value,
+			MistakenNotFoundRate: st.MistakenNotFoundRate.Value,
+			CitationPrecision:    st.CitationPrecision.Value,
+			CitationValidity:     st.CitationValidity.Value,
+			CorrectAbstention:    map[string]*float64{},
+			Disclosures:          disclosures[persona],
+			FailedToAbstain:      st.FailedToAbstain,
+			Stale:                st.Stale,
+		}
+		for status, ratio := range st.CorrectAbstention {
+			ps.CorrectAbstention[string(status)] = ratio.Value
+		}
+		out = append(out, ps)
 	}
 	return out
 }

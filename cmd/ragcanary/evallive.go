@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,9 +13,11 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/manifests"
+	"github.com/ragcanary/ragcanary/internal/scoring"
 	"github.com/ragcanary/ragcanary/internal/suite"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
@@ -21,6 +25,7 @@ import (
 const evalLiveUsage = `usage: ragcanary eval --suite SUITE.yaml --corpus CORPUS.yaml --personas PERSONAS.yaml
                       --allowed-target-urls URL[,URL...] | --allow-any-target
                       [--k N] [--format text|json] [--min-recall X] [--min-mrr X]
+                      [--evidence FILE]
 
 Live mode: runs an EvalSuite against its corpus's real target, exactly as a
 SuiteRun does in the cluster, and prints the same report. The files hold
@@ -47,6 +52,8 @@ flags:
   --format F        text (default) or json
   --min-recall X    override the suite's gates.minRecall (0..1)
   --min-mrr X       override the suite's gates.minMRR (0..1)
+  --evidence FILE   also write the run's frozen evidence (the SuiteRun's
+                    evidence.json format) to FILE, for ragcanary eval --replay
 
 See docs/eval.md ("Live mode").
 `
@@ -60,6 +67,8 @@ type liveConfig struct {
 	minRecall, minMRR *float64
 	// allow is the target allowlist from --allowed-target-urls.
 	allow target.Allowlist
+	// evidence is the file the frozen evidence goes to; empty for none.
+	evidence string
 }
 
 // isLiveInvocation reports whether args ask for live mode.
@@ -101,6 +110,10 @@ func runEvalLive(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ragcanary eval: %v\n", err)
 		return exitInvalid
 	}
+	if err := writeEvidence(cfg.evidence, res); err != nil {
+		fmt.Fprintf(stderr, "ragcanary eval: writing evidence: %v\n", err)
+		return exitInvalid
+	}
 	report := suite.FinalReport(res)
 	if err := writeReport(stdout, cfg.format, report); err != nil {
 		fmt.Fprintf(stderr, "ragcanary eval: writing report: %v\n", err)
@@ -138,6 +151,7 @@ func parseLiveArgs(args []string, stderr io.Writer) (liveConfig, error) {
 	fs.StringVar(&cfg.format, "format", "text", "")
 	fs.Var(optionalFloat{&cfg.minRecall}, "min-recall", "")
 	fs.Var(optionalFloat{&cfg.minMRR}, "min-mrr", "")
+	fs.StringVar(&cfg.evidence, "evidence", "", "")
 	allowed := fs.String("allowed-target-urls", "", "")
 	anyTarget := fs.Bool("allow-any-target", false, "")
 	err := fs.Parse(args)
@@ -216,15 +230,39 @@ func runLive(ctx context.Context, cfg liveConfig, env func(string) (string, bool
 	if cfg.minMRR != nil {
 		gates.MinMRR = cfg.minMRR
 	}
-	t, err := liveTarget(ctx, m, cfg.allow, s, def, cfg.k)
+	plan, err := suite.Freeze(def, s, gates, cfg.k, time.Now())
+	if err != nil {
+		return suite.Result{}, problemError(err)
+	}
+	t, corpus, err := liveTarget(ctx, m, cfg.allow, plan, def)
 	if err != nil {
 		return suite.Result{}, err
 	}
-	execs, err := suite.Execute(ctx, t, def.Cases)
+	res, cleanup, err := suite.RunPlan(ctx, suite.Run{Plan: plan, Target: t, Source: corpus.Driver, Prefix: livePrefix(),
+		Corpus: suite.CorpusSnapshot(ctx, corpus, def.Corpus)})
+	if cleanup != nil {
+		// The verdict stands; the leftovers are named so they can be removed.
+		fmt.Fprintf(notes, "ragcanary eval: removing the fixture failed; documents may remain at the target: %s\n", suite.ErrorText(cleanup))
+	}
+	var setup *suite.SetupError
+	if errors.As(err, &setup) {
+		return suite.Result{}, inputError("%s: %v", setup.Reason, setup.Err)
+	}
 	if err != nil {
 		return suite.Result{}, fmt.Errorf("interrupted before every execution finished; nothing was scored: %w", err)
 	}
-	return suite.Score(def.Cases, execs, t.K, gates)
+	if res.Evidence != nil {
+		res.Evidence.CreatedAt = time.Now().UTC().Format(time.RFC3339)
+	}
+	return res, nil
+}
+
+// livePrefix scopes a live run's fixture: random, so two live runs (or a
+// live run and a SuiteRun) against one target never share a document.
+func livePrefix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return "live-" + hex.EncodeToString(b)
 }
 
 // problemError keeps a *suite.Problem's message, which names the case,
@@ -242,27 +280,43 @@ func problemError(err error) error {
 // allowlist from the flags, and a private limiter at the corpus's rate, with
 // the operator's default where the corpus sets none, so CI and the cluster
 // load a target alike.
-func liveTarget(ctx context.Context, m *manifests.Set, allow target.Allowlist, s *v1alpha1.EvalSuite, def *suite.Definition, k int) (suite.Target, error) {
+func liveTarget(ctx context.Context, m *manifests.Set, allow target.Allowlist, plan *suite.Plan, def *suite.Definition) (suite.Target, *target.Corpus, error) {
 	c := def.Corpus
 	// Checked here for a message that names the environment variable too.
 	if h := c.Spec.Driver.HTTP; c.Spec.Driver.Type == v1alpha1.DriverHTTP && h != nil {
 		if _, err := m.Credential(c.Namespace, h.CredentialSecretRef); err != nil {
-			return suite.Target{}, inputError("Corpus %q: %v", c.Name, err)
+			return suite.Target{}, nil, inputError("Corpus %q: %v", c.Name, err)
 		}
 	}
 	for name, p := range def.Personas {
 		if _, err := m.Credential(p.Namespace, p.Spec.CredentialSecretRef); err != nil {
-			return suite.Target{}, inputError("Persona %q: %v", name, err)
+			return suite.Target{}, nil, inputError("Persona %q: %v", name, err)
 		}
 	}
-	t, err := suite.BuildTarget(ctx, &target.Door{Reader: m, Allow: allow, DefaultLimit: target.DefaultLimit}, s, def, k)
+	t, corpus, err := suite.BuildTarget(ctx, &target.Door{Reader: m, Allow: allow, DefaultLimit: target.DefaultLimit}, plan, c, def.Personas)
 	if p, ok := target.IsUserProblem(err); ok {
-		return suite.Target{}, inputError("%s: %s", p.Reason, p.Message)
+		return suite.Target{}, nil, inputError("%s: %s", p.Reason, p.Message)
 	}
 	if err != nil {
-		return suite.Target{}, inputError("%v", err)
+		return suite.Target{}, nil, inputError("%v", err)
 	}
-	return t, nil
+	return t, corpus, nil
+}
+
+// writeEvidence writes the frozen evidence to path, when one is given.
+func writeEvidence(path string, res suite.Result) error {
+	if path == "" || res.Evidence == nil {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := scoring.WriteEvidence(f, res.Evidence); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // asInputError keeps a manifests.InputError's message as invalid input.

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,9 @@ const (
 	LabelResult = "result"
 	// LabelKind tells canary and suite series of a shared family apart.
 	LabelKind = "kind"
+	// LabelStatus is an expected status of the correct-abstention rate:
+	// not_found, not_applicable, clarify or conflict (four values).
+	LabelStatus = "status"
 )
 
 // Values of LabelKind.
@@ -59,6 +63,38 @@ var (
 		Namespace: namespace, Name: "suite_mrr_at_k_ratio",
 		Help: "Mean reciprocal rank at k per persona in the suite's last finished run; absent when undefined.",
 	}, personaLabels)
+	SuiteFailedToAbstainRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_failed_to_abstain_rate_ratio",
+		Help: "Required-block cases answered without a leak / required-block cases per persona in the suite's last finished run; absent when undefined.",
+	}, personaLabels)
+	SuiteStaleRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_stale_rate_ratio",
+		Help: "Answers supported only by superseded evidence / answerable cases per persona in the suite's last finished run; absent when undefined.",
+	}, personaLabels)
+	SuiteMistakenNotFoundRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_mistaken_not_found_rate_ratio",
+		Help: "Answerable cases declared not found / answerable cases per persona in the suite's last finished run; absent when undefined.",
+	}, personaLabels)
+	SuiteCitationPrecision = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_citation_precision_ratio",
+		Help: "Cited IDs that are eligible and supporting / all cited IDs per persona in the suite's last finished run; absent when undefined.",
+	}, personaLabels)
+	SuiteCitationValidity = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_citation_validity_ratio",
+		Help: "Cited IDs inside retrieved ∩ allowed / all cited IDs per persona in the suite's last finished run; absent when undefined.",
+	}, personaLabels)
+	SuiteCorrectAbstention = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_correct_abstention_ratio",
+		Help: "Per expected status (not_found, not_applicable, clarify, conflict): cases declared with it / cases expecting it, per persona in the suite's last finished run; absent when undefined.",
+	}, append(slices.Clone(personaLabels), LabelStatus))
+	SuiteFailedToAbstainTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "suite_failed_to_abstain_total",
+		Help: "Suite executions where policy required a refusal and the persona got an answer.",
+	}, personaLabels)
+	SuiteStaleTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "suite_stale_total",
+		Help: "Suite executions answered with support only from superseded evidence.",
+	}, personaLabels)
 	SuiteDisclosuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "suite_disclosures_total",
 		Help: "Suite executions that returned or cited evidence outside the persona's allowed set.",
@@ -85,6 +121,8 @@ var suiteVecs = []interface {
 	DeletePartialMatch(prometheus.Labels) int
 }{
 	SuiteUtility, SuiteDisclosureRate, SuiteFalseBlockRate, SuiteRecall, SuiteMRR,
+	SuiteFailedToAbstainRate, SuiteStaleRate, SuiteMistakenNotFoundRate, SuiteCitationPrecision,
+	SuiteCitationValidity, SuiteCorrectAbstention, SuiteFailedToAbstainTotal, SuiteStaleTotal,
 	SuiteDisclosuresTotal, SuiteRunsTotal, SuiteRunDuration,
 }
 
@@ -122,7 +160,15 @@ type PersonaScores struct {
 	Persona                                 string
 	Utility, DisclosureRate, FalseBlockRate *float64
 	Recall, MRR                             *float64
-	Disclosures                             int
+	FailedToAbstainRate, StaleRate          *float64
+	MistakenNotFoundRate                    *float64
+	CitationPrecision, CitationValidity     *float64
+	// CorrectAbstention is keyed by expected status; a missing or nil
+	// entry is undefined.
+	CorrectAbstention map[string]*float64
+	Disclosures       int
+	// FailedToAbstain and Stale count the run's executions with those outcomes.
+	FailedToAbstain, Stale int
 }
 
 // SuiteCompletion is what a finished suite run reports.
@@ -167,7 +213,9 @@ func RecordSuiteCompletion(s Suite, c SuiteCompletion) {
 }
 
 func personaGauges() []*prometheus.GaugeVec {
-	return []*prometheus.GaugeVec{SuiteUtility, SuiteDisclosureRate, SuiteFalseBlockRate, SuiteRecall, SuiteMRR}
+	return []*prometheus.GaugeVec{SuiteUtility, SuiteDisclosureRate, SuiteFalseBlockRate, SuiteRecall, SuiteMRR,
+		SuiteFailedToAbstainRate, SuiteStaleRate, SuiteMistakenNotFoundRate, SuiteCitationPrecision,
+		SuiteCitationValidity, SuiteCorrectAbstention}
 }
 
 func recordPersona(s Suite, p PersonaScores) {
@@ -177,10 +225,25 @@ func recordPersona(s Suite, p PersonaScores) {
 	setDefined(SuiteFalseBlockRate, l, p.FalseBlockRate)
 	setDefined(SuiteRecall, l, p.Recall)
 	setDefined(SuiteMRR, l, p.MRR)
-	// Touch the counter so a persona with no disclosure still has a 0
-	// series that increase() and alerts can see.
+	setDefined(SuiteFailedToAbstainRate, l, p.FailedToAbstainRate)
+	setDefined(SuiteStaleRate, l, p.StaleRate)
+	setDefined(SuiteMistakenNotFoundRate, l, p.MistakenNotFoundRate)
+	setDefined(SuiteCitationPrecision, l, p.CitationPrecision)
+	setDefined(SuiteCitationValidity, l, p.CitationValidity)
+	for _, status := range CorrectAbstentionStatuses {
+		sl := s.withPersona(p.Persona)
+		sl[LabelStatus] = status
+		setDefined(SuiteCorrectAbstention, sl, p.CorrectAbstention[status])
+	}
+	// Touch the counters so a persona with none still has a 0 series that
+	// increase() and alerts can see.
 	SuiteDisclosuresTotal.With(l).Add(float64(max(p.Disclosures, 0)))
+	SuiteFailedToAbstainTotal.With(l).Add(float64(max(p.FailedToAbstain, 0)))
+	SuiteStaleTotal.With(l).Add(float64(max(p.Stale, 0)))
 }
+
+// CorrectAbstentionStatuses are the values of LabelStatus.
+var CorrectAbstentionStatuses = []string{"not_found", "not_applicable", "clarify", "conflict"}
 
 // setDefined sets the gauge, or deletes its series when v is undefined.
 func setDefined(g *prometheus.GaugeVec, l prometheus.Labels, v *float64) {

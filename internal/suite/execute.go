@@ -3,25 +3,37 @@ package suite
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
+	"time"
 
-	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/scoring"
 )
 
-// Execution is one case asked as one persona. Err set means the system gave
-// no usable reply: the execution is a probe error and is never scored as
-// "nothing retrieved".
+// Execution is one job's outcome. Err set means the system gave no usable
+// reply: the execution is a probe error and is never scored as "nothing
+// retrieved".
 type Execution struct {
+	// ID is the job's scoring case ID, CaseKey(CaseID, Persona).
+	ID      string
 	CaseID  string
 	Persona string
 	Stratum string
 	// Answered is true when the answer surface was asked.
 	Answered bool
-	// Hits are the search hits' chunk IDs, best first.
+	// Hits are the retrieved IDs, best first: chunk IDs, or for a fixture
+	// suite the fixture IDs of the planted versions (each once).
 	Hits []string
-	// Citations are the answer's cited chunk IDs.
+	// Citations are the answer's cited IDs, mapped like Hits.
 	Citations []string
+	// Status is what the answer surface declared; empty when it did not say.
+	Status scoring.Action
+	// Text is the answer as the persona saw it. It is kept, in the run's
+	// evidence, because a leak through generated text is a disclosure.
+	Text string
+	// Latency is the time the system took for this job (search and answer).
+	Latency time.Duration
 	// Err is the failure, a sanitized *driver.Error when the driver failed.
 	Err error
 }
@@ -38,30 +50,28 @@ type Target struct {
 	K int
 	// Parallelism bounds concurrent executions; at least 1.
 	Parallelism int
+	// Scope maps a fixture suite's run-scoped IDs back; nil without a fixture.
+	Scope *Scope
 }
 
 // errNoCredential is an execution whose persona has no resolved credential;
 // the caller resolves every persona first, so this only guards a bug.
 var errNoCredential = errors.New("no credential for persona")
 
-// Execute runs every case × expectation, at most Parallelism at a time, and
-// returns them in case order, then expectation order. It returns ctx's
-// error when ctx ends first: a partial set must not be scored.
-func Execute(ctx context.Context, t Target, cases []v1alpha1.EvalCase) ([]Execution, error) {
-	var jobs []Execution
-	var questions []string
-	for _, c := range cases {
-		for _, e := range c.Expectations {
-			jobs = append(jobs, Execution{CaseID: c.ID, Persona: e.Persona, Stratum: c.Stratum, Answered: c.AskAnswer})
-			questions = append(questions, c.Question)
-		}
+// Execute runs every job of the plan, at most Parallelism at a time, and
+// returns them in job order. It returns ctx's error when ctx ends first: a
+// partial set must not be scored.
+func Execute(ctx context.Context, t Target, plan *Plan) ([]Execution, error) {
+	jobs := make([]Execution, len(plan.Jobs))
+	for i, j := range plan.Jobs {
+		jobs[i] = Execution{ID: j.Case.ID, CaseID: j.SuiteCase, Persona: j.Case.Persona, Stratum: j.Case.Stratum, Answered: j.AskAnswer}
 	}
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range max(t.Parallelism, 1) {
 		wg.Go(func() {
 			for i := range next {
-				t.run(ctx, &jobs[i], questions[i])
+				t.run(ctx, &jobs[i], plan.Jobs[i].Case.Question)
 			}
 		})
 	}
@@ -83,43 +93,56 @@ func Execute(ctx context.Context, t Target, cases []v1alpha1.EvalCase) ([]Execut
 }
 
 // run fills one execution: search, then the answer surface when asked.
+// Latency counts the calls only, not the rate limiter's waits.
 func (t Target) run(ctx context.Context, x *Execution, question string) {
 	token, ok := t.Tokens[x.Persona]
 	if !ok {
 		x.Err = errNoCredential
 		return
 	}
-	hits, err := call(ctx, t, func(ctx context.Context) ([]driver.Hit, error) {
+	hits, took, err := call(ctx, t, func(ctx context.Context) ([]driver.Hit, error) {
 		return t.Searcher.Search(ctx, token, question, t.K)
 	})
+	x.Latency += took
 	if err != nil {
 		x.Err = err
 		return
 	}
-	x.Hits = chunkIDs(hits)
+	x.Hits = t.ids(chunkIDs(hits))
 	if !x.Answered {
 		return
 	}
-	answer, err := call(ctx, t, func(ctx context.Context) (driver.Answer, error) {
+	answer, took, err := call(ctx, t, func(ctx context.Context) (driver.Answer, error) {
 		return t.Answerer.Answer(ctx, token, question)
 	})
+	x.Latency += took
 	if err != nil {
 		x.Err = err
 		return
 	}
-	// The text is not kept: abstention is judged by citations alone (see
-	// Abstained), and the text may quote evidence nobody should store.
-	x.Citations = append([]string{}, answer.Citations...)
+	x.Citations = t.ids(answer.Citations)
+	x.Status = scoring.Action(answer.Status)
+	x.Text = answer.Text
 }
 
-// call waits for the rate limiter and runs f; the driver bounds it by the
-// corpus timeout.
-func call[T any](ctx context.Context, t Target, f func(context.Context) (T, error)) (T, error) {
+// ids maps target IDs to the IDs cases speak: unchanged without a fixture.
+func (t Target) ids(ids []string) []string {
+	if t.Scope == nil {
+		return append([]string{}, ids...)
+	}
+	return t.Scope.FixtureIDs(ids)
+}
+
+// call waits for the rate limiter and runs f, timing f alone; the driver
+// bounds it by the corpus timeout.
+func call[T any](ctx context.Context, t Target, f func(context.Context) (T, error)) (T, time.Duration, error) {
 	var zero T
 	if err := t.Wait(ctx); err != nil {
-		return zero, err
+		return zero, 0, err
 	}
-	return f(ctx)
+	start := time.Now()
+	v, err := f(ctx)
+	return v, time.Since(start), err
 }
 
 func chunkIDs(hits []driver.Hit) []string {
@@ -128,4 +151,20 @@ func chunkIDs(hits []driver.Hit) []string {
 		ids = append(ids, h.ChunkID)
 	}
 	return ids
+}
+
+// supportIDs are what a search-only v2 job cites: its hits that are
+// required, alternative or expected-citation evidence, each once.
+func supportIDs(hits []string, e scoring.Expected) []string {
+	support := slices.Concat(e.RequiredEvidence, e.ExpectedCitations)
+	for _, set := range e.RequiredAnyOf {
+		support = append(support, set...)
+	}
+	out := []string{}
+	for _, id := range hits {
+		if slices.Contains(support, id) && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

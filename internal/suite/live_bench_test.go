@@ -89,15 +89,19 @@ func BenchmarkLiveSuite10k(b *testing.B) {
 				wait = func(ctx context.Context) error { return limiters.Wait(ctx, "bench") }
 			}
 			target := lt.target(wait, benchLiveParallelism)
+			plan, err := suite.PlanCases(cases, liveK, suite.Gates{})
+			if err != nil {
+				b.Fatal(err)
+			}
 			var elapsed time.Duration
 			var runs int
 			for b.Loop() {
 				start := time.Now()
-				execs, err := suite.Execute(context.Background(), target, cases)
+				execs, err := suite.Execute(context.Background(), target, plan)
 				if err != nil {
 					b.Fatal(err)
 				}
-				res, err := suite.Score(cases, execs, liveK, suite.Gates{})
+				res, err := suite.Score(plan, execs, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -86,11 +86,15 @@ func (lt *liveTarget) target(wait func(context.Context) error, parallelism int) 
 // run executes and scores cases with the suite's default (zero-tolerance) gates.
 func (lt *liveTarget) run(tb testing.TB, cases []v1alpha1.EvalCase) suite.Result {
 	tb.Helper()
-	execs, err := suite.Execute(context.Background(), lt.target(nil, 4), cases)
+	plan, err := suite.PlanCases(cases, liveK, suite.Gates{})
+	if err != nil {
+		tb.Fatalf("PlanCases: %v", err)
+	}
+	execs, err := suite.Execute(context.Background(), lt.target(nil, 4), plan)
 	if err != nil {
 		tb.Fatalf("Execute: %v", err)
 	}
-	res, err := suite.Score(cases, execs, liveK, suite.Gates{})
+	res, err := suite.Score(plan, execs, nil)
 	if err != nil {
 		tb.Fatalf("Score: %v", err)
 	}

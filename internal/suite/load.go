@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/scoring"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -52,6 +53,8 @@ type Definition struct {
 	Cases    []v1alpha1.EvalCase
 	Corpus   *v1alpha1.Corpus
 	Personas map[string]*v1alpha1.Persona
+	// Fixture is the suite's fixture, nil without one.
+	Fixture *Fixture
 }
 
 // Resolve loads and validates a suite's cases and checks that its corpus and
@@ -61,28 +64,48 @@ func Resolve(ctx context.Context, r client.Reader, s *v1alpha1.EvalSuite) (*Defi
 	if err != nil {
 		return nil, err
 	}
-	def := &Definition{Cases: cases, Corpus: &v1alpha1.Corpus{}, Personas: map[string]*v1alpha1.Persona{}}
-	err = r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.CorpusRef.Name}, def.Corpus)
-	if apierrors.IsNotFound(err) {
-		return nil, problem(ReasonCorpusNotFound, "Corpus %q does not exist in namespace %q: create it or fix spec.corpusRef",
-			s.Spec.CorpusRef.Name, s.Namespace)
-	}
+	fixture, err := LoadFixture(ctx, r, s)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range PersonaNames(cases) {
-		p := &v1alpha1.Persona{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, p)
-		if apierrors.IsNotFound(err) {
-			return nil, problem(ReasonPersonaNotFound, "Persona %q, named by case %q, does not exist in namespace %q",
-				name, firstCaseFor(cases, name), s.Namespace)
-		}
-		if err != nil {
-			return nil, err
-		}
-		def.Personas[name] = p
+	def := &Definition{Cases: cases, Fixture: fixture}
+	def.Corpus, def.Personas, err = ResolveRefs(ctx, r, s.Namespace, s.Spec.CorpusRef.Name, PersonaNames(cases), func(name string) string {
+		return fmt.Sprintf("case %q", firstCaseFor(cases, name))
+	})
+	if err != nil {
+		return nil, err
 	}
 	return def, nil
+}
+
+// ResolveRefs reads the corpus and the named personas: a run resumed from
+// its plan reads these again (credentials are never frozen), not the
+// suite. namedBy says what names a persona, for the message.
+func ResolveRefs(ctx context.Context, r client.Reader, namespace, corpus string, personas []string,
+	namedBy func(string) string) (*v1alpha1.Corpus, map[string]*v1alpha1.Persona, error) {
+	c := &v1alpha1.Corpus{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: corpus}, c)
+	if apierrors.IsNotFound(err) {
+		return nil, nil, problem(ReasonCorpusNotFound, "Corpus %q does not exist in namespace %q: create it or fix spec.corpusRef",
+			corpus, namespace)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string]*v1alpha1.Persona{}
+	for _, name := range personas {
+		p := &v1alpha1.Persona{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, p)
+		if apierrors.IsNotFound(err) {
+			return nil, nil, problem(ReasonPersonaNotFound, "Persona %q, named by %s, does not exist in namespace %q",
+				name, namedBy(name), namespace)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		out[name] = p
+	}
+	return c, out, nil
 }
 
 // PersonaNames lists the distinct personas the cases name, sorted.
@@ -160,12 +183,58 @@ func loadSource(ctx context.Context, r client.Reader, namespace string, src v1al
 	return cases, origin, nil
 }
 
-// DecodeCases strictly decodes a JSON or YAML array of EvalCase: unknown or
-// duplicated fields are errors, so a typo cannot silently drop an expectation.
+// DecodeCases strictly decodes a JSON or YAML array of cases, either as
+// EvalSuite cases (expectations per persona) or in the v2 file format
+// `ragcanary eval` reads (one persona per case, snake_case fields under
+// expected). Unknown or duplicated fields are errors, so a typo cannot
+// silently drop an expectation.
 func DecodeCases(data []byte) ([]v1alpha1.EvalCase, error) {
 	var cases []v1alpha1.EvalCase
-	if err := yaml.UnmarshalStrict(data, &cases); err != nil {
-		return nil, err
+	errSuite := yaml.UnmarshalStrict(data, &cases)
+	if errSuite == nil {
+		return cases, nil
 	}
-	return cases, nil
+	var files []scoring.CaseV2
+	if err := yaml.UnmarshalStrict(data, &files); err != nil || !fileFormat(files) {
+		return nil, errSuite
+	}
+	return fromFileFormat(files)
+}
+
+// fileFormat reports whether decoded v2 file cases really are v2: every
+// one names an expected action (an EvalSuite array decodes to nothing).
+func fileFormat(files []scoring.CaseV2) bool {
+	for _, f := range files {
+		if f.Expected.Action == "" {
+			return false
+		}
+	}
+	return len(files) > 0
+}
+
+// fromFileFormat groups v2 file cases by ID into EvalSuite cases, one
+// expectation per persona. The answer surface is asked: a v2 case is about
+// what the system declares, which only the answer surface can say.
+func fromFileFormat(files []scoring.CaseV2) ([]v1alpha1.EvalCase, error) {
+	var out []v1alpha1.EvalCase
+	index := map[string]int{}
+	for _, f := range files {
+		e := v1alpha1.Expectation{Persona: f.Persona, Action: v1alpha1.ExpectedAction(f.Expected.Action),
+			AllowedEvidence: f.Expected.AllowedEvidence, RequiredEvidence: f.Expected.RequiredEvidence,
+			RequiredAnyOf: f.Expected.RequiredAnyOf, ForbiddenEvidence: f.Expected.ForbiddenEvidence,
+			SupersededEvidence: f.Expected.SupersededEvidence, ExpectedCitations: f.Expected.ExpectedCitations,
+			InternalReason: v1alpha1.InternalReason(f.Expected.InternalReason), PublicResponseClass: f.Expected.PublicResponseClass,
+			ForbiddenMarkers: f.Expected.ForbiddenMarkers}
+		if i, ok := index[f.ID]; ok {
+			if out[i].Question != f.Question || out[i].Stratum != f.Stratum || out[i].AsOf != f.AsOf {
+				return nil, fmt.Errorf("case %q appears twice with a different question, stratum or as_of: give each question its own id", f.ID)
+			}
+			out[i].Expectations = append(out[i].Expectations, e)
+			continue
+		}
+		index[f.ID] = len(out)
+		out = append(out, v1alpha1.EvalCase{ID: f.ID, Question: f.Question, Stratum: f.Stratum, AsOf: f.AsOf,
+			AskAnswer: true, Expectations: []v1alpha1.Expectation{e}})
+	}
+	return out, nil
 }

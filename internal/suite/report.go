@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -19,6 +20,12 @@ const (
 	// TruncatedKey is present only when the report was cut to fit, and says
 	// how many cases it still lists.
 	TruncatedKey = "truncated"
+	// EvidenceKey holds the frozen evidence (scoring.Evidence), the file
+	// `ragcanary eval --replay` reads as stored.
+	EvidenceKey = "evidence.json"
+	// PlanKey holds the run's plan, written before anything is planted or
+	// asked, so a resumed or deleted run works from what it started with.
+	PlanKey = "plan.json"
 )
 
 // MaxReportBytes keeps the ConfigMap under the API server's 1 MiB object
@@ -47,35 +54,61 @@ func FinalReport(r Result) scoring.Report {
 	return report
 }
 
-// ReportData renders the report ConfigMap's data: FinalReport and the
-// probe errors. When everything does not fit in MaxReportBytes, the report
-// keeps its summary and gates and lists only as many cases as fit, in input
-// order, and TruncatedKey says so.
-func ReportData(r Result) (map[string]string, error) {
+// ReportData renders the report ConfigMap's data besides the plan (which
+// takes planBytes of the budget): the frozen evidence, FinalReport and the
+// probe errors. The evidence is kept whole or not at all (a partial one
+// could not be replayed); when everything does not fit in MaxReportBytes,
+// the report keeps its summary and gates and lists only as many cases as
+// fit, in input order, and TruncatedKey says what was cut.
+func ReportData(r Result, planBytes int) (map[string]string, error) {
 	errs := probeErrors(r)
 	errJSON, err := json.Marshal(errs)
 	if err != nil {
 		return nil, err
+	}
+	data := map[string]string{ProbeErrorsKey: string(errJSON)}
+	budget := MaxReportBytes - planBytes - len(errJSON)
+	var notes []string
+	if r.Evidence != nil {
+		var buf bytes.Buffer
+		if err := scoring.WriteEvidence(&buf, r.Evidence); err != nil {
+			return nil, err
+		}
+		if buf.Len() <= budget/2 {
+			data[EvidenceKey] = buf.String()
+			budget -= buf.Len()
+		} else {
+			notes = append(notes, fmt.Sprintf("%s omitted: the frozen evidence (%d bytes) does not fit the report ConfigMap", EvidenceKey, buf.Len()))
+		}
 	}
 	report := FinalReport(r)
 	full, err := json.Marshal(report)
 	if err != nil {
 		return nil, err
 	}
-	data := map[string]string{ProbeErrorsKey: string(errJSON)}
-	budget := MaxReportBytes - len(errJSON)
 	if len(full) <= budget {
 		data[ReportKey] = string(full)
-		return data, nil
+	} else {
+		cut, kept, err := truncateCases(report, budget)
+		if err != nil {
+			return nil, err
+		}
+		data[ReportKey] = cut
+		notes = append(notes, fmt.Sprintf("%s lists the first %d of %d cases; summary and gates cover all of them",
+			ReportKey, kept, len(report.Cases)))
 	}
-	cut, kept, err := truncateCases(report, budget)
-	if err != nil {
-		return nil, err
+	if len(notes) > 0 {
+		data[TruncatedKey] = "TRUNCATED: " + joinNotes(notes)
 	}
-	data[ReportKey] = cut
-	data[TruncatedKey] = fmt.Sprintf("TRUNCATED: %s lists the first %d of %d cases; summary and gates cover all of them",
-		ReportKey, kept, len(report.Cases))
 	return data, nil
+}
+
+func joinNotes(notes []string) string {
+	out := notes[0]
+	for _, n := range notes[1:] {
+		out += "; " + n
+	}
+	return out
 }
 
 // truncateCases finds, by bisection, the most cases that fit in budget.

@@ -17,7 +17,7 @@ func TestReportDataCarriesTheRunVerdict(t *testing.T) {
 		{CaseID: "c", Persona: "alice", Stratum: "hr", Hits: []string{"a#0"}},
 		{CaseID: "c", Persona: "mallory", Stratum: "hr", Err: driver.NewError(driver.Transient, "Search", 503, "unavailable", nil)},
 	}
-	res, err := Score([]v1alpha1.EvalCase{twoPersonaCase}, execs, 5, Gates{})
+	res, err := scoreCases(t, []v1alpha1.EvalCase{twoPersonaCase}, execs, 5, Gates{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestReportDataCarriesTheRunVerdict(t *testing.T) {
 		t.Fatalf("engine passed=%v run passed=%v: the fixture needs a passing engine report on a failed run",
 			res.Report.Passed, res.Passed)
 	}
-	data, err := ReportData(res)
+	data, err := ReportData(res, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestReportDataCarriesTheRunVerdict(t *testing.T) {
 // gate at all.
 func TestReportDataAllProbeErrors(t *testing.T) {
 	execs := []Execution{{CaseID: "c", Persona: "alice", Err: driver.NewError(driver.Transient, "Search", 503, "unavailable", nil)}}
-	res, err := Score([]v1alpha1.EvalCase{twoPersonaCase}, execs, 5, Gates{})
+	res, err := scoreCases(t, []v1alpha1.EvalCase{twoPersonaCase}, execs, 5, Gates{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,24 +18,44 @@ const OutcomeProbeError = "probe_error"
 
 // Gates are a suite's gates in scoring's terms.
 type Gates struct {
-	// MaxDisclosures is how many cases may have forbidden evidence.
+	// MaxDisclosures is how many cases per persona may leak.
 	MaxDisclosures int
-	// MaxInvalidCitations is how many cases may cite outside retrieved ∩ allowed.
+	// MaxInvalidCitations is how many cases per persona may cite outside
+	// retrieved ∩ allowed.
 	MaxInvalidCitations int
-	// MinRecall and MinMRR add threshold gates when set.
-	MinRecall, MinMRR *float64
+	// Optional per-persona thresholds, when set.
+	MinRecall, MinMRR, MinUtility, MaxFalseBlockRate, MaxStaleRate *float64
+}
+
+// Options are the engine options for these gates at depth k.
+func (g Gates) Options(k int) scoring.Options {
+	return scoring.Options{K: k, MinRecall: g.MinRecall, MinMRR: g.MinMRR, MinUtility: g.MinUtility,
+		MaxFalseBlockRate: g.MaxFalseBlockRate, MaxStaleRate: g.MaxStaleRate,
+		MaxDisclosures: g.MaxDisclosures, MaxInvalidCitations: g.MaxInvalidCitations}
 }
 
 // ParseGates converts the API's gates. The CRD already restricts the
 // decimals to [0, 1]; a value that slipped past it is a *Problem.
 func ParseGates(g v1alpha1.Gates) (Gates, error) {
 	out := Gates{MaxDisclosures: int(max(g.MaxDisclosures, 0)), MaxInvalidCitations: int(max(g.MaxInvalidCitations, 0))}
-	var err error
-	if out.MinRecall, err = parseThreshold("minRecall", g.MinRecall); err != nil {
-		return out, err
+	for _, t := range []struct {
+		field string
+		value string
+		into  **float64
+	}{
+		{"minRecall", g.MinRecall, &out.MinRecall},
+		{"minMRR", g.MinMRR, &out.MinMRR},
+		{"minUtility", g.MinUtility, &out.MinUtility},
+		{"maxFalseBlockRate", g.MaxFalseBlockRate, &out.MaxFalseBlockRate},
+		{"maxStaleRate", g.MaxStaleRate, &out.MaxStaleRate},
+	} {
+		v, err := parseThreshold(t.field, t.value)
+		if err != nil {
+			return out, err
+		}
+		*t.into = v
 	}
-	out.MinMRR, err = parseThreshold("minMRR", g.MinMRR)
-	return out, err
+	return out, nil
 }
 
 func parseThreshold(field, s string) (*float64, error) {
@@ -51,21 +71,22 @@ func parseThreshold(field, s string) (*float64, error) {
 
 // Result is a scored run.
 type Result struct {
-	// Report is the scoring engine's report over every execution that got a
-	// reply, with the suite's tolerances applied to the zero-tolerance gates.
-	// It has the same schema as `ragcanary eval --format json`.
+	// Report is the scoring engine's report over every execution that got
+	// a reply. It has the same schema as `ragcanary eval --format json`.
 	Report scoring.Report
-	// Strata holds the per-persona summaries of each non-empty stratum.
-	Strata map[string]scoring.Summary
 	// Executions counts every case × persona, replied or not.
 	Executions int
-	// Errored are the executions that got no usable reply, in case order.
+	// Errored are the executions that got no usable reply, in job order.
 	Errored []Execution
-	// Disclosures counts scored cases with forbidden evidence.
+	// Disclosures counts scored cases that leaked: forbidden evidence
+	// retrieved or cited, a forbidden marker or document text in the answer.
 	Disclosures int
 	// Passed is true when every gate passed and every execution got a reply.
 	Passed bool
-	// failing are the scored cases needing attention, in case order.
+	// Evidence is what the run evaluated, frozen for replay: the plan's
+	// cases, options and personas, and every execution as scored.
+	Evidence *scoring.Evidence
+	// failing are the scored cases needing attention, in job order.
 	failing []scoring.CaseScore
 }
 
@@ -73,85 +94,83 @@ type Result struct {
 // because the engine needs one unique ID per scored execution.
 func CaseKey(caseID, persona string) string { return caseID + "/" + persona }
 
-// Score maps the executions onto the scoring engine and applies the gates.
-// cases must have passed Validate; execs are Execute's output for them.
-func Score(cases []v1alpha1.EvalCase, execs []Execution, k int, g Gates) (Result, error) {
-	expect := expectations(cases)
-	res := Result{Executions: len(execs), Strata: map[string]scoring.Summary{}}
-	var scCases []scoring.Case
-	var scResults []scoring.Result
-	var strata []string
-	for _, x := range execs {
+// Score maps the executions onto the scoring engine — one engine for the
+// cluster, live mode and replay — and builds the frozen evidence. corpus is
+// the corpus as the run saw it (nil when unknown).
+func Score(plan *Plan, execs []Execution, corpus *scoring.CorpusSnapshot) (Result, error) {
+	res := Result{Executions: len(execs)}
+	ev := &scoring.Evidence{Suite: plan.Suite, Cases: plan.Cases(), Options: plan.Options,
+		Personas: plan.Personas, Corpus: corpus, Executions: []scoring.Execution{}}
+	opts := plan.Options.Options()
+	if plan.Fixture != nil {
+		ev.DocumentTexts = map[string]string{}
+		for _, d := range plan.Fixture.Documents {
+			ev.DocumentTexts[d.ID] = d.Body
+		}
+		opts.DocumentTexts = ev.DocumentTexts
+	}
+	var cases []scoring.CaseV2
+	var results []scoring.ResultV2
+	for i, x := range execs {
+		job := plan.Jobs[i]
 		if x.Err != nil {
 			res.Errored = append(res.Errored, x)
+			ev.Executions = append(ev.Executions, scoring.Execution{CaseID: x.ID, Persona: x.Persona,
+				RetrievedIDs: []string{}, CitedIDs: []string{}, ErrorClass: ErrorClass(x.Err)})
 			continue
 		}
-		c, r := toScoring(expect[CaseKey(x.CaseID, x.Persona)], x)
-		scCases, scResults = append(scCases, c), append(scResults, r)
-		strata = append(strata, x.Stratum)
+		r := toResult(job, x)
+		cases, results = append(cases, job.Case), append(results, r)
+		ev.Executions = append(ev.Executions, scoring.Execution{CaseID: r.ID, Persona: x.Persona,
+			RetrievedIDs: r.RetrievedIDs, CitedIDs: r.CitedIDs, Response: r.Response, AnswerText: r.AnswerText, LatencyMS: r.LatencyMS})
 	}
-	if len(scCases) == 0 {
-		res.Report = emptyReport(k)
+	res.Evidence = ev
+	if len(cases) == 0 {
+		res.Report = emptyReport(plan.K)
+		final := FinalReport(res)
+		ev.Report = &final
 		return res, nil
 	}
-	opts := scoring.Options{K: k, MinRecall: g.MinRecall, MinMRR: g.MinMRR}
-	report, err := scoring.Evaluate(scCases, scResults, opts)
+	report, err := scoring.EvaluateV2(cases, results, opts)
 	if err != nil {
 		return res, fmt.Errorf("scoring validated cases: %w", err)
 	}
-	applyTolerances(&report, g)
 	res.Report = report
-	if res.Strata, err = strataSummaries(scCases, scResults, strata, k); err != nil {
-		return res, err
-	}
+	res.Disclosures = report.Summary.Overall.Leaks
 	for _, s := range report.Cases {
-		if len(s.ForbiddenIDs) > 0 {
-			res.Disclosures++
-		}
 		if s.Failing() {
 			res.failing = append(res.failing, s)
 		}
 	}
 	res.Passed = report.Passed && len(res.Errored) == 0
+	final := FinalReport(res)
+	ev.Report = &final
 	return res, nil
 }
 
-// scoredExpectation is one case × persona with what the case says about it.
-type scoredExpectation struct {
-	c v1alpha1.EvalCase
-	e v1alpha1.Expectation
-}
-
-func expectations(cases []v1alpha1.EvalCase) map[string]scoredExpectation {
-	m := map[string]scoredExpectation{}
-	for _, c := range cases {
-		for _, e := range c.Expectations {
-			m[CaseKey(c.ID, e.Persona)] = scoredExpectation{c: c, e: e}
+// toResult is one replied execution as the engine scores it. A v1 job keeps
+// the v1 rules (Abstained, Cited); a v2 job reports the declared status,
+// or, search only, cites its supporting hits and lets the engine's default
+// apply (answer when it cites something, else not_found).
+func toResult(job Job, x Execution) scoring.ResultV2 {
+	latency := float64(x.Latency.Microseconds()) / 1000
+	var r scoring.ResultV2
+	if job.V1 {
+		r = scoring.Result{ID: job.Case.ID, RetrievedIDs: nonNil(x.Hits),
+			CitedIDs: Cited(x, job.Case.Expected.RequiredEvidence), Abstained: Abstained(x)}.V2()
+	} else {
+		r = scoring.ResultV2{ID: job.Case.ID, RetrievedIDs: nonNil(x.Hits), CitedIDs: nonNil(x.Citations), Response: x.Status}
+		if !x.Answered {
+			r.CitedIDs = supportIDs(x.Hits, job.Case.Expected)
 		}
 	}
-	return m
+	r.RetrievedIDs, r.CitedIDs = nonNil(r.RetrievedIDs), nonNil(r.CitedIDs)
+	r.AnswerText = x.Text
+	r.LatencyMS = &latency
+	return r
 }
 
-// toScoring builds the engine's case and result for one replied execution.
-func toScoring(se scoredExpectation, x Execution) (scoring.Case, scoring.Result) {
-	c := scoring.Case{
-		ID:          CaseKey(x.CaseID, x.Persona),
-		Persona:     x.Persona,
-		Question:    se.c.Question,
-		RelevantIDs: nonNil(se.e.RelevantIDs),
-		AllowedIDs:  nonNil(se.e.AllowedIDs),
-		MustAbstain: se.e.MustAbstain,
-	}
-	r := scoring.Result{
-		ID:           c.ID,
-		RetrievedIDs: nonNil(x.Hits),
-		CitedIDs:     Cited(x, se.e.RelevantIDs),
-		Abstained:    Abstained(x),
-	}
-	return c, r
-}
-
-// Abstained is the abstention rule. With the answer surface asked, an
+// Abstained is the v1 abstention rule. With the answer surface asked, an
 // answer citing nothing is an abstention whatever its text: refusals are
 // phrased as text ("I could not find anything you have access to"), and an
 // uncited answer can never be supported. Search only, zero hits is the
@@ -163,7 +182,7 @@ func Abstained(x Execution) bool {
 	return len(x.Hits) == 0
 }
 
-// Cited is what the engine treats as the execution's citations. With the
+// Cited is what the engine treats as a v1 execution's citations. With the
 // answer surface asked, the answer's citations. Search only, there is no
 // answer: the hit list is what the persona gets, so its relevant hits stand
 // in as the citations. That makes "supported" mean "found relevant evidence
@@ -178,59 +197,6 @@ func Cited(x Execution, relevant []string) []string {
 			out = append(out, id)
 		}
 	}
-	return out
-}
-
-// applyTolerances turns the zero-tolerance count gates into "at most N"
-// gates when the suite allows some, and recomputes the verdict.
-func applyTolerances(r *scoring.Report, g Gates) {
-	r.Passed = true
-	for i := range r.Gates {
-		gate := &r.Gates[i]
-		switch gate.Name {
-		case scoring.GateNoForbidden:
-			tolerate(gate, g.MaxDisclosures)
-		case scoring.GateCitationValidity:
-			tolerate(gate, g.MaxInvalidCitations)
-		}
-		r.Passed = r.Passed && gate.Passed
-	}
-}
-
-func tolerate(gate *scoring.Gate, allowed int) {
-	gate.Threshold = float64(allowed)
-	gate.Passed = gate.Value != nil && *gate.Value <= gate.Threshold
-}
-
-// strataSummaries scores each non-empty stratum on its own, so every
-// per-stratum number comes from the same engine as the overall one.
-func strataSummaries(cases []scoring.Case, results []scoring.Result, strata []string, k int) (map[string]scoring.Summary, error) {
-	out := map[string]scoring.Summary{}
-	for _, name := range distinctNonEmpty(strata) {
-		var sc []scoring.Case
-		var sr []scoring.Result
-		for i, s := range strata {
-			if s == name {
-				sc, sr = append(sc, cases[i]), append(sr, results[i])
-			}
-		}
-		report, err := scoring.Evaluate(sc, sr, scoring.Options{K: k})
-		if err != nil {
-			return nil, fmt.Errorf("scoring stratum %q: %w", name, err)
-		}
-		out[name] = report.Summary
-	}
-	return out, nil
-}
-
-func distinctNonEmpty(ss []string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	slices.Sort(out)
 	return out
 }
 
@@ -264,6 +230,26 @@ func ErrorText(err error) string {
 		return "timed out"
 	case errors.Is(err, errNoCredential):
 		return errNoCredential.Error()
+	default:
+		return "failed"
+	}
+}
+
+// ErrorClass is an execution error's kind for the frozen evidence: a
+// fixed word, never error text.
+func ErrorClass(err error) string {
+	var de *driver.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, errNoCredential):
+		return "no_credential"
+	case driver.IsUnauthorized(err):
+		return "unauthorized"
+	case driver.IsPermanent(err):
+		return "rejected"
+	case errors.As(err, &de):
+		return "unavailable"
 	default:
 		return "failed"
 	}

@@ -20,7 +20,7 @@ func TestScoreFailedToAbstain(t *testing.T) {
 		{CaseID: "c", Persona: "mallory", Stratum: "hr", Hits: []string{"pub#0"}},
 	}
 	// Tolerating disclosures must not tolerate this: it is a different gate.
-	res, err := Score([]v1alpha1.EvalCase{c}, execs, 5, Gates{MaxDisclosures: 5})
+	res, err := scoreCases(t, []v1alpha1.EvalCase{c}, execs, 5, Gates{MaxDisclosures: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,8 @@ const GateProbeErrors = "no_probe_errors"
 // every persona within each stratum, sorted, within the status bound.
 func PersonaResults(r Result) []v1alpha1.PersonaResult {
 	out := personaRows("", r.Report.Summary)
-	for _, stratum := range slices.Sorted(maps.Keys(r.Strata)) {
-		out = append(out, personaRows(stratum, r.Strata[stratum])...)
+	for _, stratum := range slices.Sorted(maps.Keys(r.Report.Summary.Strata)) {
+		out = append(out, personaRows(stratum, r.Report.Summary.Strata[stratum])...)
 	}
 	if len(out) > maxPersonaResults {
 		out = out[:maxPersonaResults]
@@ -39,18 +39,35 @@ func personaRows(stratum string, s scoring.Summary) []v1alpha1.PersonaResult {
 	var out []v1alpha1.PersonaResult
 	for _, persona := range slices.Sorted(maps.Keys(s.Personas)) {
 		st := s.Personas[persona]
-		out = append(out, v1alpha1.PersonaResult{
-			Persona:             persona,
-			Stratum:             stratum,
-			Utility:             Ratio(st.Utility),
-			FalseBlockRate:      Ratio(st.FalseBlockRate),
-			DisclosureRate:      Ratio(st.DisclosureRate),
-			FailedToAbstainRate: Ratio(st.FailedToAbstainRate),
-			MeanRecall:          Ratio(st.RecallAtK),
-			MeanMRR:             Ratio(st.MRRAtK),
-		})
+		row := v1alpha1.PersonaResult{
+			Persona:              persona,
+			Stratum:              stratum,
+			Utility:              Ratio(st.Utility),
+			FalseBlockRate:       Ratio(st.FalseBlockRate),
+			DisclosureRate:       Ratio(st.DisclosureRate),
+			FailedToAbstainRate:  Ratio(st.FailedToAbstainRate),
+			MeanRecall:           Ratio(st.RecallAtK),
+			MeanMRR:              Ratio(st.MRRAtK),
+			StaleRate:            ratioPtr(st.StaleRate),
+			MistakenNotFoundRate: ratioPtr(st.MistakenNotFoundRate),
+			CitationPrecision:    ratioPtr(st.CitationPrecision),
+			CitationValidity:     ratioPtr(st.CitationValidity),
+			MeanPrecision:        ratioPtr(st.PrecisionAtK),
+			MeanNDCG:             ratioPtr(st.NDCGAtK),
+		}
+		for _, status := range scoring.StatusActions {
+			if ratio, ok := st.CorrectAbstention[status]; ok && ratio.Denominator > 0 {
+				row.CorrectAbstention = append(row.CorrectAbstention, v1alpha1.StatusRatio{Status: string(status), Ratio: Ratio(ratio)})
+			}
+		}
+		out = append(out, row)
 	}
 	return out
+}
+
+func ratioPtr(r scoring.Ratio) *v1alpha1.Ratio {
+	out := Ratio(r)
+	return &out
 }
 
 // Ratio converts a scoring ratio; an undefined value stays unset.
@@ -99,7 +116,7 @@ func FailingCases(r Result) []v1alpha1.FailingCase {
 		caseID, persona := splitKey(s.ID, s.Persona)
 		fc := v1alpha1.FailingCase{CaseID: caseID, Persona: persona, Outcome: string(s.Outcome),
 			ForbiddenIDs: firstN(s.ForbiddenIDs, maxForbiddenIDs)}
-		if len(s.ForbiddenIDs) > 0 || len(s.InvalidCitations) > 0 || s.Outcome == scoring.OutcomeFailedToAbstain {
+		if Leaked(s) || len(s.InvalidCitations) > 0 || s.Outcome == scoring.OutcomeFailedToAbstain {
 			gate = append(gate, fc)
 		} else {
 			other = append(other, fc)
@@ -121,4 +138,10 @@ func firstN[T any](s []T, n int) []T {
 		return s[:n]
 	}
 	return s
+}
+
+// Leaked reports whether a scored case leaked: forbidden evidence retrieved
+// or cited, or a forbidden marker or document text in the answer.
+func Leaked(s scoring.CaseScore) bool {
+	return len(s.ForbiddenIDs) > 0 || len(s.LeakedMarkers) > 0 || len(s.LeakedTexts) > 0
 }

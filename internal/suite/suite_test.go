@@ -112,7 +112,7 @@ func TestScoreProbeErrorsAreNeverScored(t *testing.T) {
 		// would be a justified block and the run would pass.
 		{CaseID: "c", Persona: "mallory", Stratum: "hr", Err: driver.NewError(driver.Transient, "Search", 503, "unavailable", nil)},
 	}
-	res, err := Score([]v1alpha1.EvalCase{twoPersonaCase}, execs, 5, Gates{})
+	res, err := scoreCases(t, []v1alpha1.EvalCase{twoPersonaCase}, execs, 5, Gates{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestScoreProbeErrorsAreNeverScored(t *testing.T) {
 	if len(fc) != 1 || fc[0].Persona != "mallory" || fc[0].Outcome != OutcomeProbeError {
 		t.Errorf("failing cases = %+v, want mallory's probe error", fc)
 	}
-	data, err := ReportData(res)
+	data, err := ReportData(res, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,14 +143,14 @@ func TestScoreToleranceAndStrata(t *testing.T) {
 		{CaseID: "c", Persona: "alice", Stratum: "hr", Hits: []string{"a#0"}},
 		{CaseID: "c", Persona: "mallory", Stratum: "hr", Hits: []string{"a#0"}}, // a disclosure
 	}
-	strict, err := Score([]v1alpha1.EvalCase{twoPersonaCase}, execs, 5, Gates{})
+	strict, err := scoreCases(t, []v1alpha1.EvalCase{twoPersonaCase}, execs, 5, Gates{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strict.Passed || strict.Disclosures != 1 {
 		t.Errorf("zero tolerance: passed=%v disclosures=%d, want false/1", strict.Passed, strict.Disclosures)
 	}
-	lenient, err := Score([]v1alpha1.EvalCase{twoPersonaCase}, execs, 5, Gates{MaxDisclosures: 1})
+	lenient, err := scoreCases(t, []v1alpha1.EvalCase{twoPersonaCase}, execs, 5, Gates{MaxDisclosures: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,11 +185,11 @@ func TestReportDataTruncatesWithMarker(t *testing.T) {
 		cases = append(cases, v1alpha1.EvalCase{ID: id, Question: "q", Expectations: []v1alpha1.Expectation{{Persona: "p"}}})
 		execs = append(execs, Execution{CaseID: id, Persona: "p", Hits: []string{long + "#forbidden"}})
 	}
-	res, err := Score(cases, execs, 5, Gates{})
+	res, err := scoreCases(t, cases, execs, 5, Gates{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := ReportData(res)
+	data, err := ReportData(res, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

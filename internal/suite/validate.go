@@ -3,7 +3,9 @@ package suite
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
@@ -122,6 +124,11 @@ func checkCase(c v1alpha1.EvalCase) string {
 	if n := utf8.RuneCountInString(c.Stratum); n > maxStratumLength {
 		return fmt.Sprintf("stratum is %d characters, more than %d", n, maxStratumLength)
 	}
+	if c.AsOf != "" {
+		if _, err := time.Parse(time.RFC3339, c.AsOf); err != nil {
+			return fmt.Sprintf("asOf %q is not an RFC 3339 time (for example 2026-10-01T00:00:00+09:00)", clip(c.AsOf, 64))
+		}
+	}
 	if n := len(c.Expectations); n == 0 || n > maxExpectations {
 		return fmt.Sprintf("expectations must list 1 to %d personas, got %d", maxExpectations, n)
 	}
@@ -166,6 +173,9 @@ func checkPersonaName(field, name string) string {
 // the scoring engine relies on; failing them here keeps a run from failing
 // mid-way.
 func checkExpectation(e v1alpha1.Expectation) string {
+	if IsV2(e) {
+		return checkV2(e)
+	}
 	if n := len(e.RelevantIDs); n > maxRelevantIDs {
 		return fmt.Sprintf("relevantIDs holds %d IDs, more than %d", n, maxRelevantIDs)
 	}
@@ -215,4 +225,114 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
+}
+
+// IsV2 reports whether an expectation uses the v2 fields (an action).
+func IsV2(e v1alpha1.Expectation) bool { return e.Action != "" }
+
+// v2 bounds, the CRD's MaxItems on the v2 expectation fields.
+const (
+	maxRequiredAnyOf    = 16
+	maxForbiddenMarkers = 32
+	maxMarkerLength     = 256
+	maxPublicClass      = 63
+)
+
+var (
+	validActions = []v1alpha1.ExpectedAction{v1alpha1.ActionAnswer, v1alpha1.ActionBlock, v1alpha1.ActionNotFound,
+		v1alpha1.ActionNotApplicable, v1alpha1.ActionClarify, v1alpha1.ActionConflict}
+	validReasons = []v1alpha1.InternalReason{"NO_EVIDENCE", "OUT_OF_SCOPE", "UNAUTHORIZED", "STALE_ONLY",
+		"CONFLICTING_EVIDENCE", "INSUFFICIENT_CONFIDENCE"}
+	publicClass = regexp.MustCompile(`^[a-z0-9_]*$`)
+)
+
+// checkV2 enforces the CRD's rules on a v2 expectation (ConfigMap cases
+// bypass them) and the evidence-set rules that need no fixture: required,
+// alternative and expected-citation evidence inside allowedEvidence when
+// it is given. With a fixture deriving allowedEvidence, CheckDerived
+// checks the same after derivation.
+func checkV2(e v1alpha1.Expectation) string {
+	if !slices.Contains(validActions, e.Action) {
+		return fmt.Sprintf("action %q is unknown: use answer, block, not_found, not_applicable, clarify or conflict", clip(string(e.Action), 32))
+	}
+	if e.InternalReason != "" && !slices.Contains(validReasons, e.InternalReason) {
+		return fmt.Sprintf("internalReason %q is unknown: use NO_EVIDENCE, OUT_OF_SCOPE, UNAUTHORIZED, STALE_ONLY, CONFLICTING_EVIDENCE or INSUFFICIENT_CONFIDENCE",
+			clip(string(e.InternalReason), 32))
+	}
+	if len(e.RelevantIDs) > 0 || len(e.AllowedIDs) > 0 || e.MustAbstain {
+		return "action (v2) must not be combined with relevantIDs, allowedIDs or mustAbstain (v1): use allowedEvidence and requiredEvidence"
+	}
+	for _, l := range []struct {
+		field string
+		ids   []string
+		max   int
+	}{
+		{"allowedEvidence", e.AllowedEvidence, maxAllowedIDs},
+		{"requiredEvidence", e.RequiredEvidence, maxRelevantIDs},
+		{"forbiddenEvidence", e.ForbiddenEvidence, maxAllowedIDs},
+		{"supersededEvidence", e.SupersededEvidence, maxRelevantIDs},
+		{"expectedCitations", e.ExpectedCitations, maxRelevantIDs},
+	} {
+		if len(l.ids) > l.max {
+			return fmt.Sprintf("%s holds %d IDs, more than %d", l.field, len(l.ids), l.max)
+		}
+		if msg := checkIDs(l.field, l.ids); msg != "" {
+			return msg
+		}
+	}
+	if len(e.RequiredAnyOf) > maxRequiredAnyOf {
+		return fmt.Sprintf("requiredAnyOf holds %d sets, more than %d", len(e.RequiredAnyOf), maxRequiredAnyOf)
+	}
+	for i, set := range e.RequiredAnyOf {
+		if len(set) == 0 || len(set) > maxRequiredAnyOf {
+			return fmt.Sprintf("requiredAnyOf[%d] must hold 1 to %d IDs", i, maxRequiredAnyOf)
+		}
+		if msg := checkIDs(fmt.Sprintf("requiredAnyOf[%d]", i), set); msg != "" {
+			return msg
+		}
+	}
+	if len(e.ForbiddenMarkers) > maxForbiddenMarkers {
+		return fmt.Sprintf("forbiddenMarkers holds %d markers, more than %d", len(e.ForbiddenMarkers), maxForbiddenMarkers)
+	}
+	for i, m := range e.ForbiddenMarkers {
+		if msg := checkLength(fmt.Sprintf("forbiddenMarkers[%d]", i), m, maxMarkerLength); msg != "" {
+			return msg
+		}
+	}
+	if n := utf8.RuneCountInString(e.PublicResponseClass); n > maxPublicClass || !publicClass.MatchString(e.PublicResponseClass) {
+		return fmt.Sprintf("publicResponseClass %q must be at most %d characters of a-z, 0-9 and '_'", clip(e.PublicResponseClass, 63), maxPublicClass)
+	}
+	if e.AllowedEvidence != nil {
+		return CheckDerived(e, e.AllowedEvidence)
+	}
+	return ""
+}
+
+// CheckDerived checks that required, alternative and expected-citation
+// evidence lie inside allowed (given or derived from a fixture), naming the
+// field and the ID: evidence the persona may not see can never support an
+// answer, so such a case could only fail.
+func CheckDerived(e v1alpha1.Expectation, allowed []string) string {
+	in := make(map[string]bool, len(allowed))
+	for _, id := range allowed {
+		in[id] = true
+	}
+	for _, id := range e.RequiredEvidence {
+		if !in[id] {
+			return fmt.Sprintf("requiredEvidence %q is not in allowedEvidence", id)
+		}
+	}
+	for i, set := range e.RequiredAnyOf {
+		for _, id := range set {
+			if !in[id] {
+				return fmt.Sprintf("requiredAnyOf[%d] %q is not in allowedEvidence", i, id)
+			}
+		}
+	}
+	for _, id := range e.ExpectedCitations {
+		if !in[id] {
+			return fmt.Sprintf("expectedCitations %q is not in allowedEvidence", id)
+		}
+	}
+	return ""
 }
