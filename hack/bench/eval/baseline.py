@@ -23,6 +23,7 @@ benchmark asks how a Go engine compares with what an evaluator would write.
 import argparse
 import datetime
 import json
+import re
 import sys
 
 ACTIONS = ("answer", "block", "not_found", "not_applicable", "clarify", "conflict")
@@ -114,9 +115,13 @@ def unique(ids, where):
     return seen
 
 
+RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+
+
 def read_case(obj, i):
     """Validates one case and returns it in one shape for both versions:
-    (id, persona, action, allowed, required, forbidden, markers)."""
+    (id, persona, action, allowed, required, any_of, superseded, forbidden,
+    markers)."""
     where = "case #%d" % (i + 1)
     if type(obj) is dict and type(obj.get("id")) is str:
         where += " (%s)" % obj["id"]
@@ -130,25 +135,39 @@ def read_case(obj, i):
             raise Invalid("%s: expected.internal_reason %r is not one of %s" % (where, exp["internal_reason"], ", ".join(REASONS)))
         if "as_of" in obj:
             try:
-                datetime.datetime.fromisoformat(obj["as_of"])
+                if not RFC3339.match(obj["as_of"]):
+                    raise ValueError
+                datetime.datetime.fromisoformat(obj["as_of"].replace("Z", "+00:00"))
             except ValueError:
                 raise Invalid("%s: as_of %r is not an RFC 3339 time" % (where, obj["as_of"]))
-        allowed = unique(exp["allowed_evidence"], where + " expected.allowed_evidence")
-        required = exp.get("required_evidence", [])
-        unique(required, where + " expected.required_evidence")
+        sets = {}
+        for field in ("allowed_evidence", "required_evidence", "forbidden_evidence",
+                      "superseded_evidence", "expected_citations"):
+            sets[field] = unique(exp.get(field, []), "%s expected.%s" % (where, field))
+        allowed, superseded, forbidden = sets["allowed_evidence"], sets["superseded_evidence"], sets["forbidden_evidence"]
+        any_of = exp.get("required_any_of", [])
+        for alt in any_of:
+            if not alt:
+                raise Invalid("%s: expected.required_any_of has an empty set" % where)
+            unique(alt, where + " expected.required_any_of")
+        for marker in exp.get("forbidden_markers", []):
+            if not marker.strip():
+                raise Invalid("%s: expected.forbidden_markers has an empty marker" % where)
         for field in ("required_evidence", "expected_citations"):
             for doc in exp.get(field, []):
                 if doc not in allowed:
                     raise Invalid("%s: expected.%s id %r is not in allowed_evidence" % (where, field, doc))
-        for alt in exp.get("required_any_of", []):
+        for alt in any_of:
             for doc in alt:
                 if doc not in allowed:
                     raise Invalid("%s: expected.required_any_of id %r is not in allowed_evidence" % (where, doc))
-        forbidden = set(exp.get("forbidden_evidence", []))
-        if forbidden & allowed:
-            raise Invalid("%s: expected.forbidden_evidence overlaps allowed_evidence" % where)
-        return (obj["id"], obj.get("persona", ""), exp["action"], allowed, required,
-                forbidden, exp.get("forbidden_markers", []))
+        if superseded & allowed:
+            raise Invalid("%s: expected.superseded_evidence overlaps allowed_evidence" % where)
+        if forbidden & (allowed | superseded):
+            raise Invalid("%s: expected.forbidden_evidence overlaps allowed or superseded evidence" % where)
+        markers = [m.lower() for m in exp.get("forbidden_markers", [])]
+        return (obj["id"], obj.get("persona", ""), exp["action"], allowed,
+                exp.get("required_evidence", []), any_of, superseded, forbidden, markers)
     check_fields(obj, V1_CASE, where)
     allowed = unique(obj["allowed_ids"], where + " allowed_ids")
     required = obj["relevant_ids"]
@@ -157,7 +176,7 @@ def read_case(obj, i):
         if doc not in allowed:
             raise Invalid("%s: relevant id %r is not in allowed_ids" % (where, doc))
     action = "block" if obj["must_abstain"] else "answer"
-    return (obj["id"], obj.get("persona", ""), action, allowed, required, set(), [])
+    return (obj["id"], obj.get("persona", ""), action, allowed, required, [], set(), set(), [])
 
 
 def read_result(obj, i):
@@ -192,6 +211,18 @@ def load(path, what):
     return data
 
 
+def best_recall(top, required, any_of):
+    """|top ∩ target| / |target| with target the required evidence, or the
+    best over required ∪ each alternative sufficient set."""
+    if not any_of:
+        return sum(1 for doc in required if doc in top) / len(required)
+    best = 0.0
+    for alt in any_of:
+        target = set(required) | set(alt)
+        best = max(best, sum(1 for doc in target if doc in top) / len(target))
+    return best
+
+
 def evaluate(cases_path, results_path, k):
     cases = [read_case(c, i) for i, c in enumerate(load(cases_path, "case"))]
     if not cases:
@@ -214,57 +245,56 @@ def evaluate(cases_path, results_path, k):
         if rid not in seen:
             raise Invalid("%s: result %r has no case" % (results_path, rid))
 
-    s = {"cases": len(cases), "answerable": 0, "required_block": 0, "supported": 0,
-         "false_blocks": 0, "disclosures": 0, "failed_to_abstain": 0,
+    s = {"cases": len(cases), "answerable": 0, "required_block": 0,
+         "withheld_answerable": 0, "disclosures": 0, "failed_to_abstain": 0,
          "forbidden_cases": 0, "invalid_citation_cases": 0}
     recall_sum = rr_sum = 0.0
     recall_n = 0
-    for case_id, _persona, action, allowed, required, forbidden_set, markers in cases:
+    for case_id, _persona, action, allowed, required, any_of, superseded, forbidden_set, markers in cases:
         _, retrieved, cited, response, text = results[case_id]
+        # Readable: allowed or a superseded version, and not named forbidden.
+        # Anything else retrieved (at every rank, not only the first k) or
+        # cited is a leak.
         leaked = False
-        for doc in retrieved:  # every rank, not only the first k
-            if doc not in allowed or doc in forbidden_set:
+        for doc in retrieved + cited:
+            if (doc not in allowed and doc not in superseded) or doc in forbidden_set:
                 leaked = True
                 break
-        if not leaked:
-            for doc in cited:
-                if doc not in allowed or doc in forbidden_set:
-                    leaked = True
-                    break
-        if not leaked and text:
+        if not leaked and text and markers:
+            lower = text.lower()
             for marker in markers:
-                if marker in text:
+                if marker in lower:
                     leaked = True
                     break
         retrieved_set = set(retrieved)
         for doc in cited:
-            if doc not in retrieved_set or doc not in allowed:
+            if doc not in retrieved_set or (doc not in allowed and doc not in superseded) or doc in forbidden_set:
                 s["invalid_citation_cases"] += 1
                 break
         if leaked:
             s["forbidden_cases"] += 1
         if action == "answer":
             s["answerable"] += 1
-            answered = response == "answer"
-            if not answered:
-                s["false_blocks"] += 1
-            elif not leaked and cited and all(doc in required for doc in cited):
-                s["supported"] += 1
-            if required:
+            if response != "answer":
+                s["withheld_answerable"] += 1  # block, not_found or another status
+            relevant = list(required)
+            for alt in any_of:
+                for doc in alt:
+                    if doc not in relevant:
+                        relevant.append(doc)
+            if relevant:
                 # Distinct IDs of the first k: a repeat is never credited twice
                 # and does not push a later hit down.
                 top = []
                 for doc in retrieved[:k]:
                     if doc not in top:
                         top.append(doc)
-                hits = 0
                 rr = 0.0
                 for rank, doc in enumerate(top, 1):
-                    if doc in required:
-                        hits += 1
-                        if rr == 0.0:
-                            rr = 1.0 / rank
-                recall_sum += hits / len(required)
+                    if doc in relevant:
+                        rr = 1.0 / rank
+                        break
+                recall_sum += best_recall(top, required, any_of)
                 rr_sum += rr
                 recall_n += 1
         elif action == "block":
@@ -273,8 +303,6 @@ def evaluate(cases_path, results_path, k):
                 s["disclosures"] += 1
             elif response == "answer":
                 s["failed_to_abstain"] += 1
-        elif leaked:
-            s["disclosures"] += 1
 
     # An undefined mean is null, never 0 or 1.
     s["recall_at_k"] = {"value": recall_sum / recall_n if recall_n else None,

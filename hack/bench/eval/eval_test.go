@@ -78,25 +78,30 @@ func runBoth(t *testing.T, cases, results string) (rc, py verdict) {
 	return rc, py
 }
 
-func TestToolsAgreeOnGeneratedV1(t *testing.T) {
-	g, err := generate(t.TempDir(), 3000, "v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, py := runBoth(t, g.cases, g.results)
-	if d := disagreement(rc, py); d != "" {
-		t.Fatalf("tools disagree: %s\nragcanary: %s\npython:    %s", d, rc, py)
-	}
-	// The generator's mix, worked out by hand: 1 % forbidden (i%100 == 5),
-	// i%500 == 250 answered blocks, i%1000 == 9 bad citations.
-	want := verdict{exit: 1, passed: false, cases: 3000, forbidden: 30, invalidCitations: 3, failedToAbstain: 6}
-	got := py
-	got.recall, got.mrr = nil, nil
-	if got != want {
-		t.Errorf("baseline verdict %s, want %s", py, want)
-	}
-	if py.recall == nil || *py.recall <= 0.4 || *py.recall >= 0.6 {
-		t.Errorf("recall %s, want the rankings' mix near ½", fmtMean(py.recall))
+func TestToolsAgreeOnGeneratedFiles(t *testing.T) {
+	for _, format := range []string{"v1", "v2"} {
+		t.Run(format, func(t *testing.T) {
+			g, err := generate(t.TempDir(), 3000, format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc, py := runBoth(t, g.cases, g.results)
+			if d := disagreement(rc, py); d != "" {
+				t.Fatalf("tools disagree: %s\nragcanary: %s\npython:    %s", d, rc, py)
+			}
+			// The generator's mix, worked out by hand: 1 % forbidden
+			// (i%100 == 5), i%500 == 250 answered blocks, i%1000 == 9 bad
+			// citations; the same in both formats.
+			want := verdict{exit: 1, passed: false, cases: 3000, forbidden: 30, invalidCitations: 3, failedToAbstain: 6}
+			got := py
+			got.recall, got.mrr = nil, nil
+			if got != want {
+				t.Errorf("baseline verdict %s, want %s", py, want)
+			}
+			if py.recall == nil || *py.recall <= 0.4 || *py.recall >= 0.6 {
+				t.Errorf("recall %s, want the rankings' mix near ½", fmtMean(py.recall))
+			}
+		})
 	}
 }
 
@@ -157,41 +162,49 @@ func TestInvalidV1ExitsTwoInBoth(t *testing.T) {
 	}
 }
 
-// validV2Case is a well-formed v2 case for the baseline's own v2 checks.
+// validV2Case and validV2Result are one well-formed v2 pair.
 const (
-	validV2Case   = `{"id":"c1","question":"q","persona":"p","as_of":"2026-10-01T00:00:00+09:00","expected":{"action":"answer","allowed_evidence":["a","b"],"required_evidence":["a"]}}`
-	validV2Result = `{"id":"c1","retrieved_ids":["a"],"cited_ids":["a"],"response":"answer","latency_ms":12}`
+	validV2Case   = `{"id":"c1","question":"q","persona":"p","as_of":"2026-10-01T00:00:00+09:00","expected":{"action":"answer","allowed_evidence":["a","b"],"required_evidence":["a"],"superseded_evidence":["a-old"]}}`
+	validV2Result = `{"id":"c1","retrieved_ids":["a","a-old"],"cited_ids":["a"],"response":"answer","latency_ms":12}`
 )
 
-func TestBaselineV2Validation(t *testing.T) {
+// TestV2ExitStatusInBoth covers the v2 rules: invalid input the issue
+// names exits 2, a leak through the answer text or an answered block 1.
+func TestV2ExitStatusInBoth(t *testing.T) {
 	tests := []struct {
 		name, cases, results string
 		exit                 int
 	}{
-		{"valid", "[" + validV2Case + "]", "[" + validV2Result + "]", 0},
+		{"valid, superseded version retrieved", "[" + validV2Case + "]", "[" + validV2Result + "]", 0},
 		{"unknown action", `[{"id":"c1","question":"q","expected":{"action":"refuse","allowed_evidence":["a"]}}]`, "[" + validV2Result + "]", 2},
 		{"required outside allowed", `[{"id":"c1","question":"q","expected":{"action":"answer","allowed_evidence":["a"],"required_evidence":["z"]}}]`, "[" + validV2Result + "]", 2},
 		{"unparsable as_of", `[{"id":"c1","question":"q","as_of":"next tuesday","expected":{"action":"answer","allowed_evidence":["a"]}}]`, "[" + validV2Result + "]", 2},
+		{"date-only as_of", `[{"id":"c1","question":"q","as_of":"2026-10-01","expected":{"action":"answer","allowed_evidence":["a"]}}]`, "[" + validV2Result + "]", 2},
 		{"duplicate key inside expected", `[{"id":"c1","question":"q","expected":{"action":"answer","action":"block","allowed_evidence":["a"]}}]`, "[" + validV2Result + "]", 2},
+		{"unknown field inside expected", `[{"id":"c1","question":"q","expected":{"action":"answer","allowed_evidence":["a"],"relevant_ids":["a"]}}]`, "[" + validV2Result + "]", 2},
+		{"v1 field in a v2 case", `[{"id":"c1","question":"q","must_abstain":false,"expected":{"action":"answer","allowed_evidence":["a"]}}]`, "[" + validV2Result + "]", 2},
+		{"allowed evidence missing", `[{"id":"c1","question":"q","expected":{"action":"answer"}}]`, "[" + validV2Result + "]", 2},
+		{"superseded also allowed", `[{"id":"c1","question":"q","expected":{"action":"answer","allowed_evidence":["a"],"superseded_evidence":["a"]}}]`, "[" + validV2Result + "]", 2},
 		{"unknown response", "[" + validV2Case + "]", `[{"id":"c1","retrieved_ids":["a"],"cited_ids":["a"],"response":"maybe"}]`, 2},
 		{"boolean latency", "[" + validV2Case + "]", `[{"id":"c1","retrieved_ids":["a"],"cited_ids":["a"],"latency_ms":true}]`, 2},
-		{"forbidden marker in the answer", `[{"id":"c1","question":"q","expected":{"action":"answer","allowed_evidence":["a"],"required_evidence":["a"],"forbidden_markers":["Project Falcon"]}}]`,
-			`[{"id":"c1","retrieved_ids":["a"],"cited_ids":["a"],"answer_text":"Project Falcon is the codename."}]`, 1},
+		{"forbidden marker in the answer, other case", `[{"id":"c1","question":"q","expected":{"action":"answer","allowed_evidence":["a"],"required_evidence":["a"],"forbidden_markers":["Project Falcon"]}}]`,
+			`[{"id":"c1","retrieved_ids":["a"],"cited_ids":["a"],"answer_text":"PROJECT FALCON is the codename."}]`, 1},
+		{"forbidden evidence named", `[{"id":"c1","question":"q","expected":{"action":"answer","allowed_evidence":["a"],"forbidden_evidence":["x"]}}]`,
+			`[{"id":"c1","retrieved_ids":["a","x"],"cited_ids":["a"]}]`, 1},
 		{"answered block", `[{"id":"c1","question":"q","expected":{"action":"block","allowed_evidence":["a"]}}]`,
 			`[{"id":"c1","retrieved_ids":["a"],"cited_ids":["a"]}]`, 1},
 		{"block honoured, response omitted", `[{"id":"c1","question":"q","expected":{"action":"block","allowed_evidence":["a"]}}]`,
 			`[{"id":"c1","retrieved_ids":[],"cited_ids":[]}]`, 0},
 	}
-	ts := testTools(t)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cases, results := writePair(t, tc.cases, tc.results)
-			s, stderr, err := runMeasured(slices.Concat(ts.baseline, []string{cases, results}), filepath.Join(t.TempDir(), "out.json"))
-			if err != nil {
-				t.Fatal(err)
+			rc, py := runBoth(t, cases, results)
+			if rc.exit != tc.exit || py.exit != tc.exit {
+				t.Errorf("exit: ragcanary %d, baseline %d; want %d from both", rc.exit, py.exit, tc.exit)
 			}
-			if s.exit != tc.exit {
-				t.Errorf("baseline exit %d, want %d (stderr: %s)", s.exit, tc.exit, stderr)
+			if d := disagreement(rc, py); d != "" {
+				t.Errorf("tools disagree: %s", d)
 			}
 		})
 	}

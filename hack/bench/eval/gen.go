@@ -251,12 +251,7 @@ func appendCaseV2(b []byte, i int) []byte {
 		b = append(b, `"answer"`...)
 	}
 	b = append(b, `,"allowed_evidence":`...)
-	if stratum == "temporal" {
-		// The superseded version is eligible, just not current.
-		b = appendDocs(b, f.topic, 0, 1, 2, 3, 4, 9)
-	} else {
-		b = appendDocs(b, f.topic, allowedDocs...)
-	}
+	b = appendDocs(b, f.topic, allowedDocs...)
 	if !f.mustAbstain {
 		b = append(b, `,"required_evidence":`...)
 		b = appendDocs(b, f.topic, 0, 1)
@@ -264,6 +259,7 @@ func appendCaseV2(b []byte, i int) []byte {
 		b = appendDocs(b, f.topic, 0)
 	}
 	if stratum == "temporal" {
+		// Readable, but not the version valid at as_of.
 		b = append(b, `,"superseded_evidence":`...)
 		b = appendDocs(b, f.topic, 9)
 	}

@@ -17,18 +17,19 @@ const (
 // by side, then each pair of verdicts.
 func printTable(w io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "CASES\tFORMAT\tINPUT_MiB\tRAGCANARY_WALL\tRAGCANARY_CPU\tRAGCANARY_RSS_MiB\tPYTHON_WALL\tPYTHON_CPU\tPYTHON_RSS_MiB\tSPEED_RATIO\tMEMORY_RATIO\tSPEED>=5x\tMEMORY<=PYTHON\tAGREE\t")
+	fmt.Fprintln(tw, "CASES\tFORMAT\tINPUT_MiB\tRAGCANARY_WALL\tRAGCANARY_CPU\tRAGCANARY_RSS_MiB\tPYTHON_WALL\tPYTHON_CPU\tPYTHON_RSS_MiB\tSPEED_RATIO\tCPU_RATIO\tMEMORY_RATIO\tSPEED>=5x\tMEMORY<=PYTHON\tAGREE\t")
 	for _, r := range rows {
 		speed := ratio(r.python.wall.Seconds(), r.ragcanary.wall.Seconds())
+		cpu := ratio(r.python.cpu.Seconds(), r.ragcanary.cpu.Seconds())
 		mem := ratio(float64(r.ragcanary.maxRSS), float64(r.python.maxRSS))
-		fmt.Fprintf(tw, "%d\t%s\t%.1f\t%s\t%s\t%.0f\t%s\t%s\t%.0f\t%.2fx\t%.2f\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%d\t%s\t%.1f\t%s\t%s\t%.0f\t%s\t%s\t%.0f\t%.2fx\t%.2fx\t%.2f\t%s\t%s\t%s\t\n",
 			r.cases, r.format, mib(r.inputBytes),
 			secs(r.ragcanary.wall), secs(r.ragcanary.cpu), mib(r.ragcanary.maxRSS),
 			secs(r.python.wall), secs(r.python.cpu), mib(r.python.maxRSS),
-			speed, mem, yesNo(speed >= goalSpeedup), yesNo(mem <= goalMemoryRatio), yesNo(r.disagree == ""))
+			speed, cpu, mem, yesNo(speed >= goalSpeedup), yesNo(mem <= goalMemoryRatio), yesNo(r.disagree == ""))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nmedian of %d run(s) each; SPEED_RATIO = python wall / ragcanary wall, MEMORY_RATIO = ragcanary peak RSS / python peak RSS\n", runsOf(rows))
+	fmt.Fprintf(w, "\nmedian of %d run(s) each; SPEED_RATIO = python wall / ragcanary wall (the goal), CPU_RATIO the same for user+system CPU (steadier on a busy machine), MEMORY_RATIO = ragcanary peak RSS / python peak RSS\n", runsOf(rows))
 	for _, r := range rows {
 		fmt.Fprintf(w, "%d %s ragcanary: %s\n%d %s python:    %s\n", r.cases, r.format, r.ragcanaryResult, r.cases, r.format, r.pythonResult)
 		if r.disagree != "" {
