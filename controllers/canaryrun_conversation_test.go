@@ -184,3 +184,19 @@ func TestConversationRunRestartFollowsUpInTheSameConversation(t *testing.T) {
 		t.Errorf("conversation after the restart: %+v, want still present, no errors", m)
 	}
 }
+
+// TestSummariseCarriesConversationText: the canary's lastRun shows the
+// conversation interval next to search's, right-censored as ">…".
+func TestSummariseCarriesConversationText(t *testing.T) {
+	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
+	run := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Status: v1alpha1.CanaryRunStatus{
+		Verdict: v1alpha1.VerdictNotExcluded,
+		Surfaces: []v1alpha1.SurfaceMeasurement{
+			{Surface: v1alpha1.SurfaceSearch, Bounds: &v1alpha1.ExclusionBounds{Lower: d(time.Second), Upper: d(2 * time.Second)}},
+			{Surface: v1alpha1.SurfaceConversation, Bounds: &v1alpha1.ExclusionBounds{Lower: d(30 * time.Second)}},
+		}}}
+	s := summarise(run)
+	if s.SearchExclusion != "1s–2s" || s.ConversationExclusion != ">30s" || s.AnswerExclusion != "" {
+		t.Errorf("summary text search %q conversation %q answer %q", s.SearchExclusion, s.ConversationExclusion, s.AnswerExclusion)
+	}
+}

@@ -284,6 +284,7 @@ func summarise(run *v1alpha1.CanaryRun) *v1alpha1.RunSummary {
 	text := v1alpha1.CanaryRunStatus{TimeToVisibility: run.Status.TimeToVisibility, Surfaces: run.Status.Surfaces}
 	setMeasurementText(&text)
 	s.VisibleAfter, s.SearchExclusion, s.AnswerExclusion = text.VisibleAfter, text.SearchExclusion, text.AnswerExclusion
+	s.ConversationExclusion = text.ConversationExclusion
 	s.ContentFreshness = contentFreshnessSummary(run)
 	return s
 }

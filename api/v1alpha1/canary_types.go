@@ -254,6 +254,13 @@ type RunSummary struct {
 	// +kubebuilder:validation:MaxLength=32
 	AnswerExclusion string `json:"answerExclusion,omitempty"`
 
+	// conversationExclusion is the conversation surface's time-to-exclusion
+	// (follow-ups in a conversation started before the revocation) as an
+	// interval rounded outwards; unset when the surface was not probed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	ConversationExclusion string `json:"conversationExclusion,omitempty"`
+
 	// contentFreshness is, for an UpdateContent run, per surface the time
 	// until the surface served only the new content: the later of the new
 	// content appearing and the old content going.
@@ -324,6 +331,7 @@ type RevocationCanaryStatus struct {
 // +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.lastRun.verdict`
 // +kubebuilder:printcolumn:name="Search Exclusion",type=string,JSONPath=`.status.lastRun.searchExclusion`
 // +kubebuilder:printcolumn:name="Cache Invalidation",type=string,JSONPath=`.status.lastRun.answerExclusion`
+// +kubebuilder:printcolumn:name="Conversation Exclusion",type=string,JSONPath=`.status.lastRun.conversationExclusion`
 // +kubebuilder:printcolumn:name="Visible After",type=string,JSONPath=`.status.lastRun.visibleAfter`,priority=1
 // +kubebuilder:printcolumn:name="Last Run",type=date,JSONPath=`.status.lastRun.completionTime`
 // +kubebuilder:printcolumn:name="Next Run",type=string,JSONPath=`.status.nextScheduleTime`,priority=1
