@@ -45,6 +45,29 @@ func (w *withPermissions) RevokeGroup(ctx context.Context, doc, group string) er
 	return w.perms.RevokeGroup(ctx, doc, group)
 }
 
+// StartConversation passes conversations through to the corpus driver:
+// only permission changes go elsewhere.
+func (w *withPermissions) StartConversation(ctx context.Context, persona driver.Token, question string) (string, driver.Answer, error) {
+	c, ok := w.Driver.(driver.Conversations)
+	if !ok {
+		return "", driver.Answer{}, errNoConversations
+	}
+	return c.StartConversation(ctx, persona, question)
+}
+
+// FollowUp passes conversations through to the corpus driver.
+func (w *withPermissions) FollowUp(ctx context.Context, persona driver.Token, id, question string) (driver.Answer, error) {
+	c, ok := w.Driver.(driver.Conversations)
+	if !ok {
+		return driver.Answer{}, errNoConversations
+	}
+	return c.FollowUp(ctx, persona, id, question)
+}
+
+// errNoConversations: the wrapped driver has no conversation API (its
+// capabilities say so too, and runs refuse the surface before probing).
+var errNoConversations = driver.NewError(driver.Permanent, "Conversation", 0, "the driver has no conversation API", nil)
+
 // permissionsKey checks a corpus's permissions backend against the door's
 // rules (allowlist as grpc://host:port, labelled credential) and returns its
 // key. Nothing is sent before both pass.
