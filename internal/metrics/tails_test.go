@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -35,9 +35,9 @@ func TestCensoredRunsAreNeverDropped(t *testing.T) {
 		surface  string
 		censored float64
 		// censoredSum is the sum of the censored lower bounds observed.
-		censoredSum      float64
-		upperCount       uint64
-		freshCount       uint64
+		censoredSum float64
+		upperCount  uint64
+		freshCount  uint64
 	}{
 		{surface: "Search", upperCount: 1, freshCount: 1},
 		{surface: "Answer", censored: 1, censoredSum: 60},
