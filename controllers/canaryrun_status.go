@@ -233,7 +233,9 @@ func revocationMethod(run *v1alpha1.CanaryRun) v1alpha1.RevocationMethod {
 //     it), and a restart that then finds only probe errors must know what
 //     was seen last;
 //   - the first sighting after the revocation, without which the lower
-//     bound would be 0.
+//     bound would be 0;
+//   - a content-freshness run's first sighting of the new content, which
+//     fixes the new content's upper bound.
 //
 // Probe counts and a later sighting of a token that is still visible are
 // not among them: losing them to a restart only widens the interval, so
@@ -245,7 +247,8 @@ func persistNow(persisted, cur []v1alpha1.SurfaceMeasurement) bool {
 	for i := range cur {
 		old, m := &persisted[i], &cur[i]
 		if old.Surface != m.Surface || old.Excluded != m.Excluded || old.Reappearances != m.Reappearances ||
-			old.LastReply != m.LastReply || (old.LastPositiveStart == nil) != (m.LastPositiveStart == nil) {
+			old.LastReply != m.LastReply || (old.LastPositiveStart == nil) != (m.LastPositiveStart == nil) ||
+			newContentSeen(old) != newContentSeen(m) {
 			return true
 		}
 	}
