@@ -207,9 +207,12 @@ func Replay(ev *Evidence) (Report, error) {
 		p := ev.Report.Passed
 		info.RecordedPassed = &p
 	}
-	if errored > 0 {
+	// A SuiteRun's verdict always carries the probe-errors gate (passed
+	// when every execution replied); reproduce it whenever the run recorded
+	// it, so a replayed report lists the same gates as the stored one.
+	if errored > 0 || recordedGate(ev.Report, GateProbeErrors) {
 		rep.Gates = append(rep.Gates, countGate(GateProbeErrors, errored))
-		rep.Passed = false
+		rep.Passed = rep.Passed && errored == 0
 	}
 	rep.Replay = info
 	return rep, nil
@@ -242,4 +245,17 @@ func sameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// recordedGate reports whether a stored report lists the named gate.
+func recordedGate(r *Report, name string) bool {
+	if r == nil {
+		return false
+	}
+	for _, g := range r.Gates {
+		if g.Name == name {
+			return true
+		}
+	}
+	return false
 }
