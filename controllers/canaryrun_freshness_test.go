@@ -208,3 +208,23 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(data)
 }
+
+// TestUpdateContentRejectsConversation: the conversation surface cannot
+// tell an old version from a new one, so the API refuses the combination
+// with a message naming what to change.
+func TestUpdateContentRejectsConversation(t *testing.T) {
+	ns := newNamespace(t)
+	run := crRunSpec(ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
+	run.Spec.Revocation = v1alpha1.Revocation{Method: v1alpha1.RevokeUpdateContent}
+	run.Spec.Probing.MaxInterval = metav1.Duration{Duration: time.Minute}
+	err := k8sClient.Create(context.Background(), run)
+	if err == nil || !strings.Contains(err.Error(), "UpdateContent measures the Search and Answer surfaces") {
+		t.Fatalf("creating an UpdateContent run probing Conversation: %v, want the API to refuse it", err)
+	}
+	run = crRunSpec(ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer)
+	run.Spec.Revocation = v1alpha1.Revocation{Method: v1alpha1.RevokeUpdateContent}
+	run.Spec.Probing.MaxInterval = metav1.Duration{Duration: time.Minute}
+	if err := k8sClient.Create(context.Background(), run); err != nil {
+		t.Fatalf("an UpdateContent run on Search and Answer was refused: %v", err)
+	}
+}

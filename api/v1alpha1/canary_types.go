@@ -172,6 +172,7 @@ type CanarySpec struct {
 
 // RevocationCanarySpec schedules canary runs.
 // +kubebuilder:validation:XValidation:rule="!has(self.controlPersonaRefs) || self.controlPersonaRefs.all(c, c.name != self.personaRef.name)",message="controlPersonaRefs must not include personaRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.revocation) || !has(self.revocation.method) || self.revocation.method != 'UpdateContent' || !has(self.probing) || !has(self.probing.surfaces) || !self.probing.surfaces.exists(s, s == 'Conversation')",message="UpdateContent measures the Search and Answer surfaces; remove Conversation from probing.surfaces"
 type RevocationCanarySpec struct {
 	Scheduling `json:",inline"`
 	CanarySpec `json:",inline"`

@@ -22,6 +22,7 @@ const (
 
 // CanaryRunSpec is the configuration of one canary measurement.
 // +kubebuilder:validation:XValidation:rule="!has(self.controlPersonaRefs) || self.controlPersonaRefs.all(c, c.name != self.personaRef.name)",message="controlPersonaRefs must not include personaRef"
+// +kubebuilder:validation:XValidation:rule="!has(self.revocation) || !has(self.revocation.method) || self.revocation.method != 'UpdateContent' || !has(self.probing) || !has(self.probing.surfaces) || !self.probing.surfaces.exists(s, s == 'Conversation')",message="UpdateContent measures the Search and Answer surfaces; remove Conversation from probing.surfaces"
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a run is one measurement"
 type CanaryRunSpec struct {
 	CanarySpec `json:",inline"`
