@@ -125,6 +125,19 @@ func parseEvalArgs(args []string, stderr io.Writer) (evalConfig, error) {
 	if err != nil {
 		return cfg, err
 	}
+	if cfg.replayPath != "" {
+		// A replay is scored with the options the run froze; silently
+		// ignoring a flag would claim a gate that was not applied.
+		var set []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "replay" && f.Name != "format" {
+				set = append(set, "--"+f.Name)
+			}
+		})
+		if len(set) > 0 {
+			return cfg, fmt.Errorf("--replay scores with the k and gates frozen in the report; %s cannot be combined with it", strings.Join(set, ", "))
+		}
+	}
 	switch {
 	case cfg.replayPath != "" && len(pos) > 1:
 		return cfg, fmt.Errorf("--replay takes at most one CASES file, got %d file arguments", len(pos))

@@ -443,3 +443,12 @@ func writeEvidenceFile(t *testing.T, path string, ev *scoring.Evidence) {
 		t.Fatal(err)
 	}
 }
+
+// TestEvalReplayRefusesGateFlags: a replay is scored with the frozen
+// options, so a gate flag that would be ignored is refused instead.
+func TestEvalReplayRefusesGateFlags(t *testing.T) {
+	code, _, stderr := runEvalCmd("--replay", "report.json", "--min-recall", "0.5")
+	if code != exitInvalid || !strings.Contains(stderr, "--min-recall cannot be combined") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+}

@@ -77,9 +77,10 @@ func BenchmarkEvaluateMillion(b *testing.B) {
 
 // BenchmarkEvaluateAtInputCap decodes and scores a cases file of nearly
 // MaxInputBytes and its results file (shaped like millionInputs, about 2
-// million cases), as `ragcanary eval` does: open, strictly decode both,
-// evaluate. The files are written once, outside the timer. peak-heap-MiB is
-// the bound the input cap buys.
+// million cases), as `ragcanary eval --format json` does: stream the cases
+// into a Session, stream the results (each scored as it is decoded), finish
+// and write the JSON report (to io.Discard). The files are written once,
+// outside the timer. peak-heap-MiB is the bound the input cap buys.
 func BenchmarkEvaluateAtInputCap(b *testing.B) {
 	dir := b.TempDir()
 	casesPath, resultsPath := filepath.Join(dir, "cases.json"), filepath.Join(dir, "results.json")
@@ -92,17 +93,22 @@ func BenchmarkEvaluateAtInputCap(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		cases, err := decodeFile(casesPath, DecodeCases)
+		s, err := NewSession(Options{K: 10})
 		if err != nil {
 			b.Fatal(err)
 		}
-		results, err := decodeFile(resultsPath, DecodeResults)
-		if err != nil {
+		if err := readInto(casesPath, s.ReadCases); err != nil {
 			b.Fatal(err)
 		}
-		r, err := Evaluate(cases, results, Options{K: 10})
-		if err != nil || len(r.Cases) != n {
-			b.Fatalf("scored %d of %d cases: %v", len(r.Cases), n, err)
+		if err := readInto(resultsPath, s.ReadResults); err != nil {
+			b.Fatal(err)
+		}
+		r, err := s.Finish(false)
+		if err != nil || r.Summary.Overall.Answerable+r.Summary.Overall.RequiredBlock != n {
+			b.Fatalf("scored %+v of %d cases: %v", r.Summary.Overall, n, err)
+		}
+		if err := s.WriteJSON(io.Discard, r); err != nil {
+			b.Fatal(err)
 		}
 	}
 	b.StopTimer()
@@ -115,13 +121,13 @@ func BenchmarkEvaluateAtInputCap(b *testing.B) {
 	}
 }
 
-func decodeFile[T any](path string, decode func(io.Reader) ([]T, error)) ([]T, error) {
+func readInto(path string, read func(io.Reader) error) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	return decode(f)
+	return read(f)
 }
 
 // writeUpTo writes cases and results shaped like millionInputs until the

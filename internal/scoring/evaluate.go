@@ -69,6 +69,11 @@ func (s *Session) keep(c *CaseV2, i int) {
 			s.index[c.ID] = i
 		}
 	}
+	if s.done != nil {
+		// A case after the first result: keep the per-case slices aligned.
+		s.done = append(s.done, false)
+		s.scores = append(s.scores, scored{})
+	}
 	if len(s.pending) == cap(s.pending) {
 		s.pending = make([]Expected, 0, pendingChunk)
 	}
