@@ -235,7 +235,7 @@ func (c *armedClock) NewTimer(d time.Duration) clock.Timer {
 }
 
 // nextWait is when the loop's next round is due, once it waits for it.
-func (c *armedClock) nextWait(b *testing.B) time.Time {
+func (c *armedClock) nextWait(b testing.TB) time.Time {
 	b.Helper()
 	select {
 	case t := <-c.armed:
