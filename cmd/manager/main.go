@@ -49,7 +49,7 @@ func parseFlags(args []string) (settings, error) {
 	fs.BoolVar(&s.allowAnyTarget, "allow-any-target", false, "Allow the operator to call any http(s) target. Only for a cluster where everyone who can create a Corpus may also read every credential Secret it could name.")
 	fs.StringVar(&s.watchNamespace, "watch-namespace", "", "Only reconcile objects in this namespace (default: all namespaces).")
 	def := controllers.DefaultSettings()
-	fs.DurationVar(&s.probeHeartbeat, "probe-heartbeat", controllers.DefaultProbeHeartbeat, "How often probe results reach CanaryRun status between lifecycle transitions.")
+	fs.DurationVar(&s.probeHeartbeat, "probe-heartbeat", controllers.DefaultProbeHeartbeat, "How often probe counters reach CanaryRun status while a run probes; what a restart could not observe again (a first negative, a reappearance, a confirmed exclusion) is written when it happens. The default keeps an active run under 0.01 status writes per second.")
 	s.defaults = def
 	fs.Func("default-requests-per-second", fmt.Sprintf("Rate limit for corpora that set none (default %d).", def.RateLimit.RequestsPerSecond), positiveInt32(&s.defaults.RateLimit.RequestsPerSecond))
 	fs.Func("default-burst", fmt.Sprintf("Burst for corpora that set none (default %d).", def.RateLimit.Burst), positiveInt32(&s.defaults.RateLimit.Burst))
