@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -527,4 +528,50 @@ func frac(num, den int) wantRatio {
 		w.value = &v
 	}
 	return w
+}
+
+// FuzzScannerString: the streaming scanner decodes every JSON string (and
+// rejects every malformed one) exactly as encoding/json does, also when the
+// string straddles a buffer refill.
+func FuzzScannerString(f *testing.F) {
+	for _, seed := range []string{`"plain"`, `"a\"b\\c\/d"`, `"\u00e9\ud83d\ude00"`, `"\ud800"`, `"\x"`, "\"tab\there\"",
+		"\"\xff\xfe\"", `"\u12"`, `"unterminated`, `"<&>\u2028"`} {
+		f.Add(seed, 1)
+	}
+	f.Fuzz(func(t *testing.T, in string, chunk int) {
+		var want string
+		// The scanner is asked for a string: any other JSON value is an error.
+		trimmed := strings.TrimLeft(in, " \t\r\n")
+		wantErr := json.Unmarshal([]byte(in), &want) != nil || len(trimmed) == 0 || trimmed[0] != '"'
+		s := newScanner(&oneByteChunks{data: []byte(in), n: max(1, chunk%7)})
+		s.buf = make([]byte, 4) // force refills inside the token
+		got, err := s.str()
+		if err == nil {
+			// A string must be the whole input for encoding/json to agree.
+			if _, perr := s.peek(); perr == nil {
+				err = errors.New("trailing data")
+			}
+		}
+		if (err != nil) != wantErr {
+			t.Fatalf("%q: scanner error %v, encoding/json error %v", in, err, wantErr)
+		}
+		if err == nil && string(got) != want {
+			t.Fatalf("%q: scanner %q, encoding/json %q", in, got, want)
+		}
+	})
+}
+
+// oneByteChunks reads its data n bytes at a time.
+type oneByteChunks struct {
+	data []byte
+	n    int
+}
+
+func (r *oneByteChunks) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.data[:min(r.n, len(r.data))])
+	r.data = r.data[n:]
+	return n, nil
 }
