@@ -19,8 +19,10 @@ import (
 // Reasons a fixture cannot be used.
 const (
 	// ReasonInvalidFixture: the fixture itself is wrong (duplicate IDs,
-	// unparsable or overlapping validity intervals).
-	ReasonInvalidFixture = "InvalidFixture"
+	// unparsable or overlapping validity intervals). It is InvalidCases,
+	// like every other invalid input a suite's cases are judged by; the
+	// message names the fixture document and field.
+	ReasonInvalidFixture = ReasonInvalidCases
 )
 
 // DefaultFixtureKey is the ConfigMap key read when a fixture source names
