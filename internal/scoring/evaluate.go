@@ -20,6 +20,9 @@ type Session struct {
 	sc     *scorer
 	ps     problems
 	nRes   int
+	// next is the case after the last one matched: exports usually list
+	// results in case order, and checking it first skips a map lookup.
+	next int
 }
 
 // NewSession checks the options; bad ones are an error wrapping
@@ -91,11 +94,17 @@ func (s *Session) AddResult(r ResultV2) {
 	if r.ID == "" {
 		return
 	}
-	ci, ok := s.index[r.ID]
-	if !ok {
-		s.ps.add(KindResult, i, r.ID, "no case with this id")
-		return
+	// With duplicate case IDs the input is already invalid, so matching
+	// the next case by ID alone cannot change a report.
+	ci := s.next
+	if ci >= len(s.cases) || s.cases[ci].id != r.ID {
+		var ok bool
+		if ci, ok = s.index[r.ID]; !ok {
+			s.ps.add(KindResult, i, r.ID, "no case with this id")
+			return
+		}
 	}
+	s.next = ci + 1
 	if s.done == nil {
 		s.done = make([]bool, len(s.cases))
 		s.scores = make([]scored, len(s.cases))
