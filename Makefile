@@ -90,9 +90,14 @@ bench: ## Run the benchmarks once and print their figures (several minutes; the 
 	$(MAKE) --no-print-directory bench-eval
 	$(GO) test ./internal/probe/ -run '^$$' -bench BenchmarkProbeSchedules -benchtime 1x -timeout 20m
 
+BENCH_CANARIES ?= 1000
+BENCH_FOR ?= 3m
+# e.g. BENCH_CANARIES_FLAGS=--controls=false (one probe per round), --targets 2
+BENCH_CANARIES_FLAGS ?=
+
 .PHONY: bench-canaries
-bench-canaries: envtest-assets ## Benchmark 1,000 active canaries (5 s probe interval) against ragtarget: RSS, CPU, lag, writes.
-	$(GO) run ./hack/bench/canaries --canaries 1000 --for 3m
+bench-canaries: envtest-assets ## Benchmark BENCH_CANARIES (1,000; try 10000) active canaries (5 s probe interval) against ragtarget for BENCH_FOR: RSS, memory per canary, lag, writes, API server load.
+	$(GO) run ./hack/bench/canaries --canaries $(BENCH_CANARIES) --for $(BENCH_FOR) $(BENCH_CANARIES_FLAGS)
 
 # make bench-eval BENCH_EVAL_ARGS='--cases 200000 --formats v1 --runs 1' for a quick look.
 BENCH_EVAL_ARGS ?= --cases 200000,1000000 --formats v1,v2 --runs 3

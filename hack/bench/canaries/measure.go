@@ -17,12 +17,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ragcanary/ragcanary/internal/metrics"
 )
 
-// writeCounter counts the manager's mutating API requests by verb and
-// resource path ("PATCH canaryruns/status"), wrapping its REST transport.
+// writeCounter counts the manager's API requests by verb and resource path
+// ("PATCH canaryruns/status", "LIST canaryruns"), wrapping its REST
+// transport; the report separates writes from reads.
 type writeCounter struct {
 	mu     sync.Mutex
 	counts map[string]int64
@@ -33,13 +35,10 @@ func newWriteCounter() *writeCounter { return &writeCounter{counts: map[string]i
 // wrap is a rest.Config WrapTransport.
 func (c *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		switch req.Method {
-		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-			key := req.Method + " " + resourceOf(req.URL.Path)
-			c.mu.Lock()
-			c.counts[key]++
-			c.mu.Unlock()
-		}
+		key := verbOf(req) + " " + resourceOf(req.URL.Path)
+		c.mu.Lock()
+		c.counts[key]++
+		c.mu.Unlock()
 		return rt.RoundTrip(req)
 	})
 }
@@ -57,6 +56,48 @@ func (c *writeCounter) snapshot() map[string]int64 {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// verbOf names a request as the API server's metrics do: a GET is a WATCH
+// with watch=true, a LIST of a collection, else a GET of one object.
+func verbOf(req *http.Request) string {
+	if req.Method != http.MethodGet {
+		return req.Method
+	}
+	if req.URL.Query().Get("watch") == "true" {
+		return "WATCH"
+	}
+	if isCollection(req.URL.Path) {
+		return "LIST"
+	}
+	return "GET"
+}
+
+// isCollection: /api/v1/secrets, /apis/g/v/namespaces/ns/canaryruns.
+func isCollection(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return false
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	return len(parts) == 1
+}
+
+// isWrite: the verbs that change an object.
+func isWrite(key string) bool {
+	verb, _, _ := strings.Cut(key, " ")
+	switch verb {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
 
 // resourceOf turns an API path into "resource" or "resource/subresource":
 // /apis/g/v/namespaces/ns/canaryruns/name/status → canaryruns/status.
@@ -87,13 +128,16 @@ func installLagHistogram() *prometheus.Registry {
 	fine := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "ragcanary", Name: "probe_scheduling_lag_seconds",
 		Help:    "Delay between a probe's due time and its start, including rate-limit waits (benchmark buckets).",
-		Buckets: prometheus.ExponentialBucketsRange(0.0001, 60, 200),
+		Buckets: fineLagBuckets,
 	}, []string{metrics.LabelNamespace, metrics.LabelCanary, metrics.LabelCorpus})
 	metrics.ProbeSchedulingLag = fine
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(fine)
 	return reg
 }
+
+// fineLagBuckets are about 7% apart from 0.1 ms to 60 s.
+var fineLagBuckets = prometheus.ExponentialBucketsRange(0.0001, 60, 200)
 
 // lagBuckets is a cumulative histogram summed over every series.
 type lagBuckets struct {
@@ -281,15 +325,16 @@ func (s *rssSampler) finish() int64 {
 	return s.max.Load()
 }
 
-// topWrites formats the write counts between two snapshots, largest first.
-func topWrites(before, after map[string]int64, seconds float64) []string {
+// topRequests formats the request counts between two snapshots, largest
+// first, of the requests keep selects.
+func topRequests(before, after map[string]int64, seconds float64, keep func(string) bool) []string {
 	type kv struct {
 		key string
 		n   int64
 	}
 	var rows []kv
 	for k, v := range after {
-		if d := v - before[k]; d > 0 {
+		if d := v - before[k]; d > 0 && keep(k) {
 			rows = append(rows, kv{k, d})
 		}
 	}
@@ -323,4 +368,33 @@ func machineCPU() (busy, total uint64) {
 		}
 	}
 	return busy, total
+}
+
+// probeOutcomes sums ragcanary_probes_total by role and outcome
+// ("persona/present"): errors there mean the target or the manager could
+// not keep up, which the lag alone does not show.
+func probeOutcomes() map[string]float64 {
+	out := map[string]float64{}
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return out
+	}
+	for _, fam := range families {
+		if fam.GetName() != "ragcanary_probes_total" {
+			continue
+		}
+		for _, m := range fam.GetMetric() {
+			var role, outcome string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case metrics.LabelRole:
+					role = l.GetValue()
+				case metrics.LabelOutcome:
+					outcome = l.GetValue()
+				}
+			}
+			out[role+"/"+outcome] += m.GetCounter().GetValue()
+		}
+	}
+	return out
 }

@@ -23,6 +23,13 @@ type result struct {
 	maxRSS, endRSS int64
 	heapInuse      uint64
 	goroutines     int
+	// base is the manager before any canary existed; end is after the window.
+	base, end memSample
+	// heapByOwner and heapBySite attribute the in-use heap at the end.
+	heapByOwner, heapBySite []heapShare
+	heapSampled             float64
+	// fineHistogram is the heap per canary of the benchmark's own lag histogram.
+	fineHistogram float64
 	// cpu is this process's CPU time (all threads) during the window.
 	cpu time.Duration
 	// lag is the scheduling lag histogram of the window, over all runs.
@@ -32,13 +39,17 @@ type result struct {
 	// childrenBefore and childrenAfter sample etcd, kube-apiserver, ragtarget.
 	childrenBefore, childrenAfter map[string]procSample
 	activeAtEnd                   int
+	// apiBefore and apiAfter are the API server's request counters.
+	apiBefore, apiAfter requestCounts
+	// probesBefore and probesAfter are probe counts by role and outcome.
+	probesBefore, probesAfter map[string]float64
 	// machineBusy is the share of all CPUs busy during the window, whoever used them.
 	machineBusy float64
 }
 
 // measure samples the window: RSS every 500ms, CPU, lag and writes as
 // differences between its start and end.
-func measure(ctx context.Context, o options, writes *writeCounter, lagRegistry *prometheus.Registry) (*result, error) {
+func measure(ctx context.Context, o options, writes *writeCounter, lagRegistry *prometheus.Registry, api *apiServerMetrics) (*result, error) {
 	res := &result{canaries: o.canaries}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
@@ -57,6 +68,10 @@ func measure(ctx context.Context, o options, writes *writeCounter, lagRegistry *
 	}
 	res.writesBefore = writes.snapshot()
 	res.childrenBefore = children()
+	res.probesBefore = probeOutcomes()
+	if res.apiBefore, err = api.requests(ctx); err != nil {
+		return nil, err
+	}
 	cpuBefore := selfCPU()
 	busyBefore, totalBefore := machineCPU()
 	start := time.Now()
@@ -88,6 +103,10 @@ wait:
 	res.endRSS = rssOf("self")
 	res.childrenAfter = children()
 	res.writesAfter = writes.snapshot()
+	res.probesAfter = probeOutcomes()
+	if res.apiAfter, err = api.requests(ctx); err != nil {
+		return nil, err
+	}
 	lagAfter, err := gatherLag(lagRegistry)
 	if err != nil {
 		return nil, err
@@ -97,6 +116,10 @@ wait:
 	goruntime.ReadMemStats(&ms)
 	res.heapInuse = ms.HeapInuse
 	res.goroutines = goruntime.NumGoroutine()
+	// After the window: the GCs these force are not measured.
+	res.end = sampleMemory()
+	res.heapByOwner, res.heapBySite, res.heapSampled = heapBreakdown()
+	res.fineHistogram = fineHistogramOverhead(min(o.canaries, 2000))
 	if o.heapProfile != "" {
 		f, err := os.Create(o.heapProfile)
 		if err != nil {
@@ -123,7 +146,9 @@ func (r *result) statusWrites() int64 {
 func (r *result) allWrites() int64 {
 	var n int64
 	for k, v := range r.writesAfter {
-		n += v - r.writesBefore[k]
+		if isWrite(k) {
+			n += v - r.writesBefore[k]
+		}
 	}
 	return n
 }
@@ -136,7 +161,7 @@ func (r *result) print(w io.Writer, o options) bool {
 	rssMiB := mib(r.maxRSS)
 	perRun := float64(r.statusWrites()) / secs / float64(r.canaries)
 	lagOK := lagHi <= goalLagP99.Seconds()
-	rssOK := rssMiB <= goalRSSMiB
+	rssOK := rssMiB <= goalRSSMiB(r.canaries)
 	writesOK := perRun <= goalWritesPerRunPS
 	mark := func(ok bool) string {
 		if ok {
@@ -148,18 +173,20 @@ func (r *result) print(w io.Writer, o options) bool {
 	if o.controls {
 		controls = 1
 	}
-	fmt.Fprintf(w, "\nragcanary benchmark: %d active canaries, probe interval %s, %d control persona(s), GOMAXPROCS %d, %d CPUs\n",
-		r.canaries, o.interval, controls, goruntime.GOMAXPROCS(0), goruntime.NumCPU())
+	fmt.Fprintf(w, "\nragcanary benchmark: %d active canaries over %d corpora and %d ragtarget(s), probe interval %s, %d control persona(s), status heartbeat %s, GOMAXPROCS %d, %d CPUs\n",
+		r.canaries, o.corpora, o.targets, o.interval, controls, o.heartbeat, goruntime.GOMAXPROCS(0), goruntime.NumCPU())
 	fmt.Fprintf(w, "setup (create → all runs AwaitingExclusion): %s; window %s; runs still AwaitingExclusion at the end: %d\n\n",
 		r.setup.Round(time.Second), r.window.Round(time.Second), r.activeAtEnd)
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "figure (manager process)", "measured", "goal", "")
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", strings.Repeat("-", 44), strings.Repeat("-", 22), strings.Repeat("-", 12), "------")
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "p99 probe scheduling lag", fmt.Sprintf("%s < p99 ≤ %s", fmtSec(lagLo), fmtSec(lagHi)), "≤ "+goalLagP99.String(), mark(lagOK))
-	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "max RSS", fmt.Sprintf("%.1f MiB", rssMiB), fmt.Sprintf("≤ %d MiB", goalRSSMiB), mark(rssOK))
+	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "max RSS", fmt.Sprintf("%.1f MiB", rssMiB), fmt.Sprintf("≤ %.0f MiB", goalRSSMiB(r.canaries)), mark(rssOK))
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "canaryruns/status writes per active run", fmt.Sprintf("%.4f /s", perRun), fmt.Sprintf("≤ %.2f /s", goalWritesPerRunPS), mark(writesOK))
 	fmt.Fprintf(w, "%-44s %-22s\n", "CPU (seconds used / wall seconds)", fmt.Sprintf("%.3f (%.0f%% of one core)", r.cpu.Seconds()/secs, 100*r.cpu.Seconds()/secs))
 	fmt.Fprintf(w, "%-44s %-22s\n", "all API writes", fmt.Sprintf("%.2f /s", float64(r.allWrites())/secs))
-	fmt.Fprintf(w, "%-44s %-22s\n", "probes in window / per second", fmt.Sprintf("%d / %.1f", r.lag.total(), float64(r.lag.total())/secs))
+	expected := float64(r.canaries*(1+controls)) / o.interval.Seconds()
+	fmt.Fprintf(w, "%-44s %-22s\n", "probes in window / per second (due /s)", fmt.Sprintf("%d / %.1f (%.1f)", r.lag.total(), float64(r.lag.total())/secs, expected))
+	fmt.Fprintf(w, "%-44s %-22s\n", "probe outcomes (role/outcome: count)", outcomeLine(r.probesBefore, r.probesAfter))
 	fmt.Fprintf(w, "%-44s %-22s\n", "p50 probe scheduling lag", fmt.Sprintf("%s < p50 ≤ %s", fmtSec(p50Lo), fmtSec(p50Hi)))
 	if n := r.lag.total(); n > 0 {
 		fmt.Fprintf(w, "%-44s %-22s\n", "mean probe scheduling lag", fmtSec(r.lag.sum/float64(n)))
@@ -168,8 +195,22 @@ func (r *result) print(w io.Writer, o options) bool {
 
 	fmt.Fprintf(w, "%-44s %-22s\n", "whole machine CPU busy (all processes)", fmt.Sprintf("%.0f%% of %d CPUs", 100*r.machineBusy, goruntime.NumCPU()))
 
+	r.printMemory(w)
+
 	fmt.Fprintf(w, "\nmanager API writes in the window:\n")
-	for _, line := range topWrites(r.writesBefore, r.writesAfter, secs) {
+	for _, line := range topRequests(r.writesBefore, r.writesAfter, secs, isWrite) {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	fmt.Fprintf(w, "manager API reads in the window (the cache serves most reads without one):\n")
+	for _, line := range topRequests(r.writesBefore, r.writesAfter, secs, func(k string) bool { return !isWrite(k) }) {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	fmt.Fprintf(w, "\nAPI server requests in the window (apiserver_request_total, every client), by verb:\n")
+	for _, line := range rates(r.apiBefore.byVerb, r.apiAfter.byVerb, secs, 0) {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	fmt.Fprintf(w, "by verb and resource (≥ 0.1/s):\n")
+	for _, line := range rates(r.apiBefore.byResource, r.apiAfter.byResource, secs, 0.1)[1:] {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	fmt.Fprintf(w, "\nother processes on the machine started by the benchmark (CPU / wall, RSS at end):\n")
@@ -194,4 +235,50 @@ func fmtSec(s float64) string {
 		return "+Inf"
 	}
 	return time.Duration(s * float64(time.Second)).Round(100 * time.Microsecond).String()
+}
+
+// printMemory writes memory per canary and where the heap goes.
+func (r *result) printMemory(w io.Writer) {
+	n := float64(r.canaries)
+	kib := func(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
+	heapPer := (float64(r.end.heapInuse) - float64(r.base.heapInuse)) / n
+	fmt.Fprintf(w, "\nmemory per canary (after the window minus before the first canary, over %d canaries):\n", r.canaries)
+	fmt.Fprintf(w, "  %-42s %s (%.1f MiB → %.1f MiB)\n", "RSS", kib((float64(r.end.rss)-float64(r.base.rss))/n), mib(r.base.rss), mib(r.end.rss))
+	fmt.Fprintf(w, "  %-42s %s (%.1f MiB → %.1f MiB)\n", "Go heap in use", kib(heapPer), float64(r.base.heapInuse)/(1<<20), float64(r.end.heapInuse)/(1<<20))
+	fmt.Fprintf(w, "  %-42s %s\n", "of which the benchmark's fine lag histogram", kib(r.fineHistogram))
+	fmt.Fprintf(w, "  %-42s %s\n", "heap in use net of it (what production holds)", kib(heapPer-r.fineHistogram))
+	fmt.Fprintf(w, "  %-42s %s (%.1f MiB → %.1f MiB)\n", "goroutine stacks", kib((float64(r.end.stackInuse)-float64(r.base.stackInuse))/n), float64(r.base.stackInuse)/(1<<20), float64(r.end.stackInuse)/(1<<20))
+	fmt.Fprintf(w, "  %-42s %.1f\n", "live heap objects", (float64(r.end.heapObjects)-float64(r.base.heapObjects))/n)
+	fmt.Fprintf(w, "\nin-use heap at the end by owner (sampled every %d KiB, scaled; %.1f MiB in all):\n", goruntime.MemProfileRate>>10, r.heapSampled/(1<<20))
+	for _, sh := range r.heapByOwner {
+		fmt.Fprintf(w, "  %-46s %7.1f MiB  %5.1f%%  %s per canary\n", sh.name, sh.bytes/(1<<20), 100*sh.bytes/r.heapSampled, kib(sh.bytes/n))
+	}
+	fmt.Fprintf(w, "top allocating functions by in-use bytes:\n")
+	for i, sh := range r.heapBySite {
+		if i == 15 {
+			break
+		}
+		fmt.Fprintf(w, "  %-90s %7.1f MiB  %5.1f%%\n", shorten(sh.name, 90), sh.bytes/(1<<20), 100*sh.bytes/r.heapSampled)
+	}
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n+1:]
+}
+
+// outcomeLine formats probe counts in the window by role and outcome.
+func outcomeLine(before, after map[string]float64) string {
+	var parts []string
+	for _, k := range []string{"persona/present", "persona/absent", "persona/error", "control/present", "control/absent", "control/error"} {
+		if d := after[k] - before[k]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, d))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -147,3 +147,44 @@ func (p *targetProcess) stop() {
 		}
 	}
 }
+
+// targetSet is every ragtarget child of a run; corpora are spread over them.
+type targetSet []*targetProcess
+
+// startTargets starts n children; on an error none is left running.
+func startTargets(n int) (targetSet, error) {
+	var set targetSet
+	for range n {
+		p, err := startTarget()
+		if err != nil {
+			set.stop()
+			return nil, err
+		}
+		set = append(set, p)
+	}
+	return set, nil
+}
+
+func (s targetSet) urls() []string {
+	out := make([]string, len(s))
+	for i, p := range s {
+		out[i] = p.url
+	}
+	return out
+}
+
+// sync syncs every child once.
+func (s targetSet) sync(ctx context.Context) error {
+	for _, p := range s {
+		if err := p.sync(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s targetSet) stop() {
+	for _, p := range s {
+		p.stop()
+	}
+}
