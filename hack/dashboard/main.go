@@ -98,6 +98,12 @@ var panels = []spec{
 		{`max by (namespace, suite, persona) (ragcanary_suite_disclosure_rate_ratio{` + sel + `, persona=~"$persona"})`, "{{suite}} {{persona}} disclosure"},
 		{`max by (namespace, suite, persona) (ragcanary_suite_false_block_rate_ratio{` + sel + `, persona=~"$persona"})`, "{{suite}} {{persona}} false block"},
 	}},
+	{"Suite failed-to-abstain rate per persona", "Required-block cases the persona got an answer for (no forbidden ID leaked, but policy said refuse) over required-block cases, in the latest suite run. Zero tolerance by default.", "timeseries", "percentunit", [][2]string{
+		{`max by (namespace, suite, persona) (ragcanary_suite_failed_to_abstain_rate_ratio{` + sel + `, persona=~"$persona"})`, "{{suite}} {{persona}}"},
+	}},
+	{"Suite stale-evidence rate per persona", "Answerable cases answered with support only from superseded versions (valid before the question's as-of time) over answerable cases, in the latest suite run.", "timeseries", "percentunit", [][2]string{
+		{`max by (namespace, suite, persona) (ragcanary_suite_stale_rate_ratio{` + sel + `, persona=~"$persona"})`, "{{suite}} {{persona}}"},
+	}},
 	{"Probe errors", "Probes that errored, timed out or got unparseable replies: the check is broken, not necessarily the target.", "timeseries", "reqps", [][2]string{
 		{`sum by (corpus, surface) (rate(ragcanary_probes_total{` + sel + `, outcome="error"}[$__rate_interval]))`, "{{corpus}} {{surface}} errors"},
 		{`sum by (corpus) (rate(ragcanary_probes_total{` + sel + `}[$__rate_interval]))`, "{{corpus}} all probes"},

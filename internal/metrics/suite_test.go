@@ -124,3 +124,44 @@ func histogram(t *testing.T, name, ns string) *dto.Histogram {
 	t.Fatalf("no %s series in namespace %s", name, ns)
 	return nil
 }
+
+// TestSuiteV2Rates: the v2 per-persona rates are set when defined, absent
+// when undefined, the correct-abstention rate is one series per status
+// (never pooled), and the counters count the run's executions.
+func TestSuiteV2Rates(t *testing.T) {
+	s := Suite{Namespace: "ns-v2", Suite: "matched", Corpus: "corp"}
+	half, zero, one := 0.5, 0.0, 1.0
+	RecordSuiteCompletion(s, SuiteCompletion{Finished: time.Unix(100, 0), Personas: []PersonaScores{
+		{Persona: "contractor", FailedToAbstainRate: &half, FailedToAbstain: 1,
+			CorrectAbstention: map[string]*float64{"not_applicable": &zero}},
+		{Persona: "employee", StaleRate: &half, Stale: 1, CitationValidity: &one,
+			CorrectAbstention: map[string]*float64{"not_found": &one, "clarify": &zero}},
+	}})
+	if got := testutil.ToFloat64(SuiteFailedToAbstainRate.WithLabelValues("ns-v2", "matched", "corp", "contractor")); got != 0.5 {
+		t.Errorf("failed-to-abstain rate = %v, want 0.5", got)
+	}
+	if got := testutil.ToFloat64(SuiteStaleRate.WithLabelValues("ns-v2", "matched", "corp", "employee")); got != 0.5 {
+		t.Errorf("stale rate = %v, want 0.5", got)
+	}
+	// The employee has no required-block case: no failed-to-abstain series.
+	if n := testutil.CollectAndCount(SuiteFailedToAbstainRate); n != 1 {
+		t.Errorf("failed-to-abstain series = %d, want 1 (contractor only)", n)
+	}
+	if n := testutil.CollectAndCount(SuiteCorrectAbstention); n != 3 {
+		t.Errorf("correct-abstention series = %d, want 3 (one per defined status)", n)
+	}
+	if got := testutil.ToFloat64(SuiteCorrectAbstention.WithLabelValues("ns-v2", "matched", "corp", "employee", "clarify")); got != 0 {
+		t.Errorf("employee clarify = %v, want 0", got)
+	}
+	if got := testutil.ToFloat64(SuiteFailedToAbstainTotal.WithLabelValues("ns-v2", "matched", "corp", "contractor")); got != 1 {
+		t.Errorf("failed_to_abstain_total = %v, want 1", got)
+	}
+	// Every persona gets the counters, at zero when nothing happened.
+	if got := testutil.ToFloat64(SuiteStaleTotal.WithLabelValues("ns-v2", "matched", "corp", "contractor")); got != 0 {
+		t.Errorf("contractor stale_total = %v, want 0", got)
+	}
+	ForgetSuite("ns-v2", "matched")
+	if n := testutil.CollectAndCount(SuiteCorrectAbstention) + testutil.CollectAndCount(SuiteStaleTotal); n != 0 {
+		t.Errorf("%d series left after ForgetSuite", n)
+	}
+}
