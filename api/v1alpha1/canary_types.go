@@ -334,6 +334,7 @@ type RevocationCanaryStatus struct {
 // +kubebuilder:printcolumn:name="Cache Invalidation",type=string,JSONPath=`.status.lastRun.answerExclusion`
 // +kubebuilder:printcolumn:name="Conversation Exclusion",type=string,JSONPath=`.status.lastRun.conversationExclusion`
 // +kubebuilder:printcolumn:name="Visible After",type=string,JSONPath=`.status.lastRun.visibleAfter`,priority=1
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.probing.schedule`,priority=1
 // +kubebuilder:printcolumn:name="Last Run",type=date,JSONPath=`.status.lastRun.completionTime`
 // +kubebuilder:printcolumn:name="Next Run",type=string,JSONPath=`.status.nextScheduleTime`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -285,6 +285,7 @@ type CanaryRunStatus struct {
 // +kubebuilder:printcolumn:name="Cache Invalidation",type=string,JSONPath=`.status.answerExclusion`
 // +kubebuilder:printcolumn:name="Conversation Exclusion",type=string,JSONPath=`.status.conversationExclusion`
 // +kubebuilder:printcolumn:name="Content Freshness",type=string,JSONPath=`.status.contentFreshness`
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.probing.schedule`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type CanaryRun struct {
 	metav1.TypeMeta `json:",inline"`
