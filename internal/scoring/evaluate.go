@@ -7,13 +7,13 @@ package scoring
 // a compact score per case is kept for the report. Not safe for concurrent
 // use.
 type Session struct {
-	opts   Options
-	cases  []caseRec
+	opts  Options
+	cases []caseRec
 	// pending holds the expectations of cases not yet scored, in chunks
 	// so neither a copy on growth nor an allocation per case is paid.
 	pending []Expected
-	index  map[string]int
-	scores []scored
+	index   map[string]int
+	scores  []scored
 	// done marks the cases whose result has been scored.
 	done   []bool
 	groups groups

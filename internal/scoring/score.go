@@ -11,12 +11,12 @@ type scored struct {
 	outcome  Outcome
 	declared Action
 	// defined holds which of the ratio fields have a defined value.
-	defined                         uint8
-	recall, fill, rr, prec, ndcg    float64
-	duplicates                      int
+	defined                          uint8
+	recall, fill, rr, prec, ndcg     float64
+	duplicates                       int
 	citedN, citedSupporting, citedOK int
-	latency                         float64
-	hasLatency                      bool
+	latency                          float64
+	hasLatency                       bool
 	// lists is nil for the usual clean case, which keeps a million scores
 	// small.
 	lists *scoreLists

@@ -9,16 +9,16 @@ import (
 // tally is the running sums behind one Stats. Tallies add up, so the summary
 // of a persona is the sum of its strata.
 type tally struct {
-	answerable, requiredBlock                      int
-	supported, unsupported, stale                  int
-	falseBlocks, mistakenNotFound, wrongStatus     int
-	disclosed, justified, failedToAbstain          int
-	leaks, invalidCitationCases                    int
-	statusCases, statusCorrect                     [4]int
+	answerable, requiredBlock                       int
+	supported, unsupported, stale                   int
+	falseBlocks, mistakenNotFound, wrongStatus      int
+	disclosed, justified, failedToAbstain           int
+	leaks, invalidCitationCases                     int
+	statusCases, statusCorrect                      [4]int
 	citedAnswer, citedSupporting, citedAll, citedOK int
-	recallSum, rrSum, precSum, ndcgSum             float64
-	recallN, rrN, precN, ndcgN                     int
-	latencies                                      []float64
+	recallSum, rrSum, precSum, ndcgSum              float64
+	recallN, rrN, precN, ndcgN                      int
+	latencies                                       []float64
 }
 
 // statusIndex maps a status action to its slot in the per-status arrays.
