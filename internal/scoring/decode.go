@@ -315,20 +315,27 @@ func (d *arrayDecoder) wrongType(field, want string) error {
 
 // str reads a string field; intern shares repeated values.
 func (d *arrayDecoder) str(field string, intern bool) (string, error) {
+	v, _, err := d.strOK(field, intern)
+	return v, err
+}
+
+// strOK is str that also says whether the value was a string at all (a
+// wrong type is recorded as a problem, not returned as an error).
+func (d *arrayDecoder) strOK(field string, intern bool) (string, bool, error) {
 	if c, err := d.s.peek(); err != nil || c != '"' {
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
-		return "", d.wrongType(field, "a string")
+		return "", false, d.wrongType(field, "a string")
 	}
 	b, err := d.s.str()
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if intern {
-		return d.in.intern(b), nil
+		return d.in.intern(b), true, nil
 	}
-	return d.text.str(b), nil
+	return d.text.str(b), true, nil
 }
 
 // strs reads a list of strings. null is rejected rather than read as an

@@ -40,28 +40,24 @@ var caseFieldNames = []struct {
 // decodeCaseStream decodes an array of cases, v1 or v2 per element, calling
 // each with exactly one of v1 and v2 set for every element that is an object.
 // With keepQuestion false the question text is dropped (scoring never reads
-// it).
+// it); it is still checked.
 func decodeCaseStream(r io.Reader, limit int64, keepQuestion bool, ps *problems, each func(i int, v1 *Case, v2 *CaseV2)) error {
 	d := newArrayDecoder(r, KindCase, limit, ps)
 	var c CaseV2
 	var v1 Case
 	return d.run(func() error {
 		c, v1 = CaseV2{}, Case{}
-		var idOK bool
+		var idOK, emptyQuestion bool
 		seen, err := d.object("", caseKeys, func(name string) error {
 			var err error
 			switch name {
 			case "id":
-				if c.ID, err = d.str("id", false); err == nil {
-					idOK = true
-				}
+				c.ID, idOK, err = d.strOK("id", false)
 			case "question":
-				var q string
-				q, err = d.str("question", false)
+				q, ok, qerr := d.strOK("question", false)
+				emptyQuestion, err = ok && q == "", qerr
 				if keepQuestion {
 					c.Question = q
-				} else if q != "" {
-					c.Question = "-"
 				}
 			case "persona":
 				c.Persona, err = d.str("persona", true)
@@ -102,7 +98,7 @@ func decodeCaseStream(r io.Reader, limit int64, keepQuestion bool, ps *problems,
 		if idOK && c.ID == "" {
 			d.problem("field %q must not be empty", "id")
 		}
-		if seen&fQuestion != 0 && c.Question == "" {
+		if emptyQuestion {
 			d.problem("field %q must not be empty", "question")
 		}
 		d.flush(c.ID)
