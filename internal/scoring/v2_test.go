@@ -575,3 +575,12 @@ func (r *oneByteChunks) Read(p []byte) (int, error) {
 	r.data = r.data[n:]
 	return n, nil
 }
+
+// TestWrongTypeIsOneProblem: an id of the wrong type is reported once, not
+// also as empty.
+func TestWrongTypeIsOneProblem(t *testing.T) {
+	_, err := DecodeCasesV2(strings.NewReader(`[{"id":7,"question":"?","relevant_ids":[],"allowed_ids":[],"must_abstain":false}]`))
+	if err == nil || err.Error() != `invalid input: case #1: field "id" must be a string, got a number` {
+		t.Errorf("error = %v", err)
+	}
+}
