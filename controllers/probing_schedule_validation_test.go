@@ -69,6 +69,8 @@ spec:
 		{"adaptive with a fractional percentage", "{schedule: Adaptive, precision: '2.5%', maxInterval: 1h}", v1alpha1.ScheduleAdaptive, "2.5%", time.Hour},
 		{"precision of 100%", "{schedule: Adaptive, precision: '100%'}", v1alpha1.ScheduleAdaptive, "100%", 10 * time.Minute},
 		{"maxInterval equal to interval", "{schedule: Adaptive, interval: 1s, maxInterval: 1s}", v1alpha1.ScheduleAdaptive, "10%", time.Second},
+		// What a Go client sends when it leaves the field unset; probing uses the default.
+		{"maxInterval 0s", "{schedule: Adaptive, interval: 1s, maxInterval: 0s}", v1alpha1.ScheduleAdaptive, "10%", 0},
 	}
 	for i, tc := range accepted {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,7 +50,7 @@ type Revocation struct {
 // than visibilityTimeout.
 // +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.exclusionTimeout) || duration(self.interval).getMilliseconds() * (has(self.confirmations) ? self.confirmations : 3) < duration(self.exclusionTimeout).getMilliseconds()",message="confirmations × interval must be smaller than exclusionTimeout, or exclusion can never be confirmed"
 // +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.visibilityTimeout) || duration(self.interval) < duration(self.visibilityTimeout)",message="interval must be smaller than visibilityTimeout"
-// +kubebuilder:validation:XValidation:rule="!has(self.maxInterval) || duration(self.maxInterval) >= (has(self.interval) ? duration(self.interval) : duration('5s'))",message="maxInterval must not be smaller than interval"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxInterval) || duration(self.maxInterval) == duration('0s') || duration(self.maxInterval) >= (has(self.interval) ? duration(self.interval) : duration('5s'))",message="maxInterval must not be smaller than interval"
 type Probing struct {
 	// The exclusion rule above compares whole milliseconds because CEL cannot
 	// multiply a duration by an int; interval is at least 100ms, so the
@@ -108,6 +108,8 @@ type Probing struct {
 
 	// maxInterval is the longest gap an Adaptive schedule leaves between
 	// probes; it is what bounds the width of very long lags. Ignored by Fixed.
+	// 0s means the default (10m): a Go client that leaves the field unset
+	// sends 0s, as for every duration here.
 	// +optional
 	// +kubebuilder:default="10m"
 	MaxInterval metav1.Duration `json:"maxInterval,omitempty"`
