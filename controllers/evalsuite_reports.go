@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,13 +43,13 @@ func (r *EvalSuiteReconciler) pruneReports(ctx context.Context, s *v1alpha1.Eval
 			owned = append(owned, cm)
 		}
 	}
-	// Newest first: creation time, then the run name (deterministic, time
-	// ordered) for reports created within one second.
+	// Newest first by when the report was written (the completed-at
+	// annotation, sub-second), then creation time, then name.
 	if len(owned) <= limit {
 		return nil
 	}
 	slices.SortFunc(owned, func(a, b corev1.ConfigMap) int {
-		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
+		if c := reportTime(b).Compare(reportTime(a)); c != 0 {
 			return c
 		}
 		return strings.Compare(b.Name, a.Name)
@@ -67,6 +68,15 @@ func (r *EvalSuiteReconciler) pruneReports(ctx context.Context, s *v1alpha1.Eval
 		log.FromContext(ctx).V(1).Info("pruned suite report", "configMap", cm.Name)
 	}
 	return nil
+}
+
+// reportTime is when a report was written: its completed-at annotation,
+// else (a run that never finished) its creation.
+func reportTime(cm corev1.ConfigMap) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, cm.Annotations[AnnotationCompletedAt]); err == nil {
+		return t
+	}
+	return cm.CreationTimestamp.Time
 }
 
 func ownedBy(obj client.Object, owner client.Object) bool {

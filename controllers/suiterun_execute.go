@@ -243,6 +243,9 @@ func (r *SuiteRunReconciler) writeReport(ctx context.Context, run *v1alpha1.Suit
 		return fmt.Errorf("report ConfigMap %s disappeared during the run", reportName(run))
 	}
 	existing.Data, existing.BinaryData = data, nil
+	// Report retention orders reports by this, not by their creation time
+	// (whole seconds) or name (hashed).
+	existing.Annotations[AnnotationCompletedAt] = r.Clock.Now().UTC().Format(time.RFC3339Nano)
 	return r.Update(ctx, existing)
 }
 

@@ -98,6 +98,27 @@ func TestMatchedCasesClusterLiveReplay(t *testing.T) {
 		t.Errorf("disclosures = %d, want 0: ragtarget filters by principal", got)
 	}
 
+	// Status rows per persona and stratum carry the v2 rates with counts;
+	// correct abstention is per expected status, never pooled.
+	temporal := personaRow(t, run, "employee", "temporal")
+	if r := temporal.StaleRate; r == nil || r.Denominator != 1 {
+		t.Errorf("employee/temporal staleRate = %+v, want a ratio over the one answerable case", r)
+	}
+	abstention := personaRow(t, run, "employee", "abstention")
+	var statuses []string
+	for _, ca := range abstention.CorrectAbstention {
+		statuses = append(statuses, ca.Status)
+		if ca.Ratio.Denominator != 1 {
+			t.Errorf("employee/abstention %s = %+v, want one case", ca.Status, ca.Ratio)
+		}
+	}
+	if !slices.Equal(statuses, []string{"not_found", "clarify"}) {
+		t.Errorf("employee/abstention correctAbstention statuses %v, want not_found and clarify", statuses)
+	}
+	if r := personaRow(t, run, "contractor", "private").FailedToAbstainRate; r.Denominator != 2 {
+		t.Errorf("contractor/private failedToAbstainRate = %+v, want over 2 required-block cases", r)
+	}
+
 	cm := &corev1.ConfigMap{}
 	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: run.Status.ReportConfigMapRef.Name}, cm); err != nil {
 		t.Fatal(err)
