@@ -73,6 +73,7 @@ func startTestOperator(t *testing.T, cfg *rest.Config, heartbeat time.Duration) 
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		Cache:                  CacheOptions(""),
 		// The suite's manager already registered the controller name.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

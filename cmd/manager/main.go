@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -100,9 +99,7 @@ func run(s settings) error {
 		LeaderElection:          s.leaderElect,
 		LeaderElectionID:        "ragcanary.dev",
 		LeaderElectionNamespace: s.leaderElectionNS,
-	}
-	if s.watchNamespace != "" {
-		opts.Cache.DefaultNamespaces = map[string]cache.Config{s.watchNamespace: {}}
+		Cache:                   controllers.CacheOptions(s.watchNamespace),
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {

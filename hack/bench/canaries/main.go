@@ -255,6 +255,7 @@ func startManager(ctx context.Context, base *rest.Config, scheme *runtime.Scheme
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "127.0.0.1:0"},
 		HealthProbeBindAddress: "0",
+		Cache:                  controllers.CacheOptions(""),
 	})
 	if err != nil {
 		return nil, err

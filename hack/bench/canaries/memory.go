@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ragcanary/ragcanary/internal/metrics"
 )
@@ -37,7 +38,10 @@ type owner struct {
 
 var owners = []owner{
 	{"metric series (prometheus client_golang)", []string{"github.com/prometheus/client_golang/"}},
-	{"informer cache (objects from LIST/WATCH)", []string{"k8s.io/client-go/tools/cache.", "sigs.k8s.io/controller-runtime/pkg/cache"}},
+	{"event recorder (pending and aggregated events)", []string{"k8s.io/client-go/tools/events.", "k8s.io/client-go/tools/record."}},
+	// Objects decoded from a WATCH are decoded in the watch's own
+	// goroutine, whose stack has no informer frame.
+	{"informer cache (objects from LIST/WATCH)", []string{"k8s.io/client-go/tools/cache.", "sigs.k8s.io/controller-runtime/pkg/cache", "k8s.io/apimachinery/pkg/watch."}},
 	{"probe engine (loops, state, limiters)", []string{"github.com/ragcanary/ragcanary/internal/probe.", "github.com/ragcanary/ragcanary/internal/target."}},
 	{"driver HTTP clients and connections", []string{"github.com/ragcanary/ragcanary/internal/driver/", "net/http.", "crypto/tls.", "net."}},
 	{"reconcilers and work queues", []string{"github.com/ragcanary/ragcanary/controllers.", "k8s.io/client-go/util/workqueue", "sigs.k8s.io/controller-runtime/pkg/internal/controller"}},
@@ -160,4 +164,19 @@ func fineHistogramOverhead(n int) float64 {
 	fine := perSeries(fineLagBuckets)
 	production := perSeries([]float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60})
 	return max(fine-production, 0)
+}
+
+// seriesByFamily counts the series each ragcanary metric family holds on
+// controller-runtime's registry (the benchmark's own lag histogram is
+// counted under its production name).
+func seriesByFamily() []heapShare {
+	counts := map[string]float64{}
+	if families, err := crmetrics.Registry.Gather(); err == nil {
+		for _, fam := range families {
+			if strings.HasPrefix(fam.GetName(), "ragcanary_") {
+				counts[fam.GetName()] += float64(len(fam.GetMetric()))
+			}
+		}
+	}
+	return sortShares(counts)
 }

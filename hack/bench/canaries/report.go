@@ -30,6 +30,8 @@ type result struct {
 	heapSampled             float64
 	// fineHistogram is the heap per canary of the benchmark's own lag histogram.
 	fineHistogram float64
+	// series counts the ragcanary metric series by family at the end.
+	series []heapShare
 	// cpu is this process's CPU time (all threads) during the window.
 	cpu time.Duration
 	// lag is the scheduling lag histogram of the window, over all runs.
@@ -120,6 +122,7 @@ wait:
 	res.end = sampleMemory()
 	res.heapByOwner, res.heapBySite, res.heapSampled = heapBreakdown()
 	res.fineHistogram = fineHistogramOverhead(min(o.canaries, 2000))
+	res.series = seriesByFamily()
 	if o.heapProfile != "" {
 		f, err := os.Create(o.heapProfile)
 		if err != nil {
@@ -252,6 +255,10 @@ func (r *result) printMemory(w io.Writer) {
 	fmt.Fprintf(w, "\nin-use heap at the end by owner (sampled every %d KiB, scaled; %.1f MiB in all):\n", goruntime.MemProfileRate>>10, r.heapSampled/(1<<20))
 	for _, sh := range r.heapByOwner {
 		fmt.Fprintf(w, "  %-46s %7.1f MiB  %5.1f%%  %s per canary\n", sh.name, sh.bytes/(1<<20), 100*sh.bytes/r.heapSampled, kib(sh.bytes/n))
+	}
+	fmt.Fprintf(w, "ragcanary metric series at the end, by family (count, per canary):\n")
+	for _, sh := range r.series {
+		fmt.Fprintf(w, "  %-58s %7.0f  %5.2f\n", sh.name, sh.bytes, sh.bytes/n)
 	}
 	fmt.Fprintf(w, "top allocating functions by in-use bytes:\n")
 	for i, sh := range r.heapBySite {
