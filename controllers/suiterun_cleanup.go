@@ -27,6 +27,9 @@ const (
 	ReasonFixtureRemoved = "FixtureRemoved"
 	// ReasonFixtureRemovalFailed: the target failed a removal; retried.
 	ReasonFixtureRemovalFailed = "FixtureRemovalFailed"
+	// ReasonFixtureRemovalPending: the run ended before it could use a
+	// fixture an earlier attempt planted; removal follows.
+	ReasonFixtureRemovalPending = "FixtureRemovalPending"
 	// ReasonFixtureAbandoned: the run was deleted and its corpus or plan no
 	// longer resolves, so planted documents may remain at the target.
 	ReasonFixtureAbandoned = "FixtureAbandoned"
@@ -49,6 +52,17 @@ func (r *SuiteRunReconciler) retryFixtureRemoval(ctx context.Context, run *v1alp
 	}
 	err := r.removeFixture(ctx, run)
 	before := run.DeepCopy()
+	var abandon *abandonError
+	if errors.As(err, &abandon) {
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ReasonFixtureAbandoned, "Cleanup",
+			"fixture documents under prefix %s may remain at the target: %s", fixturePrefix(run), abandon.msg)
+		setRunCondition(run, ConditionFixtureRemoved, metav1.ConditionFalse, ReasonFixtureAbandoned,
+			truncateMessage("planted fixture documents may remain at the target: "+abandon.msg))
+		if err := patchStatus(ctx, r.Client, before, run, before.Status, run.Status); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.releaseRun(ctx, run)
+	}
 	if err != nil {
 		setRunCondition(run, ConditionFixtureRemoved, metav1.ConditionFalse, ReasonFixtureRemovalFailed,
 			truncateMessage("removing the fixture failed, retrying: "+suite.ErrorText(err)))

@@ -98,8 +98,10 @@ func (r *SuiteRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.finish(ctx, &run, s, done); err != nil {
 		return ctrl.Result{}, err
 	}
-	if done.fixtureLeft != nil {
-		return ctrl.Result{RequeueAfter: fixtureRetry}, nil
+	if fixturePending(&run) {
+		// Removal failed, or this attempt never reached the fixture an
+		// earlier one planted: retried until everything is gone.
+		return r.retryFixtureRemoval(ctx, &run)
 	}
 	return ctrl.Result{}, r.releaseRun(ctx, &run)
 }

@@ -28,9 +28,13 @@ type runOutcome struct {
 	corpus string
 	// casesHash is the hash of the plan's cases; empty without a plan.
 	casesHash string
-	// fixtureLeft is set when removing the fixture failed: the run keeps
-	// its finalizer and removal is retried.
-	fixtureLeft error
+	// fixtureRemoval is true when this attempt planted (or tried to) and
+	// then removed the fixture; fixtureLeft is that removal's failure. A
+	// run that ends before planting in this attempt may still hold a
+	// fixture from an earlier one (a restart): it keeps its finalizer and
+	// removal is retried, never assumed.
+	fixtureRemoval bool
+	fixtureLeft    error
 	// reason and message explain a run that could not execute.
 	reason, message string
 }
@@ -71,7 +75,7 @@ func (r *SuiteRunReconciler) execute(ctx context.Context, run *v1alpha1.SuiteRun
 	var setup *suite.SetupError
 	if errors.As(err, &setup) {
 		out := withPlan(failedOutcome(setup.Reason, "%s", setup.Err), plan)
-		out.fixtureLeft = cleanup
+		out.fixtureRemoval, out.fixtureLeft = true, cleanup
 		return out, nil
 	}
 	if err != nil {
@@ -82,7 +86,8 @@ func (r *SuiteRunReconciler) execute(ctx context.Context, run *v1alpha1.SuiteRun
 	if err := r.writeReport(ctx, run, res, planJSON); err != nil {
 		return nil, err
 	}
-	return &runOutcome{result: &res, corpus: plan.Corpus, casesHash: plan.CasesHash(), fixtureLeft: cleanup}, nil
+	return &runOutcome{result: &res, corpus: plan.Corpus, casesHash: plan.CasesHash(),
+		fixtureRemoval: plan.Fixture != nil, fixtureLeft: cleanup}, nil
 }
 
 func withPlan(out *runOutcome, plan *suite.Plan) *runOutcome {

@@ -75,13 +75,16 @@ func finishedStatus(run *v1alpha1.SuiteRun, out *runOutcome, now metav1.Time) {
 	st.ObservedGeneration = run.Generation
 	setRunCondition(run, conditionRunComplete, metav1.ConditionTrue, ReasonFinished, "the run finished")
 	st.CasesHash = out.casesHash
-	if st.Fixture != nil {
-		if out.fixtureLeft != nil {
-			setRunCondition(run, ConditionFixtureRemoved, metav1.ConditionFalse, ReasonFixtureRemovalFailed,
-				truncateMessage("removing the fixture failed, retrying: "+suite.ErrorText(out.fixtureLeft)))
-		} else {
-			markRemoved(run)
-		}
+	switch {
+	case st.Fixture == nil:
+	case !out.fixtureRemoval:
+		setRunCondition(run, ConditionFixtureRemoved, metav1.ConditionFalse, ReasonFixtureRemovalPending,
+			"an earlier attempt planted the fixture; removing it")
+	case out.fixtureLeft != nil:
+		setRunCondition(run, ConditionFixtureRemoved, metav1.ConditionFalse, ReasonFixtureRemovalFailed,
+			truncateMessage("removing the fixture failed, retrying: "+suite.ErrorText(out.fixtureLeft)))
+	default:
+		markRemoved(run)
 	}
 	if st.CasesHash != "" || st.Fixture != nil {
 		st.ReportConfigMapRef = &v1alpha1.LocalObjectReference{Name: reportName(run)}
