@@ -73,6 +73,28 @@ type SurfaceEvidence struct {
 	LastPositiveStart *time.Time  `json:"lastPositiveStart"`
 	FirstNegativeEnd  *time.Time  `json:"firstNegativeEnd"`
 	Probes            ProbeCounts `json:"probes"`
+	// NewContent is a content-freshness (UpdateContent) run's measurement
+	// of the new content; the fields above then measure the old content,
+	// and SLO, SLOSource and AgainstSLO judge the surface's freshness.
+	NewContent *ContentEvidence `json:"newContent,omitempty"`
+}
+
+// ContentEvidence is when a content-freshness run's new content appeared
+// on a surface, and the surface's freshness: the later of the new content
+// appearing and the old going.
+type ContentEvidence struct {
+	// Lower and Upper bound the new content's appearance; Upper is null
+	// when it was not seen.
+	Lower           *Seconds    `json:"lowerSeconds"`
+	Upper           *Seconds    `json:"upperSeconds"`
+	Visible         bool        `json:"visible"`
+	LastUnseenStart *time.Time  `json:"lastUnseenStart"`
+	FirstSeenEnd    *time.Time  `json:"firstSeenEnd"`
+	Probes          ProbeCounts `json:"probes"`
+	// FreshnessLower and FreshnessUpper bound the time until the surface
+	// served only the new content.
+	FreshnessLower *Seconds `json:"freshnessLowerSeconds"`
+	FreshnessUpper *Seconds `json:"freshnessUpperSeconds"`
 }
 
 // ProbeCounts are a surface's probes after revocation, by outcome.
@@ -183,6 +205,10 @@ func canaryTimeline(run *v1alpha1.CanaryRun) []Event {
 		prefix := "status.surfaces[" + string(m.Surface) + "]."
 		tl.add(prefix+"lastPositiveStart", string(m.Surface)+": last positive probe started", microTimeOf(m.LastPositiveStart))
 		tl.add(prefix+"firstNegativeEnd", string(m.Surface)+": first negative probe of the streak ended", microTimeOf(m.FirstNegativeEnd))
+		if c := m.NewContent; c != nil {
+			tl.add(prefix+"newContent.lastUnseenStart", string(m.Surface)+": last probe without the new content started", microTimeOf(c.LastUnseenStart))
+			tl.add(prefix+"newContent.firstSeenEnd", string(m.Surface)+": first probe with the new content ended", microTimeOf(c.FirstSeenEnd))
+		}
 	}
 	tl.add("status.lastHeartbeatTime", "Last status heartbeat", timeOf(st.LastHeartbeatTime))
 	tl.add("status.completionTime", "Run completed", timeOf(st.CompletionTime))
@@ -208,7 +234,29 @@ func surface(m v1alpha1.SurfaceMeasurement, run *v1alpha1.CanaryRun, corpus *v1a
 		s.Lower, s.Upper = secondsOf(m.Bounds.Lower), secondsOf(m.Bounds.Upper)
 	}
 	s.AgainstSLO = againstSLO(s.Lower, s.Upper, slo)
+	if m.NewContent != nil {
+		contentSurface(&s, &m, run, corpus)
+	}
 	return s
+}
+
+// contentSurface adds a content-freshness run's new-content measurement
+// and judges the surface by its freshness against the content-freshness SLO.
+func contentSurface(s *SurfaceEvidence, m *v1alpha1.SurfaceMeasurement, run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus) {
+	c := m.NewContent
+	ce := &ContentEvidence{Visible: c.Visible, LastUnseenStart: microTimeOf(c.LastUnseenStart), FirstSeenEnd: microTimeOf(c.FirstSeenEnd),
+		Probes: ProbeCounts{Positive: c.Probes.Positive, Negative: c.Probes.Negative, Errors: c.Probes.Errors,
+			Total: c.Probes.Positive + c.Probes.Negative + c.Probes.Errors}}
+	if c.Bounds != nil {
+		ce.Lower, ce.Upper = secondsOf(c.Bounds.Lower), secondsOf(c.Bounds.Upper)
+	}
+	if f := measure.Freshness(m); f != nil {
+		ce.FreshnessLower, ce.FreshnessUpper = secondsOf(f.Lower), secondsOf(f.Upper)
+	}
+	slo, source := measure.ContentFreshnessSLO(&run.Spec.CanarySpec, corpus, m.Surface)
+	s.SLO, s.SLOSource = Seconds(slo), source
+	s.AgainstSLO = againstSLO(ce.FreshnessLower, ce.FreshnessUpper, slo)
+	s.NewContent = ce
 }
 
 // againstSLO says what the bounds establish about the SLO and no more.

@@ -88,6 +88,35 @@ func suiteTone(p *bool) string {
 }
 
 func canarySections(c *CanaryEvidence) []section {
+	sections := baseCanarySections(c)
+	if t, ok := freshnessTable(c.Surfaces); ok {
+		// After the verdict: for a content-freshness run this is what it judged.
+		fresh := section{ID: "freshness", Title: "Content freshness", Blocks: []block{
+			para("A content-freshness run replaced the canary's body with a new payload instead of revoking access. Per surface, interval-censored like exclusion: the new content appeared after the start of the last probe that did not show it and no later than the end of the first that did; the old content's disappearance is the time to exclusion below. The surface is fresh once both happened: the later of the two, judged against the content-freshness SLO. Offsets are from the update request."),
+			tableBlock(t),
+		}}
+		sections = append(sections[:1], append([]section{fresh}, sections[1:]...)...)
+	}
+	return sections
+}
+
+// freshnessTable is the content-freshness measurement per surface; ok is
+// false for a run without one.
+func freshnessTable(ss []SurfaceEvidence) (table, bool) {
+	t := table{ID: "freshness-bounds", Caption: "Content freshness per surface",
+		Header: []string{"Surface", "New content visible", "Old content gone", "Fresh (both)", "SLO", "Against the SLO", "SLO from"}}
+	for _, s := range ss {
+		if s.NewContent == nil {
+			continue
+		}
+		n := s.NewContent
+		t.Rows = append(t.Rows, []string{s.Surface, humanInterval(n.Lower, n.Upper), humanInterval(s.Lower, s.Upper),
+			humanInterval(n.FreshnessLower, n.FreshnessUpper), humanSeconds(&s.SLO), againstText(s), s.SLOSource})
+	}
+	return t, len(t.Rows) > 0
+}
+
+func baseCanarySections(c *CanaryEvidence) []section {
 	return []section{
 		{ID: "verdict", Title: "Verdict and why", Blocks: []block{
 			facts(fact{"Verdict", verdictText(c.Verdict)}, fact{"Phase", orNone(c.Phase)},
