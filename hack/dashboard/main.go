@@ -58,12 +58,12 @@ var panels = []spec{
 	{"Censored runs (no upper bound)", "Runs per corpus and surface that ended without an upper bound over the dashboard range: still visible at the timeout, left open by probe errors, or new content never seen. Anything above zero means the quantiles beside this panel understate the tail.", "bargauge", "short", [][2]string{
 		{`sum by (corpus, surface) (increase(ragcanary_canary_censored_runs_total{` + sel + `}[$__range]))`, "{{corpus}} {{surface}}"},
 	}},
-	{"Censored share", "Censored runs over all finished surface measurements (censored, excluded, and content-freshness runs) over the dashboard range.", "stat", "percentunit", [][2]string{
-		{`sum by (corpus, surface) (increase(ragcanary_canary_censored_lower_bound_seconds_count{` + sel + `}[$__range])) / sum by (corpus, surface) (increase({__name__=~"ragcanary_canary_censored_lower_bound_seconds_count|ragcanary_canary_exclusion_upper_bound_seconds_count|ragcanary_content_freshness_seconds_count", ` + sel + `}[$__range]))`, "{{corpus}} {{surface}}"},
+	{"Censored share", "Per canary and surface, censored runs over measured runs (every verdict but SetupFailed) over the dashboard range. Both are counters created at zero when the canary becomes ready, so the first censored run counts.", "stat", "percentunit", [][2]string{
+		{`sum by (namespace, canary, corpus, surface) (increase(ragcanary_canary_censored_runs_total{` + sel + `}[$__range])) / on (namespace, canary, corpus) group_left sum by (namespace, canary, corpus) (increase(ragcanary_runs_total{` + sel + `, verdict!="SetupFailed"}[$__range]))`, "{{canary}} {{surface}}"},
 	}},
-	{"Censored runs: lower bounds p50 / max", "What is known of the censored tail: exclusion (or freshness) took at least this long. Censored runs are observed at their lower bound, never at a made-up upper one.", "timeseries", "s", [][2]string{
-		{`histogram_quantile(0.5, sum by (le, corpus, surface) (rate(ragcanary_canary_censored_lower_bound_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} {{surface}} p50"},
-		{`histogram_quantile(1, sum by (le, corpus, surface) (rate(ragcanary_canary_censored_lower_bound_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} {{surface}} max bucket"},
+	{"Censored last runs: at least", "Canaries whose last run ended without an upper bound, at the lower bound they established: exclusion (or content freshness) took at least this long. Built from the objects, so it survives a manager restart; the distribution of censored lower bounds is ragcanary_canary_censored_lower_bound_seconds.", "timeseries", "s", [][2]string{
+		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_exclusion_lower_bound_seconds{` + sel + `}) unless on (namespace, canary, corpus, surface) ragcanary_last_run_exclusion_upper_bound_seconds`, "{{canary}} {{surface}} exclusion ≥"},
+		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_content_freshness_lower_bound_seconds{` + sel + `}) unless on (namespace, canary, corpus, surface) ragcanary_last_run_content_freshness_upper_bound_seconds`, "{{canary}} {{surface}} freshness ≥"},
 	}},
 	{"Content freshness vs SLO (last run)", "Content-freshness (UpdateContent) canaries: the time until the surface served only the new content (new visible, old gone) in the last run, against the content-freshness SLO.", "timeseries", "s", [][2]string{
 		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_content_freshness_upper_bound_seconds{` + sel + `})`, "{{canary}} {{surface}} upper"},

@@ -39,7 +39,13 @@ func runScenario() error {
 	if err := plantSuiteDocuments(ctx); err != nil {
 		return err
 	}
-	for _, obj := range scenarioObjects() {
+	if err := startTailsTarget(ctx); err != nil {
+		return err
+	}
+	if err := waitScraping(); err != nil {
+		return err
+	}
+	for _, obj := range append(scenarioObjects(), tailsObjects()...) {
 		if err := env.client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}
@@ -51,11 +57,16 @@ func runScenario() error {
 	}); err != nil {
 		return err
 	}
-	return waitFor(2*time.Minute, "a finished suite run", func() (bool, error) {
+	if err := waitFor(2*time.Minute, "a finished suite run", func() (bool, error) {
 		var s v1alpha1.EvalSuite
 		err := env.client.Get(ctx, client.ObjectKey{Namespace: scenarioNamespace, Name: "isolation"}, &s)
 		return err == nil && s.Status.LastRun != nil, err
-	})
+	}); err != nil {
+		return err
+	}
+	// The censored and the content-freshness runs: every family of the
+	// tails panels and alerts has a series.
+	return waitTailsScenario(ctx)
 }
 
 // plantSuiteDocuments writes the suite's evidence into ragtarget's source:
@@ -112,7 +123,7 @@ func scenarioObjects() []client.Object {
 					ControlPersonaRefs: []v1alpha1.LocalObjectReference{ref("mallory")},
 					Probing: v1alpha1.Probing{
 						Interval: dur(300 * time.Millisecond), Confirmations: 2,
-						VisibilityTimeout: dur(30 * time.Second), ExclusionTimeout: dur(60 * time.Second),
+						VisibilityTimeout: dur(30 * time.Second), ExclusionTimeout: dur(60 * time.Second), MaxInterval: dur(10 * time.Minute),
 						Surfaces: []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer},
 					},
 				},

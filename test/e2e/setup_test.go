@@ -42,6 +42,7 @@ func startRagtarget(ctx context.Context) (func(), error) {
 	mux := http.NewServeMux()
 	mux.Handle("/", svc.Handler())
 	mux.Handle(restartTargetPath+"/", http.StripPrefix(restartTargetPath, &env.restartTarget))
+	mux.Handle(tailsTargetPath+"/", http.StripPrefix(tailsTargetPath, &tailsTarget))
 	mux.Handle(lagTargetsPath+"/", http.StripPrefix(lagTargetsPath, &lagTargets))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
