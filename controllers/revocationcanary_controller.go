@@ -208,7 +208,8 @@ func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary
 	}
 	// Counters exist at zero from the first ready reconcile, so their
 	// first increase shows in rate().
-	metrics.InitCanary(metrics.Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: canary.Spec.CorpusRef.Name})
+	metrics.InitCanary(metrics.Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: canary.Spec.CorpusRef.Name},
+		canarySurfaces(canary)...)
 	parent := canaryParent(canary, &sched)
 	parent.wasHeld = wasHeld
 	return sch.schedule(ctx, parent, runs, func(planned *schedule.Run) client.Object {
@@ -492,3 +493,16 @@ func (r *RevocationCanaryReconciler) indexReferences(mgr ctrl.Manager) error {
 }
 
 func newCanaryList() client.ObjectList { return &v1alpha1.RevocationCanaryList{} }
+
+// canarySurfaces are the surfaces the canary's runs probe, Search when none
+// are set, as metric label values.
+func canarySurfaces(canary *v1alpha1.RevocationCanary) []string {
+	if len(canary.Spec.Probing.Surfaces) == 0 {
+		return []string{string(v1alpha1.SurfaceSearch)}
+	}
+	out := make([]string, 0, len(canary.Spec.Probing.Surfaces))
+	for _, s := range canary.Spec.Probing.Surfaces {
+		out = append(out, string(s))
+	}
+	return out
+}

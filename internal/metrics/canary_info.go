@@ -7,17 +7,23 @@ var verdicts = []string{"SLOMet", "SLOBreached", "NotExcluded", "Inconclusive", 
 // surfaces are the values of the surface label.
 var surfaces = []string{"Search", "Answer", "Conversation"}
 
-// InitCanary creates a ready canary's counters at zero. Its SLO and
-// schedule period are not set here: ObjectCollector builds them from the
-// canary and its Corpus at scrape time.
-func InitCanary(r Run) {
+// InitCanary creates a ready canary's counters at zero, the per-surface
+// ones for the surfaces it probes (every surface when none are named): a
+// surface never probed can never count, and on a fleet every pre-created
+// series is about a KiB of the manager's heap per canary (make
+// bench-canaries). Its SLO and schedule period are not set here:
+// ObjectCollector builds them from the canary and its Corpus at scrape time.
+func InitCanary(r Run, probed ...string) {
+	if len(probed) == 0 {
+		probed = surfaces
+	}
 	IsolationViolationsTotal.With(r.isolationLabels()).Add(0)
 	for _, v := range verdicts {
 		l := r.labels()
 		l[LabelVerdict] = v
 		RunsTotal.With(l).Add(0)
 	}
-	for _, s := range surfaces {
+	for _, s := range probed {
 		ReappearancesTotal.With(r.withSurface(s)).Add(0)
 		// The censored-share alert must see a canary's first censored run.
 		CensoredRunsTotal.With(r.withSurface(s)).Add(0)
