@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -99,7 +101,12 @@ func TestCanaryRunHeartbeatWritesOnChangeNotOnAClock(t *testing.T) {
 		}
 		return st.Snapshot().Rounds
 	}
-	seenRounds := rounds()
+	// Live exposure is the probe loop's, not status's: it must advance
+	// while status is not written.
+	exposure := func() float64 {
+		return testutil.ToFloat64(metrics.LiveExposure.WithLabelValues(ns, "", "target", string(v1alpha1.SurfaceSearch)))
+	}
+	seenRounds, seenExposure := rounds(), exposure()
 	eventually(t, "five more probe rounds", func() error {
 		if n := rounds(); n < seenRounds+5 {
 			return fmt.Errorf("%d rounds, want %d", n, seenRounds+5)
@@ -108,6 +115,9 @@ func TestCanaryRunHeartbeatWritesOnChangeNotOnAClock(t *testing.T) {
 	})
 	if got := crGetIn(t, c, run); got.ResourceVersion != first.ResourceVersion {
 		t.Errorf("status was written while nothing that cannot be re-observed changed: %+v", got.Status.Surfaces)
+	}
+	if got := exposure(); got <= seenExposure {
+		t.Errorf("live exposure %vs after five more rounds, want more than %vs: it must not wait for a status write", got, seenExposure)
 	}
 
 	tg.release()
