@@ -58,13 +58,10 @@ func updatedDocument(run *v1alpha1.CanaryRun, t canaryToken, subject string) dri
 // runSLO is the objective each of the run's surfaces is judged by: the
 // content-freshness SLO for a content-freshness run, else the exclusion SLO.
 func runSLO(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus) func(v1alpha1.Surface) time.Duration {
-	if isContentRun(run) {
-		return func(s v1alpha1.Surface) time.Duration {
-			slo, _ := measure.ContentFreshnessSLO(&run.Spec.CanarySpec, corpus, s)
-			return slo
-		}
+	return func(s v1alpha1.Surface) time.Duration {
+		slo, _ := measure.JudgedSLO(&run.Spec.CanarySpec, corpus, s)
+		return slo
 	}
-	return func(s v1alpha1.Surface) time.Duration { return exclusionSLO(run, corpus, s) }
 }
 
 // finalizeSurfaces is the measurements as the verdict judges them: bounds

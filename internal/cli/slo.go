@@ -15,10 +15,11 @@ const (
 	LabelSuite  = "ragcanary.dev/suite"
 )
 
-// SurfaceSLO is the exclusion objective of a surface, by the one rule the
-// controllers judge runs with (measure.SurfaceSLO).
+// SurfaceSLO is the objective of a surface, by the one rule the
+// controllers judge runs with (measure.JudgedSLO): the exclusion SLO, or a
+// content-freshness canary's content-freshness SLO.
 func SurfaceSLO(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, s v1alpha1.Surface) time.Duration {
-	slo, _ := measure.SurfaceSLO(spec, corpus, s)
+	slo, _ := measure.JudgedSLO(spec, corpus, s)
 	return slo
 }
 

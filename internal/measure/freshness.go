@@ -197,6 +197,17 @@ func ContentFreshnessSLO(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, s v
 	return slo, source + ", no contentFreshnessSLO set"
 }
 
+// JudgedSLO is the objective a run of spec is judged by on surface s: the
+// content-freshness SLO for an UpdateContent run, else the exclusion SLO
+// (SurfaceSLO). The controllers, the collector, the kubectl plugin and the
+// report all use this one rule.
+func JudgedSLO(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, s v1alpha1.Surface) (time.Duration, string) {
+	if spec.Revocation.Method == v1alpha1.RevokeUpdateContent {
+		return ContentFreshnessSLO(spec, corpus, s)
+	}
+	return SurfaceSLO(spec, corpus, s)
+}
+
 // contentVerdict decides an UpdateContent run once isolation, setup and
 // clock have been checked (see Verdict). The order mirrors Verdict's: old
 // content still served at the timeout, then what errors or time left

@@ -201,3 +201,18 @@ func TestContentFreshnessSLO(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgedSLO: an UpdateContent run is judged by the content-freshness
+// SLO, every other method by the exclusion SLO, on the same corpus.
+func TestJudgedSLO(t *testing.T) {
+	corpus := &v1alpha1.Corpus{Spec: v1alpha1.CorpusSpec{Freshness: v1alpha1.Freshness{
+		ContentFreshnessSLO: dur(7), ExclusionSLO: dur(60)}}}
+	content := &v1alpha1.CanarySpec{Revocation: v1alpha1.Revocation{Method: v1alpha1.RevokeUpdateContent}}
+	grant := &v1alpha1.CanarySpec{}
+	if got, _ := JudgedSLO(content, corpus, v1alpha1.SurfaceAnswer); got != 7*time.Second {
+		t.Errorf("UpdateContent judged by %s, want the 7s content-freshness SLO", got)
+	}
+	if got, _ := JudgedSLO(grant, corpus, v1alpha1.SurfaceAnswer); got != time.Minute {
+		t.Errorf("RemoveGrant judged by %s, want the 1m exclusion SLO", got)
+	}
+}

@@ -216,7 +216,7 @@ func canaryTimeline(run *v1alpha1.CanaryRun) []Event {
 }
 
 func surface(m v1alpha1.SurfaceMeasurement, run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus) SurfaceEvidence {
-	slo, source := measure.SurfaceSLO(&run.Spec.CanarySpec, corpus, m.Surface)
+	slo, source := measure.JudgedSLO(&run.Spec.CanarySpec, corpus, m.Surface)
 	s := SurfaceEvidence{
 		Surface:           string(m.Surface),
 		SLO:               Seconds(slo),
