@@ -17,6 +17,15 @@ import (
 
 const repoRoot = "../../.."
 
+// TestMain lets the test binary serve as the measuring wrapper, as the
+// harness binary does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == measureFlag {
+		os.Exit(measureChild(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
 // testTools builds ragcanary from this tree once per test binary and
 // writes the embedded baseline next to it.
 var testTools = func() func(t *testing.T) toolset {

@@ -41,6 +41,9 @@ type options struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == measureFlag {
+		os.Exit(measureChild(os.Args[2:]))
+	}
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench eval: %v\n", err)
@@ -108,6 +111,10 @@ func run(o options) int {
 	if err != nil {
 		return fail(err)
 	}
+	floor, err := rssFloor(work)
+	if err != nil {
+		return fail(err)
+	}
 	var rows []row
 	for _, n := range o.sizes {
 		for _, format := range o.formats {
@@ -119,13 +126,20 @@ func run(o options) int {
 			fmt.Fprintf(os.Stderr, "%d %s: ragcanary %s, python %s\n", n, format, r.ragcanary.wall, r.python.wall)
 		}
 	}
-	printTable(os.Stdout, rows)
+	printTable(os.Stdout, rows, floor)
 	for _, r := range rows {
 		if r.disagree != "" {
 			return 1
 		}
 	}
 	return 0
+}
+
+// rssFloor is the peak RSS measured for a command that does nothing: what
+// the measuring wrapper itself adds to every figure.
+func rssFloor(work string) (int64, error) {
+	s, _, err := runMeasured([]string{"true"}, filepath.Join(work, "floor.out"))
+	return s.maxRSS, err
 }
 
 func fail(err error) int {

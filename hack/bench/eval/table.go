@@ -15,7 +15,7 @@ const (
 
 // printTable prints one line per size and format, ragcanary and Python side
 // by side, then each pair of verdicts.
-func printTable(w io.Writer, rows []row) {
+func printTable(w io.Writer, rows []row, floor int64) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "CASES\tFORMAT\tINPUT_MiB\tRAGCANARY_WALL\tRAGCANARY_CPU\tRAGCANARY_RSS_MiB\tPYTHON_WALL\tPYTHON_CPU\tPYTHON_RSS_MiB\tSPEED_RATIO\tCPU_RATIO\tMEMORY_RATIO\tSPEED>=5x\tMEMORY<=PYTHON\tAGREE\t")
 	for _, r := range rows {
@@ -29,7 +29,7 @@ func printTable(w io.Writer, rows []row) {
 			speed, cpu, mem, yesNo(speed >= goalSpeedup), yesNo(mem <= goalMemoryRatio), yesNo(r.disagree == ""))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nmedian of %d run(s) each; SPEED_RATIO = python wall / ragcanary wall (the goal), CPU_RATIO the same for user+system CPU (steadier on a busy machine), MEMORY_RATIO = ragcanary peak RSS / python peak RSS\n", runsOf(rows))
+	fmt.Fprintf(w, "\nmedian of %d run(s) each; SPEED_RATIO = python wall / ragcanary wall (the goal), CPU_RATIO the same for user+system CPU (steadier on a busy machine), MEMORY_RATIO = ragcanary peak RSS / python peak RSS; peak RSS of a no-op command, the measurement's floor: %.1f MiB\n", runsOf(rows), mib(floor))
 	for _, r := range rows {
 		fmt.Fprintf(w, "%d %s ragcanary: %s\n%d %s python:    %s\n", r.cases, r.format, r.ragcanaryResult, r.cases, r.format, r.pythonResult)
 		if r.disagree != "" {
