@@ -122,8 +122,9 @@ func TestCanaryRunUpdateContent(t *testing.T) {
 	ns := crFixture(t, &crTarget{url: ft.url})
 	var corpus v1alpha1.Corpus
 	crGetObject(t, types.NamespacedName{Namespace: ns, Name: "target"}, &corpus)
-	corpus.Spec.Freshness.VisibilitySLO = metav1Duration(20 * time.Second)
-	if err := k8sClient.Update(context.Background(), &corpus); err != nil {
+	// A patch, not an update: the corpus controller writes status meanwhile.
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"freshness":{"visibilitySLO":"20s"}}}`))
+	if err := k8sClient.Patch(context.Background(), &corpus, patch); err != nil {
 		t.Fatalf("setting the deprecated visibilitySLO: %v", err)
 	}
 	run := crRunSpec(ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer)
