@@ -146,3 +146,38 @@ func TestInvalidFixtureAndV2CasesMarkTheSuite(t *testing.T) {
 		return nil
 	})
 }
+
+// TestFixtureFromConfigMap: fixture documents may come from a ConfigMap;
+// the suite waits for it (ConfigMapNotFound), is re-evaluated when it
+// appears (the watch indexes fixture sources), derives evidence from it,
+// and names the ConfigMap when its content is wrong.
+func TestFixtureFromConfigMap(t *testing.T) {
+	f := newSuiteFixture(t, ragtarget.Config{}, func(s *v1alpha1.EvalSuite) {
+		s.Spec.Fixture = &v1alpha1.Fixture{Sources: []v1alpha1.FixtureSource{{ConfigMapRef: v1alpha1.LocalObjectReference{Name: "policy-fixture"}}}}
+		s.Spec.Cases = append(s.Spec.Cases, v1alpha1.EvalCase{ID: "zebras", Question: "Where do zebras graze?", AskAnswer: true,
+			Expectations: []v1alpha1.Expectation{{Persona: "alice", Action: "answer", RequiredEvidence: []string{"zebra-memo"}}}})
+	})
+	f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, suite.ReasonConfigMapNotFound)
+	f.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "policy-fixture"},
+		Data: map[string]string{suite.DefaultFixtureKey: `
+documents:
+  - id: zebra-memo
+    body: Zebras graze on the striped meadow every morning.
+    principals: ["` + aliceSubject + `"]
+`}})
+	// Ready only if zebra-memo, known from the ConfigMap alone, is derived
+	// into alice's allowed evidence: requiredEvidence must lie inside it.
+	f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonOnDemand)
+	var cm corev1.ConfigMap
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "policy-fixture"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[suite.DefaultFixtureKey] = "documents:\n  - {id: zebra-memo, body: x, principal: typo}\n"
+	if err := k8sClient.Update(context.Background(), &cm); err != nil {
+		t.Fatal(err)
+	}
+	c := f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, suite.ReasonInvalidCases)
+	if !strings.Contains(c.Message, `ConfigMap "policy-fixture" key "fixture.yaml"`) || !strings.Contains(c.Message, "principal") {
+		t.Errorf("message %q does not name the ConfigMap key and the unknown field", c.Message)
+	}
+}
