@@ -39,12 +39,16 @@ func reportSuiteFixture(t *testing.T, ns string) *v1alpha1.SuiteRun {
 	t.Helper()
 	access := createSuite(t, ns, "access", "docs", func(*v1alpha1.EvalSuite) {})
 	execs := []suite.Execution{{CaseID: "salary-bands", Persona: "mallory", Stratum: "hr", Hits: []string{"hr-bands"}}}
-	res, err := suite.Score(access.Spec.Cases, execs, int(access.Spec.K), suite.Gates{})
+	plan, err := suite.PlanCases(access.Spec.Cases, int(access.Spec.K), suite.Gates{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := suite.Score(plan, execs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	name := "access-1772434800"
-	data, err := suite.ReportData(res)
+	data, err := suite.ReportData(res, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,11 +145,15 @@ func suiteFixture(t *testing.T) SuiteInput {
 		{CaseID: "q3-revenue", Persona: "bob", Stratum: "finance", Err: context.DeadlineExceeded},
 		{CaseID: "deploy-guide", Persona: "bob", Hits: []string{"eng-wiki", "other", "eng-deploy"}},
 	}
-	res, err := suite.Score(cases, execs, 10, suite.Gates{MinRecall: ptr.To(0.5)})
+	plan, err := suite.PlanCases(cases, 10, suite.Gates{MinRecall: ptr.To(0.5)})
+	if err != nil {
+		t.Fatalf("planning the fixture: %v", err)
+	}
+	res, err := suite.Score(plan, execs, nil)
 	if err != nil {
 		t.Fatalf("scoring the fixture: %v", err)
 	}
-	data, err := suite.ReportData(res)
+	data, err := suite.ReportData(res, 0)
 	if err != nil {
 		t.Fatalf("report data: %v", err)
 	}

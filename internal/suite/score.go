@@ -95,8 +95,9 @@ type Result struct {
 func CaseKey(caseID, persona string) string { return caseID + "/" + persona }
 
 // Score maps the executions onto the scoring engine — one engine for the
-// cluster, live mode and replay — and builds the frozen evidence. corpus is
-// the corpus as the run saw it (nil when unknown).
+// cluster, live mode and replay — and builds the frozen evidence. Each
+// execution is matched to its plan job by CaseKey; jobs without one are not
+// scored. corpus is the corpus as the run saw it (nil when unknown).
 func Score(plan *Plan, execs []Execution, corpus *scoring.CorpusSnapshot) (Result, error) {
 	res := Result{Executions: len(execs)}
 	ev := &scoring.Evidence{Suite: plan.Suite, Cases: plan.Cases(), Options: plan.Options,
@@ -109,10 +110,20 @@ func Score(plan *Plan, execs []Execution, corpus *scoring.CorpusSnapshot) (Resul
 		}
 		opts.DocumentTexts = ev.DocumentTexts
 	}
+	jobs := make(map[string]Job, len(plan.Jobs))
+	for _, j := range plan.Jobs {
+		jobs[j.Case.ID] = j
+	}
 	var cases []scoring.CaseV2
 	var results []scoring.ResultV2
-	for i, x := range execs {
-		job := plan.Jobs[i]
+	for _, x := range execs {
+		if x.ID == "" {
+			x.ID = CaseKey(x.CaseID, x.Persona)
+		}
+		job, ok := jobs[x.ID]
+		if !ok {
+			return res, fmt.Errorf("execution %q matches no case of the plan", x.ID)
+		}
 		if x.Err != nil {
 			res.Errored = append(res.Errored, x)
 			ev.Executions = append(ev.Executions, scoring.Execution{CaseID: x.ID, Persona: x.Persona,

@@ -80,9 +80,11 @@ func TestFilteredVectorSearchOnPGlite(t *testing.T) {
 		defer d.Close()
 		target := suite.Target{Searcher: d, Answerer: d, K: pgliteK, Parallelism: 1, Wait: func(context.Context) error { return nil },
 			Tokens: map[string]driver.Token{"narrow": "narrow", "broad": "broad"}}
-		execs, err := suite.Execute(ctx, target, cases)
+		plan, err := suite.PlanCases(cases, pgliteK, gates)
 		must(t, err)
-		res, err := suite.Score(cases, execs, pgliteK, gates)
+		execs, err := suite.Execute(ctx, target, plan)
+		must(t, err)
+		res, err := suite.Score(plan, execs, nil)
 		must(t, err)
 		if len(res.Errored) > 0 {
 			t.Fatalf("%d executions failed, first: %v", len(res.Errored), res.Errored[0].Err)
