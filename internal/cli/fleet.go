@@ -228,6 +228,14 @@ func summarySurfaces(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, last *v
 		v1alpha1.SurfaceSearch: last.TimeToExclusion,
 		v1alpha1.SurfaceAnswer: last.CacheInvalidation,
 	}
+	if spec.Revocation.Method == v1alpha1.RevokeUpdateContent {
+		// A content-freshness canary is judged by each surface's freshness
+		// (new content visible and old gone), not by the old content alone.
+		held = map[v1alpha1.Surface]*v1alpha1.ExclusionBounds{}
+		for _, f := range last.ContentFreshness {
+			held[f.Surface] = f.Bounds
+		}
+	}
 	var out []SurfaceBounds
 	for _, s := range []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer} {
 		if held[s] == nil && !slices.Contains(probedSurfaces(spec), s) {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
 
@@ -135,8 +136,13 @@ func historyRun(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus) HistoryRun {
 				m = got
 			}
 		}
+		b := m.Bounds
+		if run.Spec.Revocation.Method == v1alpha1.RevokeUpdateContent {
+			// Judged by its freshness, the later of new visible and old gone.
+			b = measure.Freshness(&m)
+		}
 		hr.Surfaces = append(hr.Surfaces, RunSurface{
-			SurfaceBounds: surfaceBounds(s, m.Bounds, SurfaceSLO(&run.Spec.CanarySpec, corpus, s)),
+			SurfaceBounds: surfaceBounds(s, b, SurfaceSLO(&run.Spec.CanarySpec, corpus, s)),
 			Reappearances: m.Reappearances, Probes: m.Probes,
 		})
 	}
