@@ -172,7 +172,9 @@ func (s *State) summarize(results []result) roundSummary {
 	settled := map[v1alpha1.Surface]bool{}
 	sum := roundSummary{outcome: measure.Present}
 	for _, m := range s.surfaces {
-		if m.Excluded {
+		// A content-freshness surface is settled only once the new content
+		// was seen too (measure.Settled); otherwise it equals Excluded.
+		if measure.Settled(&m) {
 			settled[m.Surface] = true
 		} else if m.NegativeStreak > sum.streak {
 			sum.streak = m.NegativeStreak
