@@ -207,6 +207,13 @@ func checkDerivedEvidence(t *testing.T, data, casesHash string) {
 				c.Expected.SupersededEvidence, tc.allowed, tc.superseded)
 		}
 	}
+	// What the system declared is kept: ragtarget says not_found with
+	// NO_EVIDENCE when nothing eligible matched.
+	for _, x := range ev.Executions {
+		if x.CaseID == "missing-support/employee" && (x.Response != scoring.ActionNotFound || x.Reason != "NO_EVIDENCE" || x.AnswerText == "") {
+			t.Errorf("missing-support execution %+v, want not_found, NO_EVIDENCE and the answer text", x)
+		}
+	}
 	for _, p := range ev.Personas {
 		if p.Subject == "" {
 			t.Errorf("persona snapshot %+v lacks the subject", p)

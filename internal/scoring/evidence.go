@@ -87,8 +87,11 @@ type Execution struct {
 	RetrievedIDs []string `json:"retrieved_ids"`
 	CitedIDs     []string `json:"cited_ids"`
 	Response     Action   `json:"response,omitempty"`
-	AnswerText   string   `json:"answer_text,omitempty"`
-	LatencyMS    *float64 `json:"latency_ms,omitempty"`
+	// Reason is the reason code the system declared with its response
+	// (the answer surface's reason), kept as evidence; not scored.
+	Reason     string   `json:"reason,omitempty"`
+	AnswerText string   `json:"answer_text,omitempty"`
+	LatencyMS  *float64 `json:"latency_ms,omitempty"`
 	// ErrorClass is the kind of failure (e.g. timeout, unavailable), never
 	// raw error text; empty when the call got a reply.
 	ErrorClass string `json:"error_class,omitempty"`

@@ -27,8 +27,10 @@ type Execution struct {
 	Hits []string
 	// Citations are the answer's cited IDs, mapped like Hits.
 	Citations []string
-	// Status is what the answer surface declared; empty when it did not say.
+	// Status is what the answer surface declared, Reason why; empty when
+	// it did not say.
 	Status scoring.Action
+	Reason string
 	// Text is the answer as the persona saw it. It is kept, in the run's
 	// evidence, because a leak through generated text is a disclosure.
 	Text string
@@ -121,7 +123,7 @@ func (t Target) run(ctx context.Context, x *Execution, question string) {
 		return
 	}
 	x.Citations = t.ids(answer.Citations)
-	x.Status = scoring.Action(answer.Status)
+	x.Status, x.Reason = scoring.Action(answer.Status), string(answer.Reason)
 	x.Text = answer.Text
 }
 

@@ -133,7 +133,8 @@ func Score(plan *Plan, execs []Execution, corpus *scoring.CorpusSnapshot) (Resul
 		r := toResult(job, x)
 		cases, results = append(cases, job.Case), append(results, r)
 		ev.Executions = append(ev.Executions, scoring.Execution{CaseID: r.ID, Persona: x.Persona,
-			RetrievedIDs: r.RetrievedIDs, CitedIDs: r.CitedIDs, Response: r.Response, AnswerText: r.AnswerText, LatencyMS: r.LatencyMS})
+			RetrievedIDs: r.RetrievedIDs, CitedIDs: r.CitedIDs, Response: r.Response, Reason: x.Reason,
+			AnswerText: r.AnswerText, LatencyMS: r.LatencyMS})
 	}
 	res.Evidence = ev
 	if len(cases) == 0 {
