@@ -223,6 +223,14 @@ func run(ctx context.Context, o options) (*result, error) {
 		return nil, err
 	}
 	setup := time.Since(setupStart)
+	// The last runs to arrive persist their first exclusion probe (a
+	// sighting) a round later: setup writes, kept out of the window.
+	step("letting every run finish its first exclusion round (%s)", 2*o.interval)
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(2 * o.interval):
+	}
 
 	step("all %d runs in AwaitingExclusion after %s; measuring for %s", o.canaries, setup.Round(time.Second), o.measure)
 	api, err := newAPIServerMetrics(cluster.Config)
