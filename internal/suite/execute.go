@@ -110,7 +110,7 @@ func (t Target) run(ctx context.Context, x *Execution, question string) {
 		x.Err = err
 		return
 	}
-	x.Hits = t.ids(chunkIDs(hits))
+	x.Hits = t.hitIDs(hits)
 	if !x.Answered {
 		return
 	}
@@ -125,6 +125,24 @@ func (t Target) run(ctx context.Context, x *Execution, question string) {
 	x.Citations = t.ids(answer.Citations)
 	x.Status, x.Reason = scoring.Action(answer.Status), string(answer.Reason)
 	x.Text = answer.Text
+}
+
+// hitIDs are the hits as cases speak of them: chunk IDs without a fixture;
+// with one, each hit's document (its DocumentID, else the chunk ID's
+// document part) mapped back to the fixture version.
+func (t Target) hitIDs(hits []driver.Hit) []string {
+	if t.Scope == nil {
+		return chunkIDs(hits)
+	}
+	docs := make([]string, 0, len(hits))
+	for _, h := range hits {
+		if h.DocumentID != "" {
+			docs = append(docs, h.DocumentID)
+		} else {
+			docs = append(docs, h.ChunkID)
+		}
+	}
+	return t.Scope.FixtureIDs(docs)
 }
 
 // ids maps target IDs to the IDs cases speak: unchanged without a fixture.
