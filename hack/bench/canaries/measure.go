@@ -118,21 +118,27 @@ func resourceOf(path string) string {
 	return path
 }
 
-// lagHistogram replaces ragcanary_probe_scheduling_lag_seconds for the
+// installLagHistogram returns the registry the lag is read from. With
+// fine, it replaces ragcanary_probe_scheduling_lag_seconds for the
 // benchmark with the same name and labels but fine buckets (about 7% apart
 // from 0.1 ms to 60 s), so the p99 is read to within one narrow bucket
-// instead of the production buckets' 250 ms → 500 ms step. The engine
+// instead of the production buckets' 250 ms → 500 ms step; the engine
 // records through metrics.ObserveSchedulingLag, which reads the variable at
-// call time.
-func installLagHistogram() *prometheus.Registry {
-	fine := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+// call time. Without, it reads the production histogram itself, so the
+// manager's memory is exactly production's.
+func installLagHistogram(fine bool) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	if !fine {
+		reg.MustRegister(metrics.ProbeSchedulingLag)
+		return reg
+	}
+	vec := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "ragcanary", Name: "probe_scheduling_lag_seconds",
 		Help:    "Delay between a probe's due time and its start, including rate-limit waits (benchmark buckets).",
 		Buckets: fineLagBuckets,
 	}, []string{metrics.LabelNamespace, metrics.LabelCanary, metrics.LabelCorpus})
-	metrics.ProbeSchedulingLag = fine
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(fine)
+	metrics.ProbeSchedulingLag = vec
+	reg.MustRegister(vec)
 	return reg
 }
 

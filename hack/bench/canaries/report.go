@@ -121,7 +121,9 @@ wait:
 	// After the window: the GCs these force are not measured.
 	res.end = sampleMemory()
 	res.heapByOwner, res.heapBySite, res.heapSampled = heapBreakdown()
-	res.fineHistogram = fineHistogramOverhead(min(o.canaries, 2000))
+	if o.fineLag {
+		res.fineHistogram = fineHistogramOverhead(min(o.canaries, 2000))
+	}
 	res.series = seriesByFamily()
 	if o.heapProfile != "" {
 		f, err := os.Create(o.heapProfile)
@@ -178,8 +180,12 @@ func (r *result) print(w io.Writer, o options) bool {
 	}
 	fmt.Fprintf(w, "\nragcanary benchmark: %d active canaries over %d corpora and %d ragtarget(s), probe interval %s, %d control persona(s), status heartbeat %s, GOMAXPROCS %d, %d CPUs\n",
 		r.canaries, o.corpora, o.targets, o.interval, controls, o.heartbeat, goruntime.GOMAXPROCS(0), goruntime.NumCPU())
-	fmt.Fprintf(w, "setup (create → all runs AwaitingExclusion): %s; window %s; runs still AwaitingExclusion at the end: %d\n\n",
-		r.setup.Round(time.Second), r.window.Round(time.Second), r.activeAtEnd)
+	lagBucketsUsed := "production buckets (13 per canary)"
+	if o.fineLag {
+		lagBucketsUsed = "fine buckets (200 per canary, netted out of the memory figures)"
+	}
+	fmt.Fprintf(w, "setup (create → all runs AwaitingExclusion): %s; window %s; runs still AwaitingExclusion at the end: %d; lag read from %s\n\n",
+		r.setup.Round(time.Second), r.window.Round(time.Second), r.activeAtEnd, lagBucketsUsed)
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "figure (manager process)", "measured", "goal", "")
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", strings.Repeat("-", 44), strings.Repeat("-", 22), strings.Repeat("-", 12), "------")
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "p99 probe scheduling lag", fmt.Sprintf("%s < p99 ≤ %s", fmtSec(lagLo), fmtSec(lagHi)), "≤ "+goalLagP99.String(), mark(lagOK))
