@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
 )
@@ -229,7 +230,7 @@ func (s *Scope) visible(ctx context.Context, search driver.Searcher, wait func(c
 	var hits []driver.Hit
 	err := limited(ctx, wait, func(ctx context.Context) error {
 		var err error
-		hits, err = search.Search(ctx, c.Token, body, visibilityDepth)
+		hits, err = search.Search(ctx, c.Token, visibilityQuery(body), visibilityDepth)
 		return err
 	})
 	if err != nil {
@@ -242,6 +243,25 @@ func (s *Scope) visible(ctx context.Context, search driver.Searcher, wait func(c
 		}
 	}
 	return false, nil
+}
+
+// maxVisibilityQuery keeps a visibility query well inside the contract's
+// query length (4000 characters).
+const maxVisibilityQuery = 1000
+
+// visibilityQuery is the start of the document's text, cut at a word.
+func visibilityQuery(body string) string {
+	body = strings.Join(strings.Fields(body), " ")
+	if len(body) <= maxVisibilityQuery {
+		return body
+	}
+	cut := strings.LastIndexByte(body[:maxVisibilityQuery], ' ')
+	if cut <= 0 {
+		// One long word: cut at a rune boundary.
+		for cut = maxVisibilityQuery; cut > 0 && !utf8.RuneStart(body[cut]); cut-- {
+		}
+	}
+	return body[:cut]
 }
 
 func notVisible(pending map[string]Checker, lastErr error, timeout time.Duration) error {

@@ -181,6 +181,9 @@ func TestPlantAwaitRemoveAgainstRagtarget(t *testing.T) {
 	f, err := build(t, []v1alpha1.FixtureDocument{
 		{ID: "falcon", Title: "Project Falcon", Body: "Project Falcon launches the orbital courier in spring.", Principals: []string{"team"}},
 		{ID: "lunch", Title: "Lunch", Body: "The canteen serves noodles on Tuesdays.", Principals: []string{bobPrinc}},
+		// Longer than a search query may be: checked by its start.
+		{ID: "minutes", Title: "Minutes", Body: "Quarterly minutes about heliotrope budgets. " + strings.Repeat("Nothing else was decided. ", 300),
+			Principals: []string{bobPrinc}},
 	}, []v1alpha1.FixtureGroup{{Name: "team", Members: []string{alicePrinc}}})
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +234,7 @@ func TestPlantAwaitRemoveAgainstRagtarget(t *testing.T) {
 	if !slices.Equal(rec.added, []string{"sr-test-team=" + alicePrinc}) || !slices.Equal(rec.removed, rec.added) {
 		t.Errorf("memberships added %v removed %v", rec.added, rec.removed)
 	}
-	if !slices.Equal(rec.created, rec.deleted) || len(rec.created) != 2 {
+	if !slices.Equal(rec.created, rec.deleted) || len(rec.created) != 3 {
 		t.Errorf("documents created %v deleted %v", rec.created, rec.deleted)
 	}
 }
