@@ -3,10 +3,12 @@ package suite
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -124,8 +126,8 @@ func BuildFixture(docs []v1alpha1.FixtureDocument, origins []string, groups []v1
 	seen := map[string]bool{}
 	for i, d := range docs {
 		where := fmt.Sprintf("%s: fixture document %q", origins[i], d.ID)
-		if d.ID == "" || strings.ContainsAny(d.ID, "#/") {
-			return nil, problem(ReasonInvalidFixture, "%s: id must be non-empty without '#' or '/'", where)
+		if msg := checkFixtureDoc(d); msg != "" {
+			return nil, problem(ReasonInvalidFixture, "%s: %s", where, msg)
 		}
 		if seen[d.ID] {
 			return nil, problem(ReasonInvalidFixture, "%s: id is used twice; each document version needs its own id", where)
@@ -147,14 +149,60 @@ func BuildFixture(docs []v1alpha1.FixtureDocument, origins []string, groups []v1
 	if err := checkOverlaps(f.Documents, origins); err != nil {
 		return nil, err
 	}
+	if len(docs) > maxFixtureDocuments {
+		return nil, problem(ReasonInvalidFixture, "the fixture has %d documents, more than the %d allowed", len(docs), maxFixtureDocuments)
+	}
 	names := map[string]bool{}
 	for _, g := range groups {
+		if g.Name == "" || len(g.Members) > maxFixtureGroupMember {
+			return nil, problem(ReasonInvalidFixture, "fixture group %q: name must not be empty and members may list at most %d principals",
+				g.Name, maxFixtureGroupMember)
+		}
 		if names[g.Name] {
 			return nil, problem(ReasonInvalidFixture, "fixture group %q is declared twice", g.Name)
 		}
 		names[g.Name] = true
 	}
 	return f, nil
+}
+
+// The CRD's bounds on fixture documents and groups (FixtureDocument and
+// FixtureGroup markers); ConfigMap fixtures bypass the API server's schema,
+// so they are held to the same numbers here.
+const (
+	maxFixtureIDLength    = 128
+	maxFixtureTitle       = 256
+	maxFixtureBody        = 16384
+	maxFixturePrincipals  = 64
+	maxFixturePrincipal   = 256
+	maxFixtureDocuments   = 200 * 9 // inline plus eight sources
+	maxFixtureGroupMember = 64
+)
+
+var fixtureID = regexp.MustCompile(`^[A-Za-z0-9][-._A-Za-z0-9]*$`)
+
+// checkFixtureDoc returns what is wrong with one document, naming the field.
+func checkFixtureDoc(d v1alpha1.FixtureDocument) string {
+	switch {
+	case utf8.RuneCountInString(d.ID) > maxFixtureIDLength || !fixtureID.MatchString(d.ID):
+		return fmt.Sprintf("id must be 1 to %d characters of A-Z, a-z, 0-9, '-', '.' and '_'", maxFixtureIDLength)
+	case utf8.RuneCountInString(d.VersionOf) > maxFixtureIDLength:
+		return fmt.Sprintf("versionOf is longer than %d characters", maxFixtureIDLength)
+	case utf8.RuneCountInString(d.Title) > maxFixtureTitle:
+		return fmt.Sprintf("title is longer than %d characters", maxFixtureTitle)
+	case strings.TrimSpace(d.Body) == "":
+		return "body must not be empty"
+	case utf8.RuneCountInString(d.Body) > maxFixtureBody:
+		return fmt.Sprintf("body is longer than %d characters", maxFixtureBody)
+	case len(d.Principals) > maxFixturePrincipals:
+		return fmt.Sprintf("principals lists %d entries, more than %d", len(d.Principals), maxFixturePrincipals)
+	}
+	for i, p := range d.Principals {
+		if p == "" || utf8.RuneCountInString(p) > maxFixturePrincipal {
+			return fmt.Sprintf("principals[%d] must be 1 to %d characters", i, maxFixturePrincipal)
+		}
+	}
+	return ""
 }
 
 func parseBound(s string) (time.Time, error) {

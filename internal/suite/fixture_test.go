@@ -37,6 +37,9 @@ func TestBuildFixtureRejects(t *testing.T) {
 		want string
 	}{
 		{"duplicate id", []v1alpha1.FixtureDocument{doc("a", "", ""), doc("a", "", "")}, `"a": id is used twice`},
+		// ConfigMap fixtures bypass the CRD: its rules hold here too.
+		{"empty body", []v1alpha1.FixtureDocument{{ID: "a"}}, `"a": body must not be empty`},
+		{"id with a chunk separator", []v1alpha1.FixtureDocument{{ID: "a#1", Body: "x"}}, `"a#1": id must be 1 to 128 characters`},
 		{"unparsable validFrom", []v1alpha1.FixtureDocument{doc("a", "2026-13-01", "")}, `"a": validFrom "2026-13-01"`},
 		{"unparsable validTo", []v1alpha1.FixtureDocument{doc("a", "", "yesterday")}, `"a": validTo "yesterday"`},
 		{"empty interval", []v1alpha1.FixtureDocument{doc("a", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")}, "validFrom must be before validTo"},
