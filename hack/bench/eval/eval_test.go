@@ -58,7 +58,7 @@ func buildTestTools() (toolset, error) {
 	}
 	// prepareTools resolves python3 and writes the script; it fails with
 	// an install hint when python3 is missing.
-	return prepareTools(options{python: "python3", ragcanary: bin, k: 10}, dir)
+	return prepareTools(options{python: "python3", pythonGC: true, ragcanary: bin, k: 10}, dir)
 }
 
 // runBoth runs both tools on one pair of files and returns their verdicts.
@@ -279,5 +279,34 @@ func TestGenerateIsDeterministic(t *testing.T) {
 		if st, _ := os.Stat(a.cases); st == nil || a.bytes <= st.Size() {
 			t.Errorf("%s: reported size %d does not cover both files", format, a.bytes)
 		}
+	}
+}
+
+// TestBaselineWithoutGC: --python-gc=false runs the same script, only
+// with the collector off, so it reaches the same verdict.
+func TestBaselineWithoutGC(t *testing.T) {
+	ts := testTools(t)
+	g, err := generate(t.TempDir(), 500, "v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withGC := baselineCommand(ts.python, ts.script, true, "10")
+	noGC := baselineCommand(ts.python, ts.script, false, "10")
+	if slices.Equal(withGC, noGC) || !slices.Equal(withGC, ts.baseline) {
+		t.Fatalf("commands: with GC %q, without %q, tests use %q", withGC, noGC, ts.baseline)
+	}
+	var got [2]verdict
+	for i, argv := range [][]string{withGC, noGC} {
+		out := filepath.Join(t.TempDir(), "out.json")
+		s, stderr, err := runMeasured(slices.Concat(argv, []string{g.cases, g.results}), out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i], err = readBaseline(out, s.exit); err != nil {
+			t.Fatalf("%v (stderr: %s)", err, stderr)
+		}
+	}
+	if d := disagreement(got[0], got[1]); d != "" || got[0].cases != 500 {
+		t.Errorf("with and without GC: %s / %s (%s)", got[0], got[1], d)
 	}
 }

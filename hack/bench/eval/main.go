@@ -35,6 +35,7 @@ type options struct {
 	runs      int
 	k         int
 	python    string
+	pythonGC  bool   // false runs the baseline with CPython's cyclic GC off
 	ragcanary string // a prebuilt binary; empty builds ./cmd/ragcanary
 	keep      string // write the files here and keep them
 	genOnly   bool
@@ -60,6 +61,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.runs, "runs", 3, "runs of each tool per size and format; the median is reported")
 	fs.IntVar(&o.k, "k", 10, "rank cutoff passed to both tools")
 	fs.StringVar(&o.python, "python", "python3", "the Python interpreter")
+	fs.BoolVar(&o.pythonGC, "python-gc", true, "leave CPython's cyclic garbage collector on, as a plain script does; false gives a tougher baseline")
 	fs.StringVar(&o.ragcanary, "ragcanary", "", "use this ragcanary binary instead of building ./cmd/ragcanary")
 	fs.StringVar(&o.keep, "keep", "", "write the generated files into this directory and keep them")
 	fs.BoolVar(&o.genOnly, "generate-only", false, "only write the files (into --keep) and exit")
@@ -163,6 +165,7 @@ func generateOnly(o options, dir string) int {
 // toolset is the two commands under test, each without its file arguments.
 type toolset struct {
 	ragcanary, baseline []string
+	python, script      string
 }
 
 // prepareTools builds ragcanary (unless given) and writes the embedded
@@ -188,8 +191,21 @@ func prepareTools(o options, work string) (toolset, error) {
 	k := strconv.Itoa(o.k)
 	return toolset{
 		ragcanary: []string{bin, "eval", "--format", "json", "--k", k},
-		baseline:  []string{py, script, "--k", k},
+		baseline:  baselineCommand(py, script, o.pythonGC, k),
+		python:    py,
+		script:    script,
 	}, nil
+}
+
+// baselineCommand runs the script as is, or with the cyclic GC disabled
+// first: on these files it costs CPython about half its time, since
+// json.load builds millions of containers that trigger collections.
+func baselineCommand(py, script string, gc bool, k string) []string {
+	if gc {
+		return []string{py, script, "--k", k}
+	}
+	const boot = "import gc, runpy, sys; gc.disable(); sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+	return []string{py, "-c", boot, script, "--k", k}
 }
 
 // row is one size and format: both tools' medians and whether they agree.
