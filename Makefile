@@ -103,7 +103,7 @@ bench-canaries: envtest-assets ## Benchmark BENCH_CANARIES (1,000; try 10000) ac
 BENCH_EVAL_ARGS ?= --cases 200000,1000000 --formats v1,v2 --runs 3
 
 .PHONY: bench-eval
-bench-eval: python-tools ## ragcanary eval vs a plain-Python baseline (hack/bench/eval) on 200,000 and 1,000,000 cases, v1 and v2: wall, peak RSS, ratios (~5 min idle; exits 1 if they disagree).
+bench-eval: python-tools ## ragcanary eval vs a plain-Python baseline (hack/bench/eval) on 200,000 and 1,000,000 cases, v1 and v2: wall, CPU, peak RSS, ratios (about 10 min on 2 cores; exits 1 if they disagree).
 	$(GO) run ./hack/bench/eval $(BENCH_EVAL_ARGS)
 
 .PHONY: python-tools
