@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -116,15 +115,7 @@ func conversationTarget(t *testing.T, reusesHistory bool) *ragtarget.Service {
 func conversationObjects(ns string) []client.Object {
 	dur := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
 	ref := func(n string) v1alpha1.LocalObjectReference { return v1alpha1.LocalObjectReference{Name: n} }
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "source", Labels: map[string]string{"ragcanary.dev/credential": "true"}},
-			Data: map[string][]byte{"token": []byte(sourceToken)}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice", Labels: map[string]string{"ragcanary.dev/credential": "true"}},
-			Data: map[string][]byte{"token": []byte(aliceToken)}},
-		&v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"},
-			Spec: v1alpha1.PersonaSpec{Subject: "alice@example.com", CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "alice", Key: "token"}}},
-	}
+	objs := aliceNamespace(ns)
 	for _, name := range []string{"reauth", "history"} {
 		objs = append(objs,
 			&v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kb-" + name},

@@ -265,16 +265,8 @@ func conditionSummary(cs []metav1.Condition) string {
 // credential Secrets, the corpus on the test's target, the persona and a
 // control persona, and a canary that starts one run now.
 func nsDeleteObjects(ns string, method v1alpha1.RevocationMethod) []client.Object {
-	secret := func(name, value string) *corev1.Secret {
-		return &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"ragcanary.dev/credential": "true"}},
-			Data:       map[string][]byte{"token": []byte(value)},
-		}
-	}
-	persona := func(name, subject string) *v1alpha1.Persona {
-		return &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1alpha1.PersonaSpec{Subject: subject, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name, Key: "token"}}}
-	}
+	secret := func(name, value string) *corev1.Secret { return credentialSecret(ns, name, value) }
+	persona := func(name, subject string) *v1alpha1.Persona { return tokenPersona(ns, name, subject) }
 	ref := func(n string) v1alpha1.LocalObjectReference { return v1alpha1.LocalObjectReference{Name: n} }
 	dur := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
 	revocation := v1alpha1.Revocation{Method: method}

@@ -292,15 +292,8 @@ func searchMeasurement(t *testing.T, run *v1alpha1.CanaryRun) v1alpha1.SurfaceMe
 // restartObjects are a run's fixture in its own namespace: credentials, the
 // corpus on the restart target, the persona and a control persona.
 func restartObjects(ns string) []client.Object {
-	secret := func(name, value string) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			Labels: map[string]string{"ragcanary.dev/credential": "true"}},
-			Data: map[string][]byte{"token": []byte(value)}}
-	}
-	persona := func(name, subject string) *v1alpha1.Persona {
-		return &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1alpha1.PersonaSpec{Subject: subject, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name, Key: "token"}}}
-	}
+	secret := func(name, value string) *corev1.Secret { return credentialSecret(ns, name, value) }
+	persona := func(name, subject string) *v1alpha1.Persona { return tokenPersona(ns, name, subject) }
 	return []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		secret("source", sourceToken), secret("alice", aliceToken), secret("mallory", malloryToken),

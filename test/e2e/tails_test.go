@@ -243,24 +243,11 @@ func hasSample(samples []promSample, labels map[string]string, min float64) bool
 // alertExpr is the expression of the chart's alert name.
 func alertExpr(t *testing.T, name string) string {
 	t.Helper()
-	var file struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `json:"alert"`
-				Expr  string `json:"expr"`
-			} `json:"rules"`
-		} `json:"groups"`
+	expr, ok := alertRules(t)[name]
+	if !ok {
+		t.Fatalf("alerts.yaml has no alert %s", name)
 	}
-	readYAML(t, "charts/ragcanary/files/alerts.yaml", &file)
-	for _, g := range file.Groups {
-		for _, r := range g.Rules {
-			if r.Alert == name {
-				return r.Expr
-			}
-		}
-	}
-	t.Fatalf("alerts.yaml has no alert %s", name)
-	return ""
+	return expr
 }
 
 // dashboardRange expands the Grafana variables for a dashboard showing the
