@@ -13,7 +13,9 @@ import (
 // canary shows each surface's freshness against the content-freshness SLO,
 // never the old content's exclusion against the exclusion SLO.
 func TestContentCanaryShowsFreshness(t *testing.T) {
-	d := func(s float64) *metav1.Duration { return &metav1.Duration{Duration: time.Duration(s * float64(time.Second))} }
+	d := func(s float64) *metav1.Duration {
+		return &metav1.Duration{Duration: time.Duration(s * float64(time.Second))}
+	}
 	spec := &v1alpha1.CanarySpec{Revocation: v1alpha1.Revocation{Method: v1alpha1.RevokeUpdateContent},
 		Probing: v1alpha1.Probing{Surfaces: []v1alpha1.Surface{v1alpha1.SurfaceSearch}}}
 	corpus := &v1alpha1.Corpus{Spec: v1alpha1.CorpusSpec{Freshness: v1alpha1.Freshness{
