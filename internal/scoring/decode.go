@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"unsafe"
@@ -78,6 +79,7 @@ func decodeResults(r io.Reader, limit int64) ([]Result, error) {
 // wrong types — as a *ValidationError; semantic problems surface at Finish.
 func (s *Session) ReadCases(r io.Reader) error {
 	var ps problems
+	s.reserve(r)
 	err := decodeCaseStream(r, MaxInputBytes, false, &ps, func(i int, v1 *Case, v2 *CaseV2) {
 		if v1 != nil {
 			s.AddCaseV1(*v1)
@@ -107,6 +109,30 @@ func (s *Session) ReadResults(r io.Reader) error {
 		return err
 	}
 	return ps.err()
+}
+
+// bytesPerCaseHint is a small case's size in a cases file: a file's size
+// divided by it sizes the ID index up front, so a large file neither
+// rehashes the index as it grows nor re-copies the case list.
+const bytesPerCaseHint = 192
+
+// reserve sizes the session for the cases a file of r's size holds, when r
+// says its size (an *os.File does) and no case has been added yet.
+func (s *Session) reserve(r io.Reader) {
+	st, ok := r.(interface{ Stat() (os.FileInfo, error) })
+	if !ok || len(s.cases) > 0 {
+		return
+	}
+	fi, err := st.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > MaxInputBytes {
+		return
+	}
+	n := int(fi.Size() / bytesPerCaseHint)
+	if n < 1024 {
+		return
+	}
+	s.index = make(map[string]int, n)
+	s.cases = make([]caseRec, 0, n)
 }
 
 // errInputTooLarge is returned by capReader past its cap.
@@ -336,6 +362,19 @@ func (d *arrayDecoder) strOK(field string, intern bool) (string, bool, error) {
 		return d.in.intern(b), true, nil
 	}
 	return d.text.str(b), true, nil
+}
+
+// emptyStr reads a string field without keeping it, reporting whether it
+// was the empty string (a wrong type is recorded as a problem).
+func (d *arrayDecoder) emptyStr(field string) (bool, error) {
+	if c, err := d.s.peek(); err != nil || c != '"' {
+		if err != nil {
+			return false, err
+		}
+		return false, d.wrongType(field, "a string")
+	}
+	b, err := d.s.str()
+	return err == nil && len(b) == 0, err
 }
 
 // strs reads a list of strings. null is rejected rather than read as an

@@ -54,11 +54,14 @@ func decodeCaseStream(r io.Reader, limit int64, keepQuestion bool, ps *problems,
 			case "id":
 				c.ID, idOK, err = d.strOK("id", false)
 			case "question":
+				if !keepQuestion {
+					// Only its presence and emptiness matter: not copied.
+					emptyQuestion, err = d.emptyStr("question")
+					break
+				}
 				q, ok, qerr := d.strOK("question", false)
 				emptyQuestion, err = ok && q == "", qerr
-				if keepQuestion {
-					c.Question = q
-				}
+				c.Question = q
 			case "persona":
 				c.Persona, err = d.str("persona", true)
 			case "stratum":

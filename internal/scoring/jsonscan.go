@@ -89,6 +89,11 @@ func (s *scanner) fail(err error) error {
 
 // peek skips whitespace and returns the next byte without consuming it.
 func (s *scanner) peek() (byte, error) {
+	if s.pos < s.end {
+		if c := s.buf[s.pos]; c > ' ' {
+			return c, nil
+		}
+	}
 	for {
 		for s.pos < s.end {
 			switch c := s.buf[s.pos]; c {
@@ -152,13 +157,33 @@ func containerName(closing byte) string {
 	return "object"
 }
 
+// plainByte marks the string bytes that need no attention: printable
+// ASCII other than the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // str reads a string token; the slice is valid until the next call.
 func (s *scanner) str() ([]byte, error) {
-	if err := s.consume('"'); err != nil {
+	if s.pos < s.end && s.buf[s.pos] == '"' {
+		s.pos++
+	} else if err := s.consume('"'); err != nil {
 		return nil, err
 	}
 	start := s.pos // first byte after the quote
+	// Fast path: plain ASCII up to a closing quote already in the buffer.
 	i := start
+	for i < s.end && plainByte[s.buf[i]] {
+		i++
+	}
+	if i < s.end && s.buf[i] == '"' {
+		s.pos = i + 1
+		return s.buf[start:i], nil
+	}
+	i = start
 	escaped, wide := false, false
 	for {
 		if i >= s.end {

@@ -30,12 +30,13 @@ func (s *Session) WriteJSON(w io.Writer, rep Report) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	bw.Write(head[:cut+len(marker)-1])
 	buf := make([]byte, 0, 1024)
+	fc := new(floatCache)
 	for i := range s.cases {
 		buf = buf[:0]
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendCaseJSON(buf, &s.scores[i], &s.cases[i])
+		buf = appendCaseJSON(buf, &s.scores[i], &s.cases[i], fc)
 		bw.Write(buf)
 	}
 	if len(s.cases) > 0 {
@@ -49,7 +50,7 @@ func (s *Session) WriteJSON(w io.Writer, rep Report) error {
 
 // appendCaseJSON appends one case's score in CaseScore's field order and
 // omitempty rules, indented as an element of the top-level "cases" array.
-func appendCaseJSON(b []byte, s *scored, c *caseRec) []byte {
+func appendCaseJSON(b []byte, s *scored, c *caseRec, fc *floatCache) []byte {
 	const in = "\n      "
 	b = append(b, "\n    {"+in+`"id": `...)
 	b = appendJSONString(b, c.id)
@@ -68,7 +69,7 @@ func appendCaseJSON(b []byte, s *scored, c *caseRec) []byte {
 			return append(append(append(b, ","+in+`"`...), key...), `": null`...)
 		}
 		b = append(append(append(b, ","+in+`"`...), key...), `": `...)
-		return appendJSONFloat(b, v)
+		return fc.append(b, v)
 	}
 	b = num(b, "recall_at_k", hasRecall, s.recall, false)
 	b = num(b, "fill_at_k", hasFill, s.fill, false)
@@ -93,7 +94,7 @@ func appendCaseJSON(b []byte, s *scored, c *caseRec) []byte {
 	}
 	if s.hasLatency {
 		b = append(b, ","+in+`"latency_ms": `...)
-		b = appendJSONFloat(b, s.latency)
+		b = fc.append(b, s.latency)
 	}
 	return append(b, "\n    }"...)
 }
@@ -113,6 +114,26 @@ func appendStringList(b []byte, ids []string, in string) []byte {
 		b = appendJSONString(b, id)
 	}
 	return append(append(b, in...), ']')
+}
+
+// floatCache remembers the text of recently formatted floats: a report's
+// ratios take few distinct values (1, 0.5, 0), so most are copied rather
+// than formatted again. Direct-mapped on the value's bits.
+type floatCache struct {
+	bits [256]uint64
+	text [256]string
+}
+
+func (fc *floatCache) append(b []byte, f float64) []byte {
+	bits := math.Float64bits(f)
+	h := (bits ^ bits>>17 ^ bits>>31 ^ bits>>47) & 255
+	if t := fc.text[h]; t != "" && fc.bits[h] == bits {
+		return append(b, t...)
+	}
+	start := len(b)
+	b = appendJSONFloat(b, f)
+	fc.bits[h], fc.text[h] = bits, string(b[start:])
+	return b
 }
 
 // appendJSONFloat formats like encoding/json: shortest representation,
