@@ -97,7 +97,7 @@ func (r *EvalSuiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // first because they do not depend on the spec being usable: a suite with
 // broken cases still reports its last result.
 func (r *EvalSuiteReconciler) reconcileSuite(ctx context.Context, s *v1alpha1.EvalSuite) (ctrl.Result, error) {
-	runs, err := listChildRuns(ctx, r.APIReader, &v1alpha1.SuiteRunList{}, s, LabelSuite, describeSuiteRun)
+	runs, err := r.listRuns(ctx, &v1alpha1.SuiteRunList{}, s, LabelSuite, describeSuiteRun)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -304,6 +304,9 @@ func (r *EvalSuiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *EvalSuiteReconciler) indexReferences(mgr ctrl.Manager) error {
+	if err := indexRunsByOwner(mgr, &v1alpha1.SuiteRun{}); err != nil {
+		return err
+	}
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(context.Background(), &v1alpha1.EvalSuite{}, suiteCorpusIndex,
 		func(o client.Object) []string {

@@ -183,7 +183,7 @@ func (r *RevocationCanaryReconciler) patchFinalizer(ctx context.Context, canary 
 // first because they do not depend on the spec being usable: a canary with
 // a broken reference still reports its last result.
 func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary *v1alpha1.RevocationCanary) (ctrl.Result, error) {
-	runs, err := listChildRuns(ctx, r.APIReader, &v1alpha1.CanaryRunList{}, canary, LabelCanary, describeCanaryRun)
+	runs, err := r.listRuns(ctx, &v1alpha1.CanaryRunList{}, canary, LabelCanary, describeCanaryRun)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -475,6 +475,9 @@ func (r *RevocationCanaryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func (r *RevocationCanaryReconciler) indexReferences(mgr ctrl.Manager) error {
+	if err := indexRunsByOwner(mgr, &v1alpha1.CanaryRun{}); err != nil {
+		return err
+	}
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(context.Background(), &v1alpha1.RevocationCanary{}, canaryCorpusIndex,
 		func(o client.Object) []string {

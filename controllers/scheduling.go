@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -61,16 +62,75 @@ type childRuns struct {
 	lastScheduled time.Time
 }
 
+// runOwnerIndex indexes CanaryRuns and SuiteRuns by the UID of the object
+// controlling them, so a parent's runs are read from the cache without
+// scanning its namespace: at 10,000 canaries in one namespace a label query
+// per reconcile made starting them quadratic.
+const runOwnerIndex = ".metadata.controllerUID"
+
+// indexRunsByOwner registers runOwnerIndex for one run kind.
+func indexRunsByOwner(mgr ctrl.Manager, run client.Object) error {
+	return mgr.GetFieldIndexer().IndexField(context.Background(), run, runOwnerIndex, func(o client.Object) []string {
+		if ref := metav1.GetControllerOf(o); ref != nil {
+			return []string{string(ref.UID)}
+		}
+		return nil
+	})
+}
+
+// listRuns returns the runs owner controls. They come from the cache,
+// unless this process created a run for owner that the cache does not show
+// yet: "no overlapping runs" must not start a second run because of that
+// lag, so then they are listed straight from the API server. A run for the
+// same scheduled time could not be doubled anyway (its name is
+// deterministic); what the check prevents is a run for a later time
+// starting while an earlier one is still active but not yet cached.
+func (p parentReconciler) listRuns(ctx context.Context, list client.ObjectList, owner client.Object,
+	label string, describe func(client.Object) childRun) (childRuns, error) {
+	want, pending := p.created.pending(owner.GetUID())
+	if !pending {
+		return cachedChildRuns(ctx, p.Client, list, owner, describe)
+	}
+	if want != "" {
+		runs, err := cachedChildRuns(ctx, p.Client, list, owner, describe)
+		if err != nil || runs.has(want) {
+			p.created.observed(owner.GetUID(), want)
+			return runs, err
+		}
+	}
+	runs, err := listChildRuns(ctx, p.APIReader, list, owner, label, describe)
+	if err == nil && want != "" && !runs.has(want) {
+		// Gone before the cache saw it (pruned, or deleted by hand):
+		// nothing is left to wait for.
+		p.created.observed(owner.GetUID(), want)
+	}
+	return runs, err
+}
+
+// cachedChildRuns lists owner's runs from the cache by runOwnerIndex.
+func cachedChildRuns(ctx context.Context, c client.Reader, list client.ObjectList, owner client.Object,
+	describe func(client.Object) childRun) (childRuns, error) {
+	if err := c.List(ctx, list, client.InNamespace(owner.GetNamespace()),
+		client.MatchingFields{runOwnerIndex: string(owner.GetUID())}); err != nil {
+		return childRuns{}, err
+	}
+	return collectChildRuns(list, owner, describe)
+}
+
 // listChildRuns lists, straight from the API server, the runs that owner
-// controls. The cache may not yet hold a run this controller just created,
-// and "no overlapping runs" must not start a second one because of that lag.
-// The label only narrows the query; the controller reference decides.
+// controls. The label only narrows the query; the controller reference
+// decides.
 func listChildRuns(ctx context.Context, reader client.Reader, list client.ObjectList, owner client.Object,
 	label string, describe func(client.Object) childRun) (childRuns, error) {
 	if err := reader.List(ctx, list, client.InNamespace(owner.GetNamespace()),
 		client.MatchingLabels{label: schedule.LabelValue(owner.GetName())}); err != nil {
 		return childRuns{}, err
 	}
+	return collectChildRuns(list, owner, describe)
+}
+
+// collectChildRuns sorts the runs in list that owner controls.
+func collectChildRuns(list client.ObjectList, owner client.Object, describe func(client.Object) childRun) (childRuns, error) {
 	items, err := meta.ExtractList(list)
 	if err != nil {
 		return childRuns{}, err
@@ -90,6 +150,55 @@ func listChildRuns(ctx context.Context, reader client.Reader, list client.Object
 		return strings.Compare(a.obj.GetName(), b.obj.GetName())
 	})
 	return runs, nil
+}
+
+// has reports whether a run of that name is among the runs.
+func (r childRuns) has(name string) bool {
+	for _, group := range [][]childRun{r.active, r.finished} {
+		for _, run := range group {
+			if run.obj.GetName() == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// createdRuns remembers, per parent, the last run this process created
+// until the cache shows it. A nil *createdRuns remembers nothing and
+// reports every parent pending, so runs are always listed from the API
+// server.
+type createdRuns struct {
+	byParent sync.Map // types.UID → run name
+}
+
+func newCreatedRuns() *createdRuns { return &createdRuns{} }
+
+// expect records that run was created for parent.
+func (c *createdRuns) expect(parent types.UID, run string) {
+	if c != nil {
+		c.byParent.Store(parent, run)
+	}
+}
+
+// pending returns the run the cache has yet to show for parent.
+func (c *createdRuns) pending(parent types.UID) (string, bool) {
+	if c == nil {
+		return "", true
+	}
+	run, ok := c.byParent.Load(parent)
+	if !ok {
+		return "", false
+	}
+	return run.(string), true
+}
+
+// observed forgets run once the cache showed it (or it is gone); a newer
+// run recorded meanwhile is kept.
+func (c *createdRuns) observed(parent types.UID, run string) {
+	if c != nil {
+		c.byParent.CompareAndDelete(parent, run)
+	}
 }
 
 func (r *childRuns) add(run childRun) {
@@ -179,15 +288,16 @@ type runScheduler struct {
 	// held remembers parents whose hold was announced, so two reconciles
 	// reading the same cached status announce it once.
 	held *sync.Map
+	// created tells listRuns which runs the cache may not show yet.
+	created *createdRuns
 }
 
 // parentReconciler holds what the scheduling reconcilers (RevocationCanary,
 // EvalSuite) share; each embeds it.
 type parentReconciler struct {
 	client.Client
-	// APIReader lists runs straight from the API server. The cache may not
-	// yet hold a run this reconciler just created, and Forbid must not
-	// start a second run because of that lag.
+	// APIReader lists runs straight from the API server while the cache
+	// may not yet hold a run this reconciler just created (see listRuns).
 	APIReader client.Reader
 	// Clock decides when runs are due; tests replace it.
 	Clock clock.PassiveClock
@@ -197,11 +307,14 @@ type parentReconciler struct {
 	History historyDefaults
 	// held is shared by every reconcile of this reconciler (see runScheduler).
 	held *sync.Map
+	// created is shared likewise (see listRuns); nil lists from the API server.
+	created *createdRuns
 }
 
 // scheduler acts on the parent's runs as of now.
 func (p parentReconciler) scheduler() runScheduler {
-	return runScheduler{client: p.Client, recorder: p.Recorder, now: p.Clock.Now(), history: p.History, held: p.heldRuns()}
+	return runScheduler{client: p.Client, recorder: p.Recorder, now: p.Clock.Now(), history: p.History, held: p.heldRuns(),
+		created: p.created}
 }
 
 // historyDefaults are the operator's history limits.
@@ -347,10 +460,13 @@ func (s runScheduler) create(ctx context.Context, p scheduledParent, planned *sc
 	err := s.client.Create(ctx, run)
 	switch {
 	case apierrors.IsAlreadyExists(err):
+		// The cache did not show it, or it would not have been planned.
+		s.created.expect(p.obj.GetUID(), run.GetName())
 		log.FromContext(ctx).V(1).Info("run already exists", "run", run.GetName())
 	case err != nil:
 		return err
 	default:
+		s.created.expect(p.obj.GetUID(), run.GetName())
 		log.FromContext(ctx).Info("created run", "run", run.GetName())
 		s.recorder.Eventf(p.obj, run, corev1.EventTypeNormal, ReasonRunCreated, "CreateRun", "created run %s", run.GetName())
 		*p.status.active = appendActive(*p.status.active, run.GetName())

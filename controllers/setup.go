@@ -135,7 +135,8 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 // schedule clock, history limits default to the operator's.
 func newParentReconciler(mgr ctrl.Manager, opts Options, recorderName string) parentReconciler {
 	return parentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock,
-		Recorder: mgr.GetEventRecorder(recorderName), History: opts.Defaults.history(), held: &sync.Map{}}
+		Recorder: mgr.GetEventRecorder(recorderName), History: opts.Defaults.history(), held: &sync.Map{},
+		created: newCreatedRuns()}
 }
 
 func (d Defaults) history() historyDefaults {
