@@ -77,20 +77,21 @@ func shardNamespace(i int) string { return fmt.Sprintf("bench-%02d", i) }
 const corpusName = "target"
 
 type options struct {
-	canaries     int
-	corpora      int
-	targets      int
-	heartbeat    time.Duration
-	fineLag      bool
-	measure      time.Duration
-	interval     time.Duration
-	controls     bool
-	setupTimeout time.Duration
-	binDir       string
-	crdDir       string
-	cpuProfile   string
-	heapProfile  string
-	verbose      bool
+	canaries       int
+	corpora        int
+	targets        int
+	heartbeat      time.Duration
+	fineLag        bool
+	measure        time.Duration
+	interval       time.Duration
+	controls       bool
+	setupTimeout   time.Duration
+	binDir         string
+	crdDir         string
+	scrapeInterval time.Duration
+	cpuProfile     string
+	heapProfile    string
+	verbose        bool
 }
 
 func main() {
@@ -107,6 +108,7 @@ func main() {
 	flag.DurationVar(&o.setupTimeout, "setup-timeout", 0, "how long creating the canaries and reaching AwaitingExclusion may take; 0: 15m, plus 90s per 1,000 canaries above 1,000")
 	flag.StringVar(&o.binDir, "bin", "bin", "directory holding etcd and kube-apiserver")
 	flag.StringVar(&o.crdDir, "crds", filepath.Join("config", "crd", "bases"), "directory holding the CRD manifests")
+	flag.DurationVar(&o.scrapeInterval, "scrape-interval", 30*time.Second, "gather and encode the manager's whole metrics registry this often during the window, as Prometheus scraping it would; 0: never")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurement window to this file")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile at the end of the window to this file")
 	flag.BoolVar(&o.verbose, "v", false, "log the manager's info messages")

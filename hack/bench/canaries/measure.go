@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ragcanary/ragcanary/internal/metrics"
@@ -381,7 +384,13 @@ func machineCPU() (busy, total uint64) {
 // not keep up, which the lag alone does not show.
 func probeOutcomes() map[string]float64 {
 	out := map[string]float64{}
-	families, err := crmetrics.Registry.Gather()
+	// A registry of this family alone: gathering every series would cost
+	// the manager more CPU than the answer is worth.
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(metrics.ProbesTotal); err != nil {
+		return out
+	}
+	families, err := reg.Gather()
 	if err != nil {
 		return out
 	}
@@ -403,4 +412,100 @@ func probeOutcomes() map[string]float64 {
 		}
 	}
 	return out
+}
+
+// scrapeStats summarises the simulated scrapes of the window.
+type scrapeStats struct {
+	every     time.Duration
+	durations []time.Duration
+	bytes     int
+	series    int
+	err       error
+}
+
+type scraper struct {
+	stop  context.CancelFunc
+	done  chan struct{}
+	stats scrapeStats
+}
+
+// startScraper gathers and encodes the manager's whole registry every
+// interval, as Prometheus scraping /metrics would (the chart's
+// ServiceMonitor scrapes every 30 s), so the lag is measured under the load
+// production adds. 0 turns it off.
+func startScraper(ctx context.Context, every time.Duration) *scraper {
+	ctx, stop := context.WithCancel(ctx)
+	s := &scraper{stop: stop, done: make(chan struct{}), stats: scrapeStats{every: every}}
+	if every <= 0 {
+		close(s.done)
+		return s
+	}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := s.scrape(); err != nil {
+					s.stats.err = err
+					return
+				}
+			}
+		}
+	}()
+	return s
+}
+
+func (s *scraper) scrape() error {
+	start := time.Now()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return err
+	}
+	var w byteCounter
+	enc := expfmt.NewEncoder(&w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	series := 0
+	for _, fam := range families {
+		series += len(fam.GetMetric())
+		if err := enc.Encode(fam); err != nil {
+			return err
+		}
+	}
+	s.stats.durations = append(s.stats.durations, time.Since(start))
+	s.stats.bytes, s.stats.series = int(w), series
+	return nil
+}
+
+func (s *scraper) finish() scrapeStats {
+	s.stop()
+	<-s.done
+	return s.stats
+}
+
+// byteCounter counts what an encoder writes and keeps none of it.
+type byteCounter int
+
+func (c *byteCounter) Write(p []byte) (int, error) {
+	*c += byteCounter(len(p))
+	return len(p), nil
+}
+
+// line describes the scrapes for the report.
+func (s scrapeStats) line() string {
+	if s.every <= 0 {
+		return "off (--scrape-interval 0)"
+	}
+	if s.err != nil {
+		return "failed: " + s.err.Error()
+	}
+	if len(s.durations) == 0 {
+		return fmt.Sprintf("every %s, none in the window", s.every)
+	}
+	sorted := slices.Clone(s.durations)
+	slices.Sort(sorted)
+	return fmt.Sprintf("every %s: %d, %d series / %.1f MiB each, took median %s, max %s", s.every, len(sorted),
+		s.series, mib(int64(s.bytes)), sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond))
 }

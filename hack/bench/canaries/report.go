@@ -45,6 +45,8 @@ type result struct {
 	apiBefore, apiAfter requestCounts
 	// probesBefore and probesAfter are probe counts by role and outcome.
 	probesBefore, probesAfter map[string]float64
+	// scrapes are the simulated Prometheus scrapes during the window.
+	scrapes scrapeStats
 	// machineBusy is the share of all CPUs busy during the window, whoever used them.
 	machineBusy float64
 }
@@ -64,20 +66,24 @@ func measure(ctx context.Context, o options, writes *writeCounter, lagRegistry *
 		}
 		defer pprof.StopCPUProfile()
 	}
-	lagBefore, err := gatherLag(lagRegistry)
-	if err != nil {
-		return nil, err
-	}
 	res.writesBefore = writes.snapshot()
 	res.childrenBefore = children()
 	res.probesBefore = probeOutcomes()
+	var err error
 	if res.apiBefore, err = api.requests(ctx); err != nil {
+		return nil, err
+	}
+	// The lag is read last before the window and first after it: the
+	// snapshots above are the harness's work, not the manager's.
+	lagBefore, err := gatherLag(lagRegistry)
+	if err != nil {
 		return nil, err
 	}
 	cpuBefore := selfCPU()
 	busyBefore, totalBefore := machineCPU()
 	start := time.Now()
 	rss := startRSSSampler(500 * time.Millisecond)
+	scrapes := startScraper(ctx, o.scrapeInterval)
 
 	t := time.NewTimer(o.measure)
 	progress := time.NewTicker(30 * time.Second)
@@ -88,6 +94,7 @@ wait:
 		case <-ctx.Done():
 			t.Stop()
 			rss.finish()
+			scrapes.finish()
 			return nil, ctx.Err()
 		case <-progress.C:
 			step("  %s of %s measured", time.Since(start).Round(time.Second), o.measure)
@@ -96,21 +103,22 @@ wait:
 		}
 	}
 
+	lagAfter, err := gatherLag(lagRegistry)
+	if err != nil {
+		return nil, err
+	}
 	res.window = time.Since(start)
 	res.cpu = selfCPU() - cpuBefore
 	if busy, total := machineCPU(); total > totalBefore {
 		res.machineBusy = float64(busy-busyBefore) / float64(total-totalBefore)
 	}
+	res.scrapes = scrapes.finish()
 	res.maxRSS = rss.finish()
 	res.endRSS = rssOf("self")
 	res.childrenAfter = children()
 	res.writesAfter = writes.snapshot()
 	res.probesAfter = probeOutcomes()
 	if res.apiAfter, err = api.requests(ctx); err != nil {
-		return nil, err
-	}
-	lagAfter, err := gatherLag(lagRegistry)
-	if err != nil {
 		return nil, err
 	}
 	res.lag = lagAfter.minus(lagBefore)
@@ -202,6 +210,7 @@ func (r *result) print(w io.Writer, o options) bool {
 	}
 	fmt.Fprintf(w, "%-44s %-22s\n", "RSS at end / Go heap in use / goroutines", fmt.Sprintf("%.1f MiB / %.1f MiB / %d", mib(r.endRSS), float64(r.heapInuse)/(1<<20), r.goroutines))
 
+	fmt.Fprintf(w, "%-44s %s\n", "simulated Prometheus scrapes", r.scrapes.line())
 	fmt.Fprintf(w, "%-44s %-22s\n", "whole machine CPU busy (all processes)", fmt.Sprintf("%.0f%% of %d CPUs", 100*r.machineBusy, goruntime.NumCPU()))
 
 	r.printMemory(w)
