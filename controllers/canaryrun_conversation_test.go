@@ -199,4 +199,11 @@ func TestSummariseCarriesConversationText(t *testing.T) {
 	if s.SearchExclusion != "1s–2s" || s.ConversationExclusion != ">30s" || s.AnswerExclusion != "" {
 		t.Errorf("summary text search %q conversation %q answer %q", s.SearchExclusion, s.ConversationExclusion, s.AnswerExclusion)
 	}
+	// The bounds too, so the plugin shows them once the run is deleted.
+	if b := s.ConversationTimeToExclusion; b == nil || b.Lower == nil || b.Lower.Duration != 30*time.Second || b.Upper != nil {
+		t.Errorf("summary conversationTimeToExclusion %+v, want lower 30s and no upper", b)
+	}
+	if s.CacheInvalidation != nil {
+		t.Errorf("summary cacheInvalidation %+v for a run that did not probe answers", s.CacheInvalidation)
+	}
 }

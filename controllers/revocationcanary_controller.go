@@ -279,6 +279,8 @@ func summarise(run *v1alpha1.CanaryRun) *v1alpha1.RunSummary {
 			s.TimeToExclusion = m.Bounds.DeepCopy()
 		case v1alpha1.SurfaceAnswer:
 			s.CacheInvalidation = m.Bounds.DeepCopy()
+		case v1alpha1.SurfaceConversation:
+			s.ConversationTimeToExclusion = m.Bounds.DeepCopy()
 		}
 	}
 	// Recomputed from the bounds rather than copied, so runs that finished

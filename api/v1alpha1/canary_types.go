@@ -240,6 +240,12 @@ type RunSummary struct {
 	// +optional
 	CacheInvalidation *ExclusionBounds `json:"cacheInvalidation,omitempty"`
 
+	// conversationTimeToExclusion is time-to-exclusion on the conversation
+	// surface (follow-ups in a conversation started before the revocation);
+	// unset when the surface was not probed.
+	// +optional
+	ConversationTimeToExclusion *ExclusionBounds `json:"conversationTimeToExclusion,omitempty"`
+
 	// visibleAfter is timeToVisibility rounded for people, e.g. "5.9s".
 	// +optional
 	// +kubebuilder:validation:MaxLength=32

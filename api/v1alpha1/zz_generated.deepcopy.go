@@ -1359,6 +1359,11 @@ func (in *RunSummary) DeepCopyInto(out *RunSummary) {
 		*out = new(ExclusionBounds)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ConversationTimeToExclusion != nil {
+		in, out := &in.ConversationTimeToExclusion, &out.ConversationTimeToExclusion
+		*out = new(ExclusionBounds)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.ContentFreshness != nil {
 		in, out := &in.ContentFreshness, &out.ContentFreshness
 		*out = make([]SurfaceBounds, len(*in))
