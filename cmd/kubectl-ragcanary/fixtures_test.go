@@ -188,10 +188,13 @@ func summaryOf(run *v1alpha1.CanaryRun) *v1alpha1.RunSummary {
 	s := &v1alpha1.RunSummary{Name: run.Name, Verdict: run.Status.Verdict, CompletionTime: run.Status.CompletionTime,
 		TimeToVisibility: run.Status.TimeToVisibility}
 	for _, m := range run.Status.Surfaces {
-		if m.Surface == v1alpha1.SurfaceSearch {
+		switch m.Surface {
+		case v1alpha1.SurfaceSearch:
 			s.TimeToExclusion = m.Bounds
-		} else {
+		case v1alpha1.SurfaceAnswer:
 			s.CacheInvalidation = m.Bounds
+		case v1alpha1.SurfaceConversation:
+			s.ConversationTimeToExclusion = m.Bounds
 		}
 	}
 	return s

@@ -158,9 +158,17 @@ func LoadFleet(ctx context.Context, c client.Reader, ns string, now time.Time) (
 		byCorpus[co.Namespace+"/"+co.Name] = co
 		f.Corpora = append(f.Corpora, corpusState(co))
 	}
+	keptRuns := map[string]*v1alpha1.CanaryRun{}
+	for i := range runs.Items {
+		keptRuns[runs.Items[i].Namespace+"/"+runs.Items[i].Name] = &runs.Items[i]
+	}
 	for i := range canaries.Items {
 		ca := &canaries.Items[i]
-		f.Canaries = append(f.Canaries, canaryState(ca, byCorpus[ca.Namespace+"/"+ca.Spec.CorpusRef.Name]))
+		var lastRun *v1alpha1.CanaryRun
+		if ca.Status.LastRun != nil {
+			lastRun = keptRuns[ca.Namespace+"/"+ca.Status.LastRun.Name]
+		}
+		f.Canaries = append(f.Canaries, canaryState(ca, byCorpus[ca.Namespace+"/"+ca.Spec.CorpusRef.Name], lastRun))
 	}
 	f.InFlight, f.Recent = runStates(runs.Items, byCorpus, now)
 	keptSuiteRuns := map[string]*v1alpha1.SuiteRun{}
@@ -202,7 +210,9 @@ func corpusState(co *v1alpha1.Corpus) CorpusState {
 	return s
 }
 
-func canaryState(ca *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus) CanaryState {
+// canaryState is the canary and its last finished run; lastRun is that
+// run when it is still kept, else nil.
+func canaryState(ca *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus, lastRun *v1alpha1.CanaryRun) CanaryState {
 	s := CanaryState{
 		Namespace: ca.Namespace, Name: ca.Name,
 		Corpus: ca.Spec.CorpusRef.Name, Persona: ca.Spec.PersonaRef.Name,
@@ -215,18 +225,33 @@ func canaryState(ca *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus) CanaryS
 			Name: last.Name, Verdict: string(last.Verdict),
 			CompletionTime:          timeOf(last.CompletionTime),
 			TimeToVisibilitySeconds: secondsOf(last.TimeToVisibility),
-			Surfaces:                summarySurfaces(&ca.Spec.CanarySpec, corpus, last),
+			Surfaces:                summarySurfaces(&ca.Spec.CanarySpec, corpus, last, lastRun),
 		}
 	}
 	return s
 }
 
+// surfaceOrder is the order surfaces are shown in, as the printer columns
+// show them.
+var surfaceOrder = []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation}
+
 // summarySurfaces are the bounds of the surfaces the canary probes, plus
 // any the summary holds beyond them (the spec may have changed since).
-func summarySurfaces(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, last *v1alpha1.RunSummary) []SurfaceBounds {
+// run is the summarised run when it is still kept, else nil.
+func summarySurfaces(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, last *v1alpha1.RunSummary, run *v1alpha1.CanaryRun) []SurfaceBounds {
 	held := map[v1alpha1.Surface]*v1alpha1.ExclusionBounds{
-		v1alpha1.SurfaceSearch: last.TimeToExclusion,
-		v1alpha1.SurfaceAnswer: last.CacheInvalidation,
+		v1alpha1.SurfaceSearch:       last.TimeToExclusion,
+		v1alpha1.SurfaceAnswer:       last.CacheInvalidation,
+		v1alpha1.SurfaceConversation: last.ConversationTimeToExclusion,
+	}
+	// A summary written before it kept the conversation's bounds has only
+	// their text; the run, while kept, still has the bounds themselves.
+	if held[v1alpha1.SurfaceConversation] == nil && run != nil && run.Name == last.Name {
+		for _, m := range run.Status.Surfaces {
+			if m.Surface == v1alpha1.SurfaceConversation {
+				held[m.Surface] = m.Bounds
+			}
+		}
 	}
 	if spec.Revocation.Method == v1alpha1.RevokeUpdateContent {
 		// A content-freshness canary is judged by each surface's freshness
@@ -237,7 +262,7 @@ func summarySurfaces(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, last *v
 		}
 	}
 	var out []SurfaceBounds
-	for _, s := range []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer} {
+	for _, s := range surfaceOrder {
 		if held[s] == nil && !slices.Contains(probedSurfaces(spec), s) {
 			continue
 		}

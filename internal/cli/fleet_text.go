@@ -74,7 +74,7 @@ func writeCanaries(w io.Writer, f *Fleet, all bool) error {
 		fmt.Fprintln(w, "  none")
 		return nil
 	}
-	t := newTable(w, all, "NAME", "CORPUS", "READY", "LAST VERDICT", "SEARCH", "ANSWER (CACHE)", "VISIBLE AFTER", "FINISHED", "NEXT RUN")
+	t := newTable(w, all, "NAME", "CORPUS", "READY", "LAST VERDICT", "SEARCH", "ANSWER (CACHE)", "CONVERSATION", "VISIBLE AFTER", "FINISHED", "NEXT RUN")
 	for _, c := range f.Canaries {
 		ready := c.Ready
 		if c.Reason != "" && c.Ready != string(metav1.ConditionTrue) {
@@ -87,16 +87,17 @@ func writeCanaries(w io.Writer, f *Fleet, all bool) error {
 		case c.NextRun != nil:
 			next = relative(*c.NextRun, f.Now)
 		}
-		verdict, search, answer, visible, done := "-", "-", "-", "-", "-"
+		verdict, search, answer, conversation, visible, done := "-", "-", "-", "-", "-", "-"
 		if r := c.LastRun; r != nil {
 			verdict = dash(r.Verdict)
 			search, answer = surfaceText(r.Surfaces, v1alpha1.SurfaceSearch), surfaceText(r.Surfaces, v1alpha1.SurfaceAnswer)
+			conversation = surfaceText(r.Surfaces, v1alpha1.SurfaceConversation)
 			visible = secondsText(r.TimeToVisibilitySeconds, "-")
 			if r.CompletionTime != nil {
 				done = relative(*r.CompletionTime, f.Now)
 			}
 		}
-		t.row(c.Namespace, c.Name, c.Corpus, ready, verdict, search, answer, visible, done, next)
+		t.row(c.Namespace, c.Name, c.Corpus, ready, verdict, search, answer, conversation, visible, done, next)
 	}
 	return t.flush()
 }

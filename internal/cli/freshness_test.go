@@ -24,7 +24,7 @@ func TestContentCanaryShowsFreshness(t *testing.T) {
 		TimeToExclusion:  &v1alpha1.ExclusionBounds{Lower: d(1), Upper: d(2)},
 		ContentFreshness: []v1alpha1.SurfaceBounds{{Surface: v1alpha1.SurfaceSearch, Bounds: &v1alpha1.ExclusionBounds{Lower: d(3), Upper: d(4)}}},
 	}
-	got := summarySurfaces(spec, corpus, last)
+	got := summarySurfaces(spec, corpus, last, nil)
 	if len(got) != 1 {
 		t.Fatalf("surfaces %+v, want Search only", got)
 	}

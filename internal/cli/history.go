@@ -153,7 +153,7 @@ func historyRun(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus) HistoryRun {
 // time-to-visibility.
 func spreads(runs []HistoryRun) ([]Spread, Spread) {
 	var upper []Spread
-	for _, s := range []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer} {
+	for _, s := range surfaceOrder {
 		var values []*metav1.Duration
 		for _, r := range runs {
 			if r.CompletionTime == nil {

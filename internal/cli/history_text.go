@@ -27,7 +27,7 @@ func WriteHistory(w io.Writer, h *History) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSTARTED\tVERDICT\tSEARCH\tANSWER (CACHE)\tVISIBLE AFTER\tREAPPEARANCES\tPROBE ERRORS")
+	fmt.Fprintln(tw, "RUN\tSTARTED\tVERDICT\tSEARCH\tANSWER (CACHE)\tCONVERSATION\tVISIBLE AFTER\tREAPPEARANCES\tPROBE ERRORS")
 	for _, r := range h.Runs {
 		started := "-"
 		if r.StartTime != nil {
@@ -42,8 +42,8 @@ func WriteHistory(w io.Writer, h *History) error {
 			reappear += s.Reappearances
 			errs += s.Probes.Errors
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Name, started, verdict,
-			runSurfaceText(r, v1alpha1.SurfaceSearch), runSurfaceText(r, v1alpha1.SurfaceAnswer),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Name, started, verdict,
+			runSurfaceText(r, v1alpha1.SurfaceSearch), runSurfaceText(r, v1alpha1.SurfaceAnswer), runSurfaceText(r, v1alpha1.SurfaceConversation),
 			secondsText(r.TimeToVisibilitySeconds, "-"), reappear, errs)
 	}
 	if err := tw.Flush(); err != nil {
