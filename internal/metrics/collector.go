@@ -229,7 +229,8 @@ func canarySamples(canary *v1alpha1.RevocationCanary, o objects, rules Rules, no
 		corpusName = canary.Spec.CorpusRef.Name
 	}
 	r := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpusName}
-	bounds := []surfaceBounds{{surfaceSearch, last.TimeToExclusion}, {surfaceAnswer, last.CacheInvalidation}}
+	bounds := []surfaceBounds{{surfaceSearch, last.TimeToExclusion}, {surfaceAnswer, last.CacheInvalidation},
+		{surfaceConversation, last.ConversationTimeToExclusion}}
 	out = append(out, lastRunSamples(r, last.CompletionTime, bounds)...)
 	var fresh []surfaceBounds
 	for _, f := range last.ContentFreshness {

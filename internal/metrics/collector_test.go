@@ -102,6 +102,9 @@ func fixture() []client.Object {
 		TimeToExclusion: &v1alpha1.ExclusionBounds{Lower: dur(10 * time.Second), Upper: dur(12 * time.Second)},
 		// The answer surface never confirmed exclusion: a lower bound only.
 		CacheInvalidation: &v1alpha1.ExclusionBounds{Lower: dur(50 * time.Second)},
+		// The conversation surface breached: RagcanaryRevocationSLOBreached
+		// reads these series for every surface.
+		ConversationTimeToExclusion: &v1alpha1.ExclusionBounds{Lower: dur(70 * time.Second), Upper: dur(75 * time.Second)},
 	}
 	return []client.Object{
 		corpus("kb", time.Minute),
@@ -179,9 +182,11 @@ ragcanary_last_completed_run_timestamp_seconds{canary="moved",corpus="old",names
 # TYPE ragcanary_last_run_exclusion_lower_bound_seconds gauge
 ragcanary_last_run_exclusion_lower_bound_seconds{canary="",corpus="kb",namespace="rag",surface="Search"} 300
 ragcanary_last_run_exclusion_lower_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Answer"} 50
+ragcanary_last_run_exclusion_lower_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Conversation"} 70
 ragcanary_last_run_exclusion_lower_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Search"} 10
 # HELP ragcanary_last_run_exclusion_upper_bound_seconds Upper bound of time-to-exclusion of the canary's last finished run, per surface; absent when exclusion was not established.
 # TYPE ragcanary_last_run_exclusion_upper_bound_seconds gauge
+ragcanary_last_run_exclusion_upper_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Conversation"} 75
 ragcanary_last_run_exclusion_upper_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Search"} 12
 # HELP ragcanary_suite_last_completed_run_timestamp_seconds Unix time the suite's last run finished.
 # TYPE ragcanary_suite_last_completed_run_timestamp_seconds gauge
@@ -206,8 +211,8 @@ func TestObjectCollectorDerivesGaugesFromObjects(t *testing.T) {
 func TestObjectCollectorDropsDeletedObjects(t *testing.T) {
 	reader := newReader(t, nil, fixture()...)
 	c := NewObjectCollector(reader, clocktesting.NewFakePassiveClock(scrapeTime), testRules)
-	if n := seriesOf(t, c, "hourly", "iso"); n != 8 {
-		t.Fatalf("before deletion: %d series of canary hourly and suite iso, want 8", n)
+	if n := seriesOf(t, c, "hourly", "iso"); n != 10 {
+		t.Fatalf("before deletion: %d series of canary hourly and suite iso, want 10", n)
 	}
 	ctx := context.Background()
 	for _, obj := range []client.Object{canary("hourly", nil), &v1alpha1.EvalSuite{ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: "iso"}}} {

@@ -208,8 +208,9 @@ type Completion struct {
 // Surface names as the API spells them, repeated here to keep this package
 // free of the API types.
 const (
-	surfaceSearch = "Search"
-	surfaceAnswer = "Answer"
+	surfaceSearch       = "Search"
+	surfaceAnswer       = "Answer"
+	surfaceConversation = "Conversation"
 )
 
 // RecordCompletion records a finished run: the verdict count and the
