@@ -111,7 +111,7 @@ func TestCanaryRunAnswerBoundsContainCacheExpiry(t *testing.T) {
 	// (or one overrun round); each may start late by its scheduling lag and
 	// the negative lasts its probe duration. The histograms give an upper bound on the longest of
 	// each (the bound of the first bucket holding every observation).
-	labels := prometheus.Labels{metrics.LabelNamespace: ns, metrics.LabelCanary: "", metrics.LabelCorpus: "target"}
+	labels := prometheus.Labels{metrics.LabelNamespace: ns, metrics.LabelCorpus: "target"}
 	maxLag := histogramMax(t, metrics.ProbeSchedulingLag, labels)
 	// Status timestamps are floored/ceiled to the microsecond; the engine
 	// takes a few more between the end of a round and the next due time.

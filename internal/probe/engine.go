@@ -213,6 +213,7 @@ func (l *loop) stop() {
 // due; a round that overran does not cause a burst of catch-up rounds.
 func (e *Engine) run(ctx context.Context, key types.NamespacedName, p Plan, st *State) {
 	due := e.clock.Now()
+	series := metrics.NewProbeSeries(p.Metrics)
 	sched := p.Schedule
 	if sched.Start.IsZero() {
 		sched.Start = due
@@ -221,7 +222,7 @@ func (e *Engine) run(ctx context.Context, key types.NamespacedName, p Plan, st *
 		if !e.waitUntil(ctx, due) {
 			return
 		}
-		ch, sum := e.round(ctx, p, st, due)
+		ch, sum := e.round(ctx, p, series, st, due)
 		if ctx.Err() != nil {
 			return
 		}
@@ -255,7 +256,7 @@ func (e *Engine) waitUntil(ctx context.Context, due time.Time) bool {
 // round probes every surface as the persona and as each control persona,
 // concurrently, folds the results into st and summarises them for the
 // schedule.
-func (e *Engine) round(ctx context.Context, p Plan, st *State, due time.Time) (change, roundSummary) {
+func (e *Engine) round(ctx context.Context, p Plan, series *metrics.ProbeSeries, st *State, due time.Time) (change, roundSummary) {
 	type job struct {
 		surface v1alpha1.Surface
 		token   driver.Token
@@ -272,7 +273,7 @@ func (e *Engine) round(ctx context.Context, p Plan, st *State, due time.Time) (c
 	var wg sync.WaitGroup
 	for i, j := range jobs {
 		wg.Go(func() {
-			results[i] = e.probe(ctx, p, j.surface, j.token, j.control, due)
+			results[i] = e.probe(ctx, p, series, j.surface, j.token, j.control, due)
 		})
 	}
 	wg.Wait()
@@ -286,13 +287,13 @@ func (e *Engine) round(ctx context.Context, p Plan, st *State, due time.Time) (c
 
 // probe runs one rate-limited probe. The driver bounds it by the corpus
 // timeout; there is no second timeout layer here.
-func (e *Engine) probe(ctx context.Context, p Plan, surface v1alpha1.Surface, token driver.Token, control string, due time.Time) result {
+func (e *Engine) probe(ctx context.Context, p Plan, series *metrics.ProbeSeries, surface v1alpha1.Surface, token driver.Token, control string, due time.Time) result {
 	r := result{surface: surface, control: control, outcome: measure.Error}
 	if err := e.limiters.Wait(ctx, p.Corpus); err != nil {
 		return r
 	}
 	r.start = e.clock.Now()
-	metrics.ObserveSchedulingLag(p.Metrics, r.start.Sub(due))
+	series.ObserveLag(r.start.Sub(due))
 	if p.Stage == StageExclusion && p.Target.UpdatedPayload != "" && control == "" {
 		r.content = true
 		r.outcome, r.fresh = ProbeContent(ctx, p.Driver, surface, token, p.Target)
@@ -304,7 +305,7 @@ func (e *Engine) probe(ctx context.Context, p Plan, surface v1alpha1.Surface, to
 	if control != "" {
 		role = metrics.RoleControl
 	}
-	metrics.ObserveProbe(p.Metrics, string(surface), role, r.outcome.String(), r.end.Sub(r.start))
+	series.ObserveProbe(string(surface), role, r.outcome.String(), r.end.Sub(r.start))
 	return r
 }
 

@@ -100,7 +100,7 @@ func main() {
 	flag.IntVar(&o.canaries, "canaries", 1000, "active canaries (one run each)")
 	flag.IntVar(&o.corpora, "corpora", 0, "shards the canaries are spread over, each a namespace with one corpus; 0: one per 1,000 canaries")
 	flag.IntVar(&o.targets, "targets", 1, "ragtarget child processes the corpora are spread over")
-	flag.BoolVar(&o.fineLag, "fine-lag", true, "read the lag from a 200-bucket histogram per canary (about 6.5 KiB each, reported and netted out) instead of the production 13 buckets (p99 then known to the bucket: …, 100ms, 250ms, 500ms, …)")
+	flag.BoolVar(&o.fineLag, "fine-lag", true, "read the lag from a 200-bucket histogram per corpus (its memory is reported and netted out) instead of the production 13 buckets (p99 then known to the bucket: …, 100ms, 250ms, 500ms, …)")
 	flag.DurationVar(&o.heartbeat, "heartbeat", controllers.DefaultProbeHeartbeat, "the manager's --probe-heartbeat")
 	flag.DurationVar(&o.measure, "for", 3*time.Minute, "measurement window, after every run is active")
 	flag.DurationVar(&o.interval, "interval", 5*time.Second, "probe interval of every canary")

@@ -137,9 +137,9 @@ func installLagHistogram(fine bool) *prometheus.Registry {
 	}
 	vec := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "ragcanary", Name: "probe_scheduling_lag_seconds",
-		Help:    "Delay between a probe's due time and its start, including rate-limit waits (benchmark buckets).",
+		Help:    "Delay between a probe's due time and its start, including rate-limit waits, per corpus (benchmark buckets).",
 		Buckets: fineLagBuckets,
-	}, []string{metrics.LabelNamespace, metrics.LabelCanary, metrics.LabelCorpus})
+	}, []string{metrics.LabelNamespace, metrics.LabelCorpus})
 	metrics.ProbeSchedulingLag = vec
 	reg.MustRegister(vec)
 	return reg

@@ -130,7 +130,8 @@ wait:
 	res.end = sampleMemory()
 	res.heapByOwner, res.heapBySite, res.heapSampled = heapBreakdown()
 	if o.fineLag {
-		res.fineHistogram = fineHistogramOverhead(min(o.canaries, 2000))
+		// One lag series per corpus, shared by its canaries.
+		res.fineHistogram = fineHistogramOverhead(min(o.canaries, 2000)) * float64(o.corpora) / float64(o.canaries)
 	}
 	res.series = seriesByFamily()
 	if o.heapProfile != "" {
