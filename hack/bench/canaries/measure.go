@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -260,13 +261,20 @@ func rssOf(pid string) int64 {
 // clockTick is USER_HZ, the unit of /proc/<pid>/stat times; 100 on Linux.
 const clockTick = 100
 
-// children samples this process's direct children (etcd, kube-apiserver,
-// the ragtarget) by command name. The ragtarget child is this binary.
-func children() map[string]procSample {
+// childProc is one direct child of this process.
+type childProc struct {
+	pid, name  string
+	utime, stm int64
+}
+
+// directChildren lists this process's direct children (etcd,
+// kube-apiserver, kube-controller-manager, the ragtargets) by command name.
+// The ragtarget child is this binary.
+func directChildren() []childProc {
 	self := strconv.Itoa(os.Getpid())
 	selfComm, _ := os.ReadFile("/proc/self/comm")
 	entries, _ := os.ReadDir("/proc")
-	out := map[string]procSample{}
+	var out []childProc
 	for _, e := range entries {
 		pid := e.Name()
 		if _, err := strconv.Atoi(pid); err != nil {
@@ -292,13 +300,44 @@ func children() map[string]procSample {
 		if name == strings.TrimSpace(string(selfComm)) {
 			name = "ragtarget (child)"
 		}
-		prev := out[name]
-		out[name] = procSample{
-			cpu: prev.cpu + time.Duration(utime+stime)*time.Second/clockTick,
-			rss: prev.rss + rssOf(pid),
+		out = append(out, childProc{pid: pid, name: name, utime: utime, stm: stime})
+	}
+	return out
+}
+
+// children samples the direct children's CPU and RSS by command name.
+func children() map[string]procSample {
+	out := map[string]procSample{}
+	for _, c := range directChildren() {
+		prev := out[c.name]
+		out[c.name] = procSample{
+			cpu: prev.cpu + time.Duration(c.utime+c.stm)*time.Second/clockTick,
+			rss: prev.rss + rssOf(c.pid),
 		}
 	}
 	return out
+}
+
+// reniceChildren sets the nice value of every thread of every direct
+// child: on Linux a nice value belongs to a thread, and threads a Go
+// process starts later inherit it from the thread that starts them.
+func reniceChildren(nice int) error {
+	for _, c := range directChildren() {
+		tasks, err := os.ReadDir(filepath.Join("/proc", c.pid, "task"))
+		if err != nil {
+			continue // exited
+		}
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil {
+				continue
+			}
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("renice %s (thread %d): %w", c.name, tid, err)
+			}
+		}
+	}
+	return nil
 }
 
 // rssSampler records the maximum RSS of this process while it runs.

@@ -66,6 +66,11 @@ func measure(ctx context.Context, o options, writes *writeCounter, lagRegistry *
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if o.childNice != 0 {
+		if err := reniceChildren(o.childNice); err != nil {
+			return nil, err
+		}
+	}
 	res.writesBefore = writes.snapshot()
 	res.childrenBefore = children()
 	res.probesBefore = probeOutcomes()
@@ -212,6 +217,7 @@ func (r *result) print(w io.Writer, o options) bool {
 	fmt.Fprintf(w, "%-44s %-22s\n", "RSS at end / Go heap in use / goroutines", fmt.Sprintf("%.1f MiB / %.1f MiB / %d", mib(r.endRSS), float64(r.heapInuse)/(1<<20), r.goroutines))
 
 	fmt.Fprintf(w, "%-44s %s\n", "simulated Prometheus scrapes", r.scrapes.line())
+	fmt.Fprintf(w, "%-44s %s\n", "nice of the other processes in the window", niceLine(o.childNice))
 	fmt.Fprintf(w, "%-44s %-22s\n", "whole machine CPU busy (all processes)", fmt.Sprintf("%.0f%% of %d CPUs", 100*r.machineBusy, goruntime.NumCPU()))
 
 	r.printMemory(w)
@@ -304,4 +310,11 @@ func outcomeLine(before, after map[string]float64) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+func niceLine(nice int) string {
+	if nice == 0 {
+		return "0 (as the manager: they share the CPUs equally)"
+	}
+	return fmt.Sprintf("%d (the manager is served first, as when they run elsewhere)", nice)
 }
