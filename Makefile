@@ -92,7 +92,7 @@ bench: ## Run the benchmarks once and print their figures (several minutes; the 
 
 BENCH_CANARIES ?= 1000
 BENCH_FOR ?= 3m
-# e.g. BENCH_CANARIES_FLAGS=--controls=false (one probe per round), --targets 2
+# e.g. BENCH_CANARIES_FLAGS=--controls=false (one probe per round), --targets 2, --child-nice 10 (the manager first)
 BENCH_CANARIES_FLAGS ?=
 
 .PHONY: bench-canaries
