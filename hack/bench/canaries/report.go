@@ -196,7 +196,7 @@ func (r *result) print(w io.Writer, o options) bool {
 		r.canaries, o.corpora, o.targets, o.interval, controls, o.heartbeat, goruntime.GOMAXPROCS(0), goruntime.NumCPU())
 	lagBucketsUsed := "production buckets (13 per canary)"
 	if o.fineLag {
-		lagBucketsUsed = "fine buckets (200 per canary, netted out of the memory figures)"
+		lagBucketsUsed = "fine buckets (200 per corpus, netted out of the memory figures)"
 	}
 	fmt.Fprintf(w, "setup (create → all runs AwaitingExclusion): %s; window %s; runs still AwaitingExclusion at the end: %d; lag read from %s\n\n",
 		r.setup.Round(time.Second), r.window.Round(time.Second), r.activeAtEnd, lagBucketsUsed)
