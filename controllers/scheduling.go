@@ -93,9 +93,12 @@ func (p parentReconciler) listRuns(ctx context.Context, list client.ObjectList, 
 	}
 	if want != "" {
 		runs, err := cachedChildRuns(ctx, p.Client, list, owner, describe)
-		if err != nil || runs.has(want) {
+		if err != nil {
+			return childRuns{}, err
+		}
+		if runs.has(want) {
 			p.created.observed(owner.GetUID(), want)
-			return runs, err
+			return runs, nil
 		}
 	}
 	runs, err := listChildRuns(ctx, p.APIReader, list, owner, label, describe)
