@@ -2,12 +2,14 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
@@ -79,6 +81,22 @@ func TestListRunsFallsBackUntilTheCacheShowsTheCreatedRun(t *testing.T) {
 	if _, pending := p.created.pending(canary.UID); pending {
 		t.Fatal("c-gone exists nowhere: the expectation must be forgotten")
 	}
+
+	// A cache that fails to answer is an error, never "no runs", and the
+	// expectation stays.
+	failing := fake.NewClientBuilder().WithScheme(testScheme).WithIndex(&v1alpha1.CanaryRun{}, runOwnerIndex, byOwner).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return errors.New("cache not synced")
+		}}).Build()
+	p.Client = failing
+	p.created.expect(canary.UID, "c-1")
+	if _, err := p.listRuns(ctx, &v1alpha1.CanaryRunList{}, canary, LabelCanary, describeCanaryRun); err == nil {
+		t.Fatal("a failing cache read must be an error")
+	}
+	if want, pending := p.created.pending(canary.UID); !pending || want != "c-1" {
+		t.Fatalf("after a failed read the expectation must stay: got %q, %v", want, pending)
+	}
+	p.Client = cache
 
 	// Without a record of created runs, every list asks the API server.
 	if err := api.Create(ctx, run("c-2")); err != nil {

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -101,4 +103,16 @@ func rates(before, after map[string]float64, seconds, min float64) []string {
 		out = append(out, fmt.Sprintf("%-40s %9.0f  %8.2f/s", r.key, r.n, r.n/seconds))
 	}
 	return out
+}
+
+// cpuProfile asks the API server for a CPU profile of the next d (its
+// /debug/pprof endpoint, on by default) and writes it to path, so where
+// its time per status write goes can be read with go tool pprof.
+func (m *apiServerMetrics) cpuProfile(ctx context.Context, d time.Duration, path string) error {
+	body, err := m.rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(d.Seconds()))).
+		Timeout(d + time.Minute).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("profiling the API server: %w", err)
+	}
+	return os.WriteFile(path, body, 0o644)
 }

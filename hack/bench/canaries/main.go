@@ -90,6 +90,7 @@ type options struct {
 	crdDir         string
 	scrapeInterval time.Duration
 	childNice      int
+	apiProfile     string
 	cpuProfile     string
 	heapProfile    string
 	verbose        bool
@@ -111,6 +112,7 @@ func main() {
 	flag.StringVar(&o.crdDir, "crds", filepath.Join("config", "crd", "bases"), "directory holding the CRD manifests")
 	flag.DurationVar(&o.scrapeInterval, "scrape-interval", 30*time.Second, "gather and encode the manager's whole metrics registry this often during the window, as Prometheus scraping it would; 0: never")
 	flag.IntVar(&o.childNice, "child-nice", 0, "nice value for etcd, kube-apiserver, kube-controller-manager and the ragtargets during the window (0: as started, sharing the CPUs equally with the manager; 10: the manager first, as when they run on other machines)")
+	flag.StringVar(&o.apiProfile, "apiserver-cpuprofile", "", "write a CPU profile of kube-apiserver over the window (up to 5 min of it) to this file")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurement window to this file")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile at the end of the window to this file")
 	flag.BoolVar(&o.verbose, "v", false, "log the manager's info messages")

@@ -89,6 +89,12 @@ func measure(ctx context.Context, o options, writes *writeCounter, lagRegistry *
 	start := time.Now()
 	rss := startRSSSampler(500 * time.Millisecond)
 	scrapes := startScraper(ctx, o.scrapeInterval)
+	apiProfiled := make(chan error, 1)
+	if o.apiProfile != "" {
+		go func() { apiProfiled <- api.cpuProfile(ctx, min(o.measure, 5*time.Minute), o.apiProfile) }()
+	} else {
+		apiProfiled <- nil
+	}
 
 	t := time.NewTimer(o.measure)
 	progress := time.NewTicker(30 * time.Second)
@@ -118,6 +124,9 @@ wait:
 		res.machineBusy = float64(busy-busyBefore) / float64(total-totalBefore)
 	}
 	res.scrapes = scrapes.finish()
+	if err := <-apiProfiled; err != nil {
+		return nil, err
+	}
 	res.maxRSS = rss.finish()
 	res.endRSS = rssOf("self")
 	res.childrenAfter = children()
