@@ -19,9 +19,7 @@ import (
 // established nothing on the conversation.
 func conversationFixture(t *testing.T, ns string) {
 	t.Helper()
-	createNamespace(t, ns)
-	createSecrets(t, ns)
-	createPersonas(t, ns)
+	fixtureNamespace(t, ns)
 	createCorpus(t, ns, "docs", 30*time.Second, time.Minute, ready(metav1.ConditionTrue, v1alpha1.ReasonReachable, "contract v1.1"))
 	S, C := v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation
 	met := func(canary *v1alpha1.RevocationCanary, last *v1alpha1.CanaryRun) {
@@ -123,17 +121,7 @@ func TestStatusShowsConversation(t *testing.T) {
 // percentiles rather than counted as a number.
 func TestHistoryShowsConversation(t *testing.T) {
 	conversationFixture(t, "conv-hist")
-	res := ragcanary(testNow, "history", "chat-grant", "-n", "conv-hist")
-	if res.code != exitOK {
-		t.Fatalf("exit code %d; stderr: %s", res.code, res.stderr)
-	}
-	golden(t, "history_conversation.txt", res.stdout)
-
-	res = ragcanary(testNow, "history", "chat-grant", "-n", "conv-hist", "-o", "json")
-	var h cli.History
-	if err := json.Unmarshal([]byte(res.stdout), &h); err != nil {
-		t.Fatalf("-o json: %v\n%s", err, res.stdout)
-	}
+	h := historyOf(t, "chat-grant", "conv-hist", "history_conversation.txt")
 	var conv *cli.Spread
 	for i := range h.Upper {
 		if h.Upper[i].Surface == string(v1alpha1.SurfaceConversation) {
@@ -144,7 +132,7 @@ func TestHistoryShowsConversation(t *testing.T) {
 		t.Errorf("conversation spread %+v, want n 2 missing 1 p50 2.6 max 4.3125 sparkline ▅·█", conv)
 	}
 
-	res = ragcanary(testNow, "history", "search-only", "-n", "conv-hist", "-o", "json")
+	res := ragcanary(testNow, "history", "search-only", "-n", "conv-hist", "-o", "json")
 	h = cli.History{}
 	if err := json.Unmarshal([]byte(res.stdout), &h); err != nil {
 		t.Fatalf("-o json: %v\n%s", err, res.stdout)

@@ -231,15 +231,22 @@ func createSuiteRun(t *testing.T, suite *v1alpha1.EvalSuite, name string, setSta
 	}, setStatus)
 }
 
+// fixtureNamespace is a namespace with the credential Secrets and the
+// personas every fixture's canaries use.
+func fixtureNamespace(t *testing.T, ns string) {
+	t.Helper()
+	createNamespace(t, ns)
+	createSecrets(t, ns)
+	createPersonas(t, ns)
+}
+
 // fleetFixture is a namespace with a healthy and an unreachable corpus, a
 // canary with four kept runs (one NotExcluded, one in flight), a canary
 // whose last run breached its SLO, a suite whose last run leaked, and one
 // whose last run is no longer kept.
 func fleetFixture(t *testing.T, ns string) {
 	t.Helper()
-	createNamespace(t, ns)
-	createSecrets(t, ns)
-	createPersonas(t, ns)
+	fixtureNamespace(t, ns)
 	createCorpus(t, ns, "docs", 30*time.Second, time.Minute, ready(metav1.ConditionTrue, v1alpha1.ReasonReachable, "contract v1"))
 	createCorpus(t, ns, "wiki", 30*time.Second, 0, ready(metav1.ConditionFalse, v1alpha1.ReasonUnreachable, "GET /v1/capabilities: connection refused"))
 
@@ -307,9 +314,7 @@ func fleetFixture(t *testing.T, ns string) {
 // calmFixture is a namespace where everything is fine.
 func calmFixture(t *testing.T, ns string) {
 	t.Helper()
-	createNamespace(t, ns)
-	createSecrets(t, ns)
-	createPersonas(t, ns)
+	fixtureNamespace(t, ns)
 	createCorpus(t, ns, "docs", 30*time.Second, 0, ready(metav1.ConditionTrue, v1alpha1.ReasonReachable, "contract v1"))
 	S := v1alpha1.SurfaceSearch
 	docs := createCanary(t, ns, "docs-grant", canarySpec("docs", S))

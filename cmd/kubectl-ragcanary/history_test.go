@@ -12,17 +12,7 @@ import (
 // finished runs and a sparkline of upper bounds.
 func TestHistory(t *testing.T) {
 	fleetFixture(t, "hist")
-	res := ragcanary(testNow, "history", "docs-grant", "-n", "hist")
-	if res.code != exitOK {
-		t.Fatalf("exit code %d; stderr: %s", res.code, res.stderr)
-	}
-	golden(t, "history_docs_grant.txt", res.stdout)
-
-	res = ragcanary(testNow, "history", "docs-grant", "-n", "hist", "-o", "json")
-	var h cli.History
-	if err := json.Unmarshal([]byte(res.stdout), &h); err != nil {
-		t.Fatalf("-o json: %v\n%s", err, res.stdout)
-	}
+	h := historyOf(t, "docs-grant", "hist", "history_docs_grant.txt")
 	if len(h.Runs) != 5 || h.Runs[0].Name != "docs-grant-1772330400" || h.Runs[4].CompletionTime != nil {
 		t.Fatalf("runs %+v, want 5 oldest first, the newest in flight", h.Runs)
 	}
@@ -56,4 +46,22 @@ func deref(f *float64) any {
 		return nil
 	}
 	return *f
+}
+
+// historyOf checks `history CANARY -n NS` against a golden file and returns
+// what `-o json` says.
+func historyOf(t *testing.T, canary, ns, goldenFile string) cli.History {
+	t.Helper()
+	res := ragcanary(testNow, "history", canary, "-n", ns)
+	if res.code != exitOK {
+		t.Fatalf("exit code %d; stderr: %s", res.code, res.stderr)
+	}
+	golden(t, goldenFile, res.stdout)
+
+	res = ragcanary(testNow, "history", canary, "-n", ns, "-o", "json")
+	var h cli.History
+	if err := json.Unmarshal([]byte(res.stdout), &h); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, res.stdout)
+	}
+	return h
 }

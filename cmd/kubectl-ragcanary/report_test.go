@@ -21,9 +21,7 @@ import (
 // corpus whose answers have their own SLO, and one finished canary run.
 func reportCanaryFixture(t *testing.T, ns string) *v1alpha1.CanaryRun {
 	t.Helper()
-	createNamespace(t, ns)
-	createSecrets(t, ns)
-	createPersonas(t, ns)
+	fixtureNamespace(t, ns)
 	createCorpus(t, ns, "docs", 30*time.Second, time.Minute, ready(metav1.ConditionTrue, v1alpha1.ReasonReachable, "contract v1"))
 	S, A := v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer
 	docs := createCanary(t, ns, "docs-grant", canarySpec("docs", S, A))
