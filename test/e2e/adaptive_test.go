@@ -10,7 +10,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
@@ -76,7 +75,8 @@ func TestAdaptiveScheduleBracketsLag(t *testing.T) {
 	for name, lt := range map[string]*lagTarget{"fixed": fixedTarget, "adaptive": adaptiveTarget} {
 		run := runs[name]
 		if err := lt.failure(); err != nil {
-			t.Fatalf("%s target: %v", name, err)
+			t.Fatalf("%s target: %v; the run: phase %s, verdict %s (%s), conditions %+v; the manager's log about it:\n%s",
+				name, err, run.Status.Phase, run.Status.Verdict, run.Status.Message, run.Status.Conditions, managerLogAbout(ns, 30))
 		}
 		m := run.Status.Surfaces[0]
 		if run.Status.Verdict != v1alpha1.VerdictSLOMet || m.Bounds == nil || m.Bounds.Lower == nil || m.Bounds.Upper == nil {
@@ -136,14 +136,17 @@ func lagObjects(ns string, interval time.Duration, precision string) []client.Ob
 	return objs
 }
 
-// lagTarget is a ragtarget whose ACL sync the test runs: at once after the
-// canary is shared (visibility is not what is measured), and aclLag after
-// the revocation was requested. Content syncs run on their own every 200ms.
+// lagTarget is a ragtarget whose syncs the test runs: a content sync once
+// the canary is shared (visibility is not what is measured), and an ACL
+// sync aclLag after the revocation was requested.
+//
+// Content syncs never run on their own: one that indexed the new document
+// after the grant would carry the grant with it (a crawler reads both
+// together), the run could see the canary and revoke it between two looks
+// at the source, and the test would miss the share.
 type lagTarget struct {
-	name string
-	svc  *ragtarget.Service
-	acl  chan time.Time
-
+	name       string
+	svc        *ragtarget.Service
 	mu         sync.Mutex
 	tick, done time.Time
 	err        error
@@ -151,11 +154,11 @@ type lagTarget struct {
 
 func newLagTarget(t *testing.T, name string) *lagTarget {
 	t.Helper()
-	lt := &lagTarget{name: name, acl: make(chan time.Time)}
+	lt := &lagTarget{name: name}
 	svc, err := ragtarget.New(ragtarget.Config{
 		SourceToken: sourceToken, Tokens: map[string]string{aliceToken: "alice@example.com"},
-		ContentSyncInterval: 200 * time.Millisecond, ACLSyncInterval: manualACLSync,
-		Clock: manualACLClock{acl: lt.acl},
+		// Neither schedule fires during the test: drive runs the syncs.
+		ContentSyncInterval: 1000 * time.Hour, ACLSyncInterval: 1000 * time.Hour,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -170,9 +173,10 @@ func newLagTarget(t *testing.T, name string) *lagTarget {
 	return lt
 }
 
-// drive plays the ragtarget's ACL sync for run: one sync once the persona
-// holds a grant at the source, one aclLag after the run's revocation
-// request. It records the second sync's start and end.
+// drive plays the ragtarget's syncs for run: a content sync once the
+// persona holds a grant at the source, which indexes the canary with it,
+// and an ACL sync aclLag after the run's revocation request. It records
+// the ACL sync's start and end.
 func (lt *lagTarget) drive(ctx context.Context, ns, run string) {
 	fail := func(err error) {
 		lt.mu.Lock()
@@ -190,7 +194,10 @@ func (lt *lagTarget) drive(ctx context.Context, ns, run string) {
 		fail(err)
 		return
 	}
-	lt.sync()
+	if _, _, err := lt.sync(ragtarget.SyncContent); err != nil {
+		fail(err)
+		return
+	}
 	var requested time.Time
 	if err := waitFor(time.Minute, "the revocation request", func() (bool, error) {
 		var r v1alpha1.CanaryRun
@@ -206,23 +213,18 @@ func (lt *lagTarget) drive(ctx context.Context, ns, run string) {
 	// The system under test's lag, in real time: the sync that applies
 	// the revocation runs aclLag after it was requested.
 	<-time.After(time.Until(requested.Add(aclLag)))
-	tick, done := lt.sync()
+	tick, done, err := lt.sync(ragtarget.SyncACL)
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
-	lt.tick, lt.done = tick, done
+	lt.tick, lt.done, lt.err = tick, done, err
 }
 
-// sync runs one ACL sync and returns when it started and ended.
-func (lt *lagTarget) sync() (time.Time, time.Time) {
-	before := lt.svc.SyncCount(ragtarget.SyncACL)
+// sync runs one sync of kind and returns when it started and ended: the
+// end bounds when probes could first miss the canary.
+func (lt *lagTarget) sync(kind ragtarget.SyncKind) (time.Time, time.Time, error) {
 	tick := time.Now()
-	lt.acl <- tick
-	// Polled finely: the end of the sync bounds when probes could first
-	// miss the canary. Bounded by the sync loop, which runs it at once.
-	for deadline := tick.Add(10 * time.Second); lt.svc.SyncCount(ragtarget.SyncACL) == before && time.Now().Before(deadline); {
-		<-time.After(time.Millisecond)
-	}
-	return tick, time.Now()
+	err := lt.svc.SyncNow(kind)
+	return tick, time.Now(), err
 }
 
 func (lt *lagTarget) applied() (time.Time, time.Time) {
@@ -239,26 +241,3 @@ func (lt *lagTarget) failure() error {
 	}
 	return lt.err
 }
-
-// manualACLSync is the ACL sync interval that marks the ticker the test
-// drives; it never fires on its own.
-const manualACLSync = 1000 * time.Hour
-
-// manualACLClock is the real clock, except that the ACL sync ticker ticks
-// when the test sends on acl.
-type manualACLClock struct {
-	clock.RealClock
-	acl chan time.Time
-}
-
-func (c manualACLClock) NewTicker(d time.Duration) clock.Ticker {
-	if d == manualACLSync {
-		return manualTicker{c: c.acl}
-	}
-	return c.RealClock.NewTicker(d)
-}
-
-type manualTicker struct{ c chan time.Time }
-
-func (t manualTicker) C() <-chan time.Time { return t.c }
-func (t manualTicker) Stop()               {}
