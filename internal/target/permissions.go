@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"sync"
+	"time"
 
 	authzed "github.com/authzed/authzed-go/v1"
 
@@ -89,14 +90,66 @@ func spicedbMapping(s *v1alpha1.SpiceDBPermissions) spicedb.Mapping {
 
 // clients keeps one gRPC client per (endpoint, key, plaintext), so resolving a
 // corpus on every health check does not open a connection each time.
+//
+// A client nobody asked for in clientIdle is closed: every user resolves its
+// corpus at the start of the step that writes permissions (and the Corpus
+// controller on every check), so such a client has no user left — typically
+// it holds a key that was rotated away, or a corpus that was deleted.
 type clients struct {
-	mu sync.Mutex
-	m  map[[32]byte]*authzed.Client
+	mu   sync.Mutex
+	m    map[[32]byte]*cachedClient
+	now  func() time.Time
+	idle time.Duration
 }
 
-var spicedbClients = &clients{m: map[[32]byte]*authzed.Client{}}
+type cachedClient struct {
+	cl   *authzed.Client
+	used time.Time
+}
+
+// clientIdle is far longer than any permission call or health-check
+// interval, so a client in use is never closed under its user.
+const clientIdle = 30 * time.Minute
+
+var spicedbClients = newClients(time.Now, clientIdle)
+
+func newClients(now func() time.Time, idle time.Duration) *clients {
+	return &clients{m: map[[32]byte]*cachedClient{}, now: now, idle: idle}
+}
 
 func (c *clients) get(endpoint string, key []byte, plaintext bool) (*authzed.Client, error) {
+	id := clientID(endpoint, key, plaintext)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	c.closeIdle(now, id)
+	if e, ok := c.m[id]; ok {
+		e.used = now
+		return e.cl, nil
+	}
+	cl, err := spicedb.Dial(endpoint, string(key), plaintext)
+	if err != nil {
+		return nil, err
+	}
+	c.m[id] = &cachedClient{cl: cl, used: now}
+	return cl, nil
+}
+
+// closeIdle closes and forgets the clients, other than keep, that nobody
+// asked for in c.idle. Called with c.mu held.
+func (c *clients) closeIdle(now time.Time, keep [32]byte) {
+	for id, e := range c.m {
+		if id != keep && now.Sub(e.used) > c.idle {
+			// Close only releases the connection; an error leaves nothing to do.
+			_ = e.cl.Close()
+			delete(c.m, id)
+		}
+	}
+}
+
+// clientID names a client by a hash, so the cache never holds a key as a
+// map key in the clear.
+func clientID(endpoint string, key []byte, plaintext bool) [32]byte {
 	h := sha256.New()
 	h.Write([]byte(endpoint))
 	h.Write([]byte{0})
@@ -106,17 +159,7 @@ func (c *clients) get(endpoint string, key []byte, plaintext bool) (*authzed.Cli
 	}
 	var id [32]byte
 	copy(id[:], h.Sum(nil))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cl, ok := c.m[id]; ok {
-		return cl, nil
-	}
-	cl, err := spicedb.Dial(endpoint, string(key), plaintext)
-	if err != nil {
-		return nil, err
-	}
-	c.m[id] = cl
-	return cl, nil
+	return id
 }
 
 // attachPermissions wraps c's driver with the recipe's permissions backend
