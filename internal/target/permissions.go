@@ -20,30 +20,40 @@ import (
 type withPermissions struct {
 	driver.Driver
 	perms *spicedb.Permissions
+	// inUse tells the client cache the client is still used, so a run
+	// that holds this driver for long (a large fixture planted under a
+	// rate limit) never has its client closed under it.
+	inUse func()
+}
+
+// permissions is the backend, marked as in use.
+func (w *withPermissions) permissions() *spicedb.Permissions {
+	w.inUse()
+	return w.perms
 }
 
 func (w *withPermissions) Grant(ctx context.Context, doc, principal string) error {
-	return w.perms.Grant(ctx, doc, principal)
+	return w.permissions().Grant(ctx, doc, principal)
 }
 
 func (w *withPermissions) Revoke(ctx context.Context, doc, principal string) error {
-	return w.perms.Revoke(ctx, doc, principal)
+	return w.permissions().Revoke(ctx, doc, principal)
 }
 
 func (w *withPermissions) AddMember(ctx context.Context, group, principal string) error {
-	return w.perms.AddMember(ctx, group, principal)
+	return w.permissions().AddMember(ctx, group, principal)
 }
 
 func (w *withPermissions) RemoveMember(ctx context.Context, group, principal string) error {
-	return w.perms.RemoveMember(ctx, group, principal)
+	return w.permissions().RemoveMember(ctx, group, principal)
 }
 
 func (w *withPermissions) GrantGroup(ctx context.Context, doc, group string) error {
-	return w.perms.GrantGroup(ctx, doc, group)
+	return w.permissions().GrantGroup(ctx, doc, group)
 }
 
 func (w *withPermissions) RevokeGroup(ctx context.Context, doc, group string) error {
-	return w.perms.RevokeGroup(ctx, doc, group)
+	return w.permissions().RevokeGroup(ctx, doc, group)
 }
 
 // StartConversation passes conversations through to the corpus driver:
@@ -91,10 +101,9 @@ func spicedbMapping(s *v1alpha1.SpiceDBPermissions) spicedb.Mapping {
 // clients keeps one gRPC client per (endpoint, key, plaintext), so resolving a
 // corpus on every health check does not open a connection each time.
 //
-// A client nobody asked for in clientIdle is closed: every user resolves its
-// corpus at the start of the step that writes permissions (and the Corpus
-// controller on every check), so such a client has no user left — typically
-// it holds a key that was rotated away, or a corpus that was deleted.
+// A client nobody asked for or used in clientIdle is closed: it has no user
+// left — typically it holds a key that was rotated away, or belongs to a
+// corpus that was deleted.
 type clients struct {
 	mu   sync.Mutex
 	m    map[[32]byte]*cachedClient
@@ -107,8 +116,8 @@ type cachedClient struct {
 	used time.Time
 }
 
-// clientIdle is far longer than any permission call or health-check
-// interval, so a client in use is never closed under its user.
+// clientIdle is far longer than any permission call (each is bounded by
+// the corpus timeout) or any gap between the calls of one user.
 const clientIdle = 30 * time.Minute
 
 var spicedbClients = newClients(time.Now, clientIdle)
@@ -117,22 +126,32 @@ func newClients(now func() time.Time, idle time.Duration) *clients {
 	return &clients{m: map[[32]byte]*cachedClient{}, now: now, idle: idle}
 }
 
-func (c *clients) get(endpoint string, key []byte, plaintext bool) (*authzed.Client, error) {
+// get returns the client for (endpoint, key, plaintext) and a func its user
+// calls whenever it uses the client, which keeps it open.
+func (c *clients) get(endpoint string, key []byte, plaintext bool) (*authzed.Client, func(), error) {
 	id := clientID(endpoint, key, plaintext)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
 	c.closeIdle(now, id)
-	if e, ok := c.m[id]; ok {
-		e.used = now
-		return e.cl, nil
+	e, ok := c.m[id]
+	if !ok {
+		cl, err := spicedb.Dial(endpoint, string(key), plaintext)
+		if err != nil {
+			return nil, nil, err
+		}
+		e = &cachedClient{cl: cl}
+		c.m[id] = e
 	}
-	cl, err := spicedb.Dial(endpoint, string(key), plaintext)
-	if err != nil {
-		return nil, err
-	}
-	c.m[id] = &cachedClient{cl: cl, used: now}
-	return cl, nil
+	e.used = now
+	return e.cl, func() { c.touch(e) }, nil
+}
+
+// touch marks e as used now.
+func (c *clients) touch(e *cachedClient) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.used = c.now()
 }
 
 // closeIdle closes and forgets the clients, other than keep, that nobody
@@ -166,14 +185,15 @@ func clientID(endpoint string, key []byte, plaintext bool) [32]byte {
 // and sets the check the Corpus controller runs on it.
 func (c *Corpus) attachPermissions(r Recipe) error {
 	s := r.Permissions.SpiceDB
-	client, err := spicedbClients.get(s.Endpoint, r.PermissionsKey, s.Insecure)
+	client, inUse, err := spicedbClients.get(s.Endpoint, r.PermissionsKey, s.Insecure)
 	if err != nil {
 		return Stall(ReasonInvalidURL, "spec.permissions.spicedb.endpoint: %v", err)
 	}
 	mapping := spicedbMapping(s)
 	perms := spicedb.NewPermissions(client, mapping, c.Timeout)
-	c.Driver = &withPermissions{Driver: c.Driver, perms: perms}
+	c.Driver = &withPermissions{Driver: c.Driver, perms: perms, inUse: inUse}
 	c.CheckPermissions = func(ctx context.Context) error {
+		inUse()
 		err := spicedb.CheckSchema(ctx, client, mapping, c.Timeout)
 		var sp *spicedb.SchemaProblem
 		if errors.As(err, &sp) {
