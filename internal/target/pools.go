@@ -81,4 +81,3 @@ func (c *pgDrivers) retire(id [32]byte) {
 	delete(c.m, id)
 	time.AfterFunc(retireAfter, drv.Close)
 }
-
