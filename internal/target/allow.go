@@ -1,6 +1,7 @@
 package target
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -83,7 +84,7 @@ func (a Allowlist) Check(field, raw string) (*url.URL, error) {
 
 // normalize parses an absolute URL and puts it in the form prefixes are
 // compared in: lower-case scheme and host, default ports dropped, dot
-// segments resolved, percent-encoded dots refused.
+// segments resolved, a path of anything but unreserved characters refused.
 func normalize(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	switch {
@@ -98,9 +99,8 @@ func normalize(raw string) (*url.URL, error) {
 	case u.RawQuery != "" || u.Fragment != "":
 		return nil, fmt.Errorf("must not have a query or fragment")
 	}
-	// An encoded dot segment would be decoded by some servers after our check.
-	if lower := strings.ToLower(u.EscapedPath()); strings.Contains(lower, "%2e") || strings.Contains(lower, "%2f") {
-		return nil, fmt.Errorf("must not contain encoded dots or slashes in its path")
+	if !plainPath(u) {
+		return nil, errPathCharacters
 	}
 	out := &url.URL{Scheme: strings.ToLower(u.Scheme), Host: hostPort(u)}
 	p := u.Path
@@ -111,8 +111,50 @@ func normalize(raw string) (*url.URL, error) {
 		}
 		p = clean
 	}
+	if dotDotPrefixed(p) {
+		return nil, errPathCharacters
+	}
 	out.Path = p
 	return out, nil
+}
+
+// errPathCharacters says what a path may hold. Servers disagree on what the
+// rest means ("..;" is ".." to a servlet container, "\" is "/" to some,
+// "%252e" is "." to one that decodes twice), so anything the prefix check
+// and the server could read differently is refused, not interpreted.
+var errPathCharacters = errors.New(`its path may hold only letters, digits, "-", ".", "_", "~" and "/" ` +
+	`(no percent-encoding, ";" or "\"), and no segment may start with ".." unless it is exactly ".."`)
+
+// plainPath reports whether the path, as written, holds only RFC 3986
+// unreserved characters and slashes. EscapedPath keeps the original
+// encoding, so a percent sign in the input is seen even when it decodes to
+// an unreserved character.
+func plainPath(u *url.URL) bool {
+	if strings.Contains(u.EscapedPath(), "%") {
+		return false
+	}
+	for _, r := range u.Path {
+		if !unreservedOrSlash(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func unreservedOrSlash(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+		r == '-' || r == '.' || r == '_' || r == '~' || r == '/'
+}
+
+// dotDotPrefixed reports a segment that is not ".." but starts with it
+// ("...", "..x"): path.Clean leaves it alone, and some servers do not.
+func dotDotPrefixed(cleaned string) bool {
+	for _, seg := range strings.Split(cleaned, "/") {
+		if strings.HasPrefix(seg, "..") {
+			return true
+		}
+	}
+	return false
 }
 
 func hostPort(u *url.URL) string {

@@ -1,6 +1,9 @@
 package target
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -83,5 +86,93 @@ func TestParseAllowlistRefusesBadEntries(t *testing.T) {
 		} else if strings.Contains(err.Error(), "u:p") {
 			t.Errorf("error reveals userinfo: %v", err)
 		}
+	}
+}
+
+// pathEscapes are URLs under an allowed /tenant-a/ prefix that some server
+// reads as a path outside it.
+var pathEscapes = []string{
+	"/tenant-a/..;/tenant-b/",          // a servlet container reads "..;" as ".."
+	"/tenant-a/x;/../../tenant-b/",     // a path parameter on any segment
+	"/tenant-a/..%5ctenant-b/",         // "\" is "/" to some servers
+	"/tenant-a/..%5Ctenant-b/",         // upper-case escape
+	`/tenant-a/..\tenant-b/`,           // a literal backslash
+	"/tenant-a/%252e%252e/tenant-b/",   // decoded twice, ".."
+	"/tenant-a/%2e%2e/tenant-b/",       // decoded once, ".."
+	"/tenant-a/%2E./tenant-b/",         // mixed
+	"/tenant-a/%25/",                   // any percent-encoding
+	"/tenant-a/%41/",                   // even of an unreserved character
+	"/tenant-a/.../tenant-b/",          // "..." is ".." plus a dot to some
+	"/tenant-a/..x/",                   // a segment that starts with ".."
+	"/tenant-a/a:b/",                   // reserved characters are not unreserved
+	"/tenant-a/a%20b/",                 // nor is a space
+	"/tenant-a/%2e%2e%2ftenant-b/",     // an encoded slash
+	"/tenant-a/..%c0%af../tenant-b/",   // an overlong UTF-8 slash
+	"/tenant-a/\u2215..\u2215tenant-b", // a division slash
+}
+
+func TestAllowlistRefusesPathEscapes(t *testing.T) {
+	const base = "http://127.0.0.1:8089"
+	allow, err := ParseAllowlist([]string{base + "/tenant-a/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pathEscapes {
+		t.Run(p, func(t *testing.T) {
+			u, err := allow.Check("spec.driver.http.url", base+p)
+			pr, ok := IsUserProblem(err)
+			if !ok || pr.Reason != ReasonInvalidURL {
+				t.Fatalf("got %v (admitted as %v), want an InvalidURL problem", err, u)
+			}
+			if !strings.Contains(pr.Message, `letters, digits, "-", ".", "_", "~" and "/"`) {
+				t.Fatalf("message %q does not say which characters a path may hold", pr.Message)
+			}
+		})
+	}
+	for _, ok := range []string{"/tenant-a/", "/tenant-a/v1.2_x~y-z/", "/tenant-a/./x/../y", "/tenant-a/x/..", "/tenant-a/.x/"} {
+		if _, err := allow.Check("spec.driver.http.url", base+ok); err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+}
+
+// TestDoorNeverCallsARefusedPath builds the HTTP driver through the door,
+// from a Corpus and from a kept recipe, for every escape: none reaches the
+// server, while the allowed prefix does.
+func TestDoorNeverCallsARefusedPath(t *testing.T) {
+	rec := &recorder{}
+	srv := httptest.NewServer(http.HandlerFunc(rec.handler))
+	defer srv.Close()
+	allow, err := ParseAllowlist([]string{srv.URL + "/tenant-a/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	door := &Door{Reader: secretsReader(t, sourceSecret(true)), Allow: allow}
+	ctx := context.Background()
+	for _, p := range pathEscapes {
+		obj := corpusFor(srv.URL + p)
+		c, err := door.Corpus(ctx, obj)
+		if err == nil {
+			_, _ = c.Driver.Search(ctx, "persona", "q", 1)
+			t.Errorf("%s: the door built a driver", p)
+		}
+		recipe := Recipe{Driver: obj.Spec.Driver, Credential: []byte("source-secret-value")}
+		if c, err := door.FromRecipe("ns", "c", recipe); err == nil {
+			_ = c.Driver.DeleteDocument(ctx, "rc-x")
+			t.Errorf("%s: the door rebuilt a driver from a recipe", p)
+		}
+	}
+	if got := rec.seen(); len(got) != 0 {
+		t.Fatalf("%d requests reached the target for refused paths", len(got))
+	}
+	c, err := door.Corpus(ctx, corpusFor(srv.URL+"/tenant-a/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Driver.Search(ctx, "persona", "q", 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.seen(); len(got) != 1 {
+		t.Fatalf("%d requests reached the target, want exactly the allowed one", len(got))
 	}
 }
