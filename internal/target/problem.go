@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/safetext"
 )
 
 // Intent says what the caller of the door should do about a failure. It
@@ -38,9 +39,16 @@ func (i Intent) String() string {
 	}
 }
 
+// MaxMessage bounds a problem's message in runes, well inside a
+// condition's 32 KiB.
+const MaxMessage = 1024
+
 // Problem is the door's one error type. Message is safe for conditions,
 // events and logs: it names objects, keys, labels and URL hosts, never a
-// credential or a reply body.
+// credential or a reply body. Parts of it can still come from a target or
+// a tenant's spec (a name, a host, a driver's classified reason), so every
+// constructor and accessor here passes it through safetext.Clean: no
+// control or bidi character and at most MaxMessage runes reach a reader.
 type Problem struct {
 	Intent Intent
 	// Reason is a CamelCase condition reason.
@@ -51,19 +59,32 @@ type Problem struct {
 	Err error
 }
 
-func (p *Problem) Error() string { return p.Message }
+func (p *Problem) Error() string { return cleanMessage(p.Message) }
+
+func cleanMessage(s string) string { return safetext.Clean(s, MaxMessage) }
+
+// cleaned returns p, or a copy whose Message is cleaned when a literal
+// built outside these constructors carried unsafe text.
+func (p *Problem) cleaned() *Problem {
+	if m := cleanMessage(p.Message); m != p.Message {
+		out := *p
+		out.Message = m
+		return &out
+	}
+	return p
+}
 
 // Unwrap exposes the cause.
 func (p *Problem) Unwrap() error { return p.Err }
 
 // Stall is a problem the user must fix.
 func Stall(reason, format string, args ...any) *Problem {
-	return &Problem{Intent: Stalled, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return &Problem{Intent: Stalled, Reason: reason, Message: cleanMessage(fmt.Sprintf(format, args...))}
 }
 
 // Wait is a reference that does not exist yet.
 func Wait(reason, format string, args ...any) *Problem {
-	return &Problem{Intent: Waiting, Reason: reason, Message: fmt.Sprintf(format, args...)}
+	return &Problem{Intent: Waiting, Reason: reason, Message: cleanMessage(fmt.Sprintf(format, args...))}
 }
 
 // AsProblem returns the *Problem in err's chain. Any other error is
@@ -75,14 +96,14 @@ func AsProblem(err error) *Problem {
 	}
 	var p *Problem
 	if errors.As(err, &p) {
-		return p
+		return p.cleaned()
 	}
 	var de *driver.Error
 	if errors.As(err, &de) {
-		return &Problem{Intent: Transient, Reason: "TargetError", Message: de.Error(), Err: err}
+		return &Problem{Intent: Transient, Reason: "TargetError", Message: cleanMessage(de.Error()), Err: err}
 	}
 	// Not a target call: an API server error, which names objects only.
-	return &Problem{Intent: Transient, Reason: "Transient", Message: err.Error(), Err: err}
+	return &Problem{Intent: Transient, Reason: "Transient", Message: cleanMessage(err.Error()), Err: err}
 }
 
 // Named prefixes the message with the object a problem is about, keeping
@@ -93,7 +114,7 @@ func Named(kind, name string, err error) error {
 		return nil
 	}
 	out := *p
-	out.Message = fmt.Sprintf("%s %q: %s", kind, name, p.Message)
+	out.Message = cleanMessage(fmt.Sprintf("%s %q: %s", kind, name, p.Message))
 	out.Err = err
 	return &out
 }
@@ -102,7 +123,7 @@ func Named(kind, name string, err error) error {
 func IsUserProblem(err error) (*Problem, bool) {
 	var p *Problem
 	if errors.As(err, &p) && p.Intent != Transient {
-		return p, true
+		return p.cleaned(), true
 	}
 	return nil, false
 }
