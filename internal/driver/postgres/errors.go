@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/safetext"
 )
 
 // classify turns a pgx failure into a *driver.Error whose text holds the
@@ -26,8 +27,9 @@ func classify(op string, err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		kind, reason := classifyCode(pgErr.Code)
-		return driver.NewError(kind, op, 0, reason+" (SQLSTATE "+pgErr.Code+")", err)
+		code := safetext.SQLState(pgErr.Code)
+		kind, reason := classifyCode(code)
+		return driver.NewError(kind, op, 0, reason+" (SQLSTATE "+code+")", err)
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -46,7 +48,8 @@ func classify(op string, err error) error {
 	return driver.NewError(driver.Transient, op, 0, "query failed", err)
 }
 
-// classifyCode maps a SQLSTATE to what the caller should conclude.
+// classifyCode maps a SQLSTATE (validated by safetext.SQLState: a
+// malformed one is a server error) to what the caller should conclude.
 // https://www.postgresql.org/docs/current/errcodes-appendix.html
 func classifyCode(code string) (driver.Kind, string) {
 	switch {

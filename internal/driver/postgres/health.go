@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ragcanary/ragcanary/internal/safetext"
 )
 
 // Reasons a check refuses the configuration; the Corpus controller reports
@@ -160,15 +162,41 @@ func (d *Driver) describeStatement(name string) string {
 
 // statementError reports a statement the server refused. The server's
 // message is about the statement's text and the schema (both from the
-// Corpus spec), so it is shown, shortened; a connection failure is not a
-// statement problem and stays a classified driver error.
+// Corpus spec), so it is shown, cleaned and shortened; a connection failure
+// or a malformed code is not a statement problem and stays a classified
+// driver error.
 func (d *Driver) statementError(name string, err error) error {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code == "42501" || pgErr.Code[:2] == "28" || pgErr.Code[:2] == "08" || pgErr.Code[:2] == "57" {
+	if !errors.As(err, &pgErr) {
+		return classify("Prepare", err)
+	}
+	code := safetext.SQLState(pgErr.Code)
+	if !aboutTheStatement(code) {
 		return classify("Prepare", err)
 	}
 	return &CheckError{Reason: ReasonStatementInvalid, Message: fmt.Sprintf(
-		"%s does not prepare: %s (SQLSTATE %s)", d.describeStatement(name), shorten(pgErr.Message, 200), pgErr.Code)}
+		"%s does not prepare: %s (SQLSTATE %s)", d.describeStatement(name), safetext.Clean(pgErr.Message, maxServerText), code)}
+}
+
+// maxServerText bounds the server's text in a message; maxRoleName is
+// PostgreSQL's own identifier limit (NAMEDATALEN - 1).
+const (
+	maxServerText = 200
+	maxRoleName   = 63
+)
+
+// aboutTheStatement reports whether a validated SQLSTATE refuses the
+// statement itself, rather than the credential (28, 42501) or the
+// connection (08, 57).
+func aboutTheStatement(code string) bool {
+	if code == safetext.SQLState("") || code == "42501" {
+		return false
+	}
+	switch code[:2] {
+	case "28", "08", "57":
+		return false
+	}
+	return true
 }
 
 // checkReader refuses a reader that row-level security does not filter: a
@@ -183,6 +211,8 @@ func (d *Driver) checkReader(ctx context.Context) error {
 	if err != nil {
 		return classify("CheckReader", err)
 	}
+	// The name is the server's text: a hostile one may send any bytes.
+	role = safetext.Clean(role, maxRoleName)
 	switch {
 	case super:
 		return &CheckError{Reason: ReasonReaderBypassesRLS, Message: fmt.Sprintf(
@@ -209,12 +239,4 @@ func (d *Driver) checkReader(ctx context.Context) error {
 			"the reader role %q owns %s.chunks, and row-level security is not forced: owners bypass it", role, d.schema)}
 	}
 	return nil
-}
-
-func shorten(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }
