@@ -13,7 +13,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/contract"
@@ -188,24 +187,10 @@ func (d *Driver) Capabilities(ctx context.Context) (driver.Capabilities, error) 
 		if err := checkResponse(op, resp, err); err != nil {
 			return err
 		}
-		parsed, err := contract.ParseGetCapabilitiesResponse(resp)
-		if err != nil || parsed.JSON200 == nil {
-			return malformed(op, resp.StatusCode, err)
-		}
-		out = fromCapabilities(*parsed.JSON200)
-		return nil
+		out, err = decodeCapabilities(resp)
+		return err
 	})
 	return out, err
-}
-
-func fromCapabilities(c contract.Capabilities) driver.Capabilities {
-	methods := make([]driver.RevocationMethod, 0, len(c.RevocationMethods))
-	for _, m := range c.RevocationMethods {
-		methods = append(methods, driver.RevocationMethod(m))
-	}
-	// A v1.0 server has no conversation flag: no conversations.
-	conversation := c.Conversation != nil && *c.Conversation
-	return driver.Capabilities{ContractVersion: c.ContractVersion, RevocationMethods: methods, Answer: c.Answer, Conversation: conversation}
 }
 
 // CreateDocument implements driver.Documents.
@@ -278,27 +263,10 @@ func (d *Driver) Search(ctx context.Context, persona driver.Token, query string,
 		if err := checkResponse(op, resp, err); err != nil {
 			return err
 		}
-		parsed, err := contract.ParseSearchResponse(resp)
-		// A reply without a hits array is not "nothing found": it is a reply
-		// we could not understand, and must never be read as an absence.
-		if err != nil || parsed.JSON200 == nil || parsed.JSON200.Hits == nil {
-			return malformed(op, resp.StatusCode, err)
-		}
-		hits, err = fromHits(op, resp.StatusCode, parsed.JSON200.Hits)
+		hits, err = decodeHits(resp)
 		return err
 	})
 	return hits, err
-}
-
-func fromHits(op string, status int, in []contract.Hit) ([]driver.Hit, error) {
-	out := make([]driver.Hit, 0, len(in))
-	for _, h := range in {
-		if h.ChunkId == "" || h.DocumentId == "" {
-			return nil, malformed(op, status, nil)
-		}
-		out = append(out, driver.Hit{ChunkID: h.ChunkId, DocumentID: h.DocumentId, Score: h.Score})
-	}
-	return out, nil
 }
 
 // Answer implements driver.Answerer.
@@ -310,35 +278,10 @@ func (d *Driver) Answer(ctx context.Context, persona driver.Token, question stri
 		if err := checkResponse(op, resp, err); err != nil {
 			return err
 		}
-		parsed, err := contract.ParseAnswerResponse(resp)
-		if err != nil || parsed.JSON200 == nil {
-			return malformed(op, resp.StatusCode, err)
-		}
-		out, err = fromAnswer(op, resp.StatusCode, parsed.JSON200)
+		out, err = decodeAnswer(resp)
 		return err
 	})
 	return out, err
-}
-
-// fromAnswer converts a reply. A reply without citations, or declaring a
-// status or reason outside the contract's vocabulary, is one we cannot
-// understand: an error, never read as "the system said nothing".
-func fromAnswer(op string, status int, a *contract.AnswerResult) (driver.Answer, error) {
-	if a.Citations == nil {
-		return driver.Answer{}, malformed(op, status, nil)
-	}
-	out := driver.Answer{Text: a.Answer, Citations: a.Citations}
-	if a.Status != nil {
-		out.Status = driver.AnswerStatus(*a.Status)
-	}
-	if a.Reason != nil {
-		out.Reason = driver.AnswerReason(*a.Reason)
-	}
-	// A declared empty string is not "not declared" either.
-	if !out.Status.Valid() || !out.Reason.Valid() || (a.Status != nil && out.Status == "") || (a.Reason != nil && out.Reason == "") {
-		return driver.Answer{}, driver.NewError(driver.Transient, op, status, reasonUnknownStatus, nil)
-	}
-	return out, nil
 }
 
 // StartConversation implements driver.Conversations. A retried start may
@@ -355,12 +298,7 @@ func (d *Driver) StartConversation(ctx context.Context, persona driver.Token, qu
 		if err := checkResponse(op, resp, err); err != nil {
 			return err
 		}
-		parsed, err := contract.ParseStartConversationResponse(resp)
-		if err != nil || parsed.JSON201 == nil || !validConversationID(parsed.JSON201.ConversationId) {
-			return malformed(op, resp.StatusCode, err)
-		}
-		out, err = fromAnswer(op, resp.StatusCode, &parsed.JSON201.Turn)
-		id = parsed.JSON201.ConversationId
+		id, out, err = decodeConversation(resp)
 		return err
 	})
 	if err != nil {
@@ -382,20 +320,8 @@ func (d *Driver) FollowUp(ctx context.Context, persona driver.Token, id, questio
 		if err := checkResponse(op, resp, err); err != nil {
 			return err
 		}
-		parsed, err := contract.ParseFollowUpResponse(resp)
-		if err != nil || parsed.JSON200 == nil {
-			return malformed(op, resp.StatusCode, err)
-		}
-		out, err = fromAnswer(op, resp.StatusCode, parsed.JSON200)
+		out, err = decodeFollowUp(resp)
 		return err
 	})
 	return out, err
 }
-
-// validConversationID mirrors the contract's ID pattern: the ID goes into a
-// request path, so one the target made up otherwise is refused.
-func validConversationID(id string) bool {
-	return conversationIDPattern.MatchString(id)
-}
-
-var conversationIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`)
