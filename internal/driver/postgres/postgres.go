@@ -161,12 +161,37 @@ func New(cfg Config) (*Driver, error) {
 		manageSchema: cfg.ManageSchema, overrides: cfg.Statements, timeout: cfg.Timeout}, nil
 }
 
+// Pool settings the driver owns. A connection string may carry pool_*
+// options (the door refuses them); whatever it held, none survives here,
+// since a tenant's value could stop the health check ticker from being
+// made (a panic), spin it, or hold thousands of idle connections open.
+const (
+	maxConnLifetime       = time.Hour
+	maxConnLifetimeJitter = time.Minute
+	maxConnIdleTime       = 30 * time.Minute
+	healthCheckPeriod     = time.Minute
+	// maxCachedStatements bounds pgx's per-connection caches, which are
+	// preallocated at their capacity: the driver runs a handful of statements.
+	maxCachedStatements = 64
+)
+
 func pool(c *pgxpool.Config, maxConns int32, timeout time.Duration) *pgxpool.Config {
 	out := c.Copy()
 	out.MaxConns = maxConns
 	out.MinConns = 0
-	out.ConnConfig.ConnectTimeout = timeout
-	out.ConnConfig.RuntimeParams["application_name"] = "ragcanary"
+	out.MinIdleConns = 0
+	out.MaxConnLifetime = maxConnLifetime
+	out.MaxConnLifetimeJitter = maxConnLifetimeJitter
+	out.MaxConnIdleTime = maxConnIdleTime
+	out.HealthCheckPeriod = healthCheckPeriod
+	out.PingTimeout = timeout
+	out.BeforeConnect, out.AfterConnect, out.PrepareConn, out.BeforeAcquire = nil, nil, nil, nil
+	out.AfterRelease, out.BeforeClose, out.ShouldPing = nil, nil, nil
+	cc := out.ConnConfig
+	cc.StatementCacheCapacity = min(max(cc.StatementCacheCapacity, 0), maxCachedStatements)
+	cc.DescriptionCacheCapacity = min(max(cc.DescriptionCacheCapacity, 0), maxCachedStatements)
+	cc.ConnectTimeout = timeout
+	cc.RuntimeParams["application_name"] = "ragcanary"
 	return out
 }
 
