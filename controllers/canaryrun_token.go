@@ -30,11 +30,14 @@ const (
 	legacyTokenSecretKey = "token"
 )
 
-// Prefixes of the two terms; different, so neither is ever part of the other.
+// Prefixes of the terms. Answers are matched after probe.Normalize, which
+// keeps only letters and digits, so each prefix holds a letter that neither
+// hex digits nor the other prefixes have ("n" in the handle's, "l" in the
+// payload's, "u" in the updated payload's): no term can ever be part of
+// another, however an answer re-styles them.
 const (
 	handlePrefix  = "rcanary"
 	payloadPrefix = "rcpayload"
-	// updatedPrefix starts the second payload; no prefix is part of another.
 	updatedPrefix = "rcupdated"
 )
 
@@ -55,7 +58,10 @@ func (t canaryToken) target(documentID string) probe.Target {
 }
 
 // newToken draws a handle and a payload of 128 random bits each, lower-case
-// alphanumeric so every tokenizer keeps each one term.
+// letters and digits only: every tokenizer keeps each one term, and
+// probe.Normalize leaves each unchanged, so the payload is matched in
+// normalised answer text as drawn. 128 bits keep an accidental match in
+// any answer out of reach.
 func newToken() (canaryToken, error) {
 	handle, err := randomTerm(handlePrefix)
 	if err != nil {

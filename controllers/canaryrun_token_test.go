@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/measure"
+	"github.com/ragcanary/ragcanary/internal/probe"
 )
 
 func TestTokenFromSecret(t *testing.T) {
@@ -75,5 +78,57 @@ func TestNewTokenPlantsTwoTerms(t *testing.T) {
 	}
 	if tokenHash(canaryToken{Handle: "x", Payload: a.Payload}) != h {
 		t.Fatal("tokenHash depends on more than the payload")
+	}
+}
+
+// TestTokenTermsStayApartAfterNormalising: answers are matched after
+// probe.Normalize, so each term must be its own normal form, and no term may
+// be part of another in any re-styling. Each prefix must hold a letter that
+// is neither a hex digit nor in another prefix, which makes containment
+// impossible for every draw, not just the ones tried here.
+func TestTokenTermsStayApartAfterNormalising(t *testing.T) {
+	prefixes := map[string]string{"handle": handlePrefix, "payload": payloadPrefix, "updated payload": updatedPrefix}
+	for name, p := range prefixes {
+		for other, q := range prefixes {
+			if name != other && !strings.ContainsFunc(p, func(r rune) bool {
+				return !strings.ContainsRune("0123456789abcdef"+q, r)
+			}) {
+				t.Errorf("the %s prefix %q has no letter outside hex digits and the %s prefix %q", name, p, other, q)
+			}
+		}
+	}
+	for range 32 {
+		tok, err := newToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok.Updated, err = randomTerm(updatedPrefix); err != nil {
+			t.Fatal(err)
+		}
+		terms := map[string]string{"handle": tok.Handle, "payload": tok.Payload, "updated payload": tok.Updated}
+		for name, term := range terms {
+			if probe.Normalize(term) != term {
+				t.Fatalf("the %s is not its own normal form", name)
+			}
+			for other, o := range terms {
+				if name != other && strings.Contains(term, o) {
+					t.Fatalf("the %s contains the %s", name, other)
+				}
+			}
+		}
+		// The handle echoed in any style shows nothing; the payload does.
+		tg := tok.target("rc-1")
+		restyled := func(s string) driver.Answer {
+			return driver.Answer{Text: strings.ToUpper(s[:8] + "-" + s[8:]), Citations: []string{}}
+		}
+		if probe.AnswerShows(restyled(tok.Handle), tg) {
+			t.Fatal("an answer echoing the handle upper-cased shows the payload")
+		}
+		if !probe.AnswerShows(restyled(tok.Payload), tg) {
+			t.Fatal("an answer quoting the payload upper-cased does not show it")
+		}
+		if old, fresh := probe.AnswerContent(restyled(tok.Updated), tg); old != measure.Absent || fresh != measure.Present {
+			t.Fatalf("an answer quoting the updated payload: old %s new %s, want absent and present", old, fresh)
+		}
 	}
 }

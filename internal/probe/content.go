@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"strings"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
@@ -43,12 +42,14 @@ func searchFor(ctx context.Context, d driver.Driver, persona driver.Token, paylo
 }
 
 // AnswerContent classifies an answer after a content update. Quoting a
-// payload shows that version. An answer that cites the canary document but
-// quotes neither payload served some version of it without saying which:
-// that is not an absence of either, so both are errors.
+// payload, however re-styled (see Normalize), shows that version. An answer
+// that cites the canary document but quotes neither payload served some
+// version of it without saying which: that is not an absence of either, so
+// both are errors.
 func AnswerContent(a driver.Answer, t Target) (old, fresh measure.Outcome) {
-	hasOld := strings.Contains(a.Text, t.Payload)
-	hasNew := strings.Contains(a.Text, t.UpdatedPayload)
+	text := Normalize(a.Text)
+	hasOld := quotes(text, t.Payload)
+	hasNew := quotes(text, t.UpdatedPayload)
 	if !hasOld && !hasNew && AnswerShows(a, Target{DocumentID: t.DocumentID}) {
 		return measure.Error, measure.Error
 	}

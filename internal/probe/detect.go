@@ -114,9 +114,11 @@ func SearchShows(hits []driver.Hit, t Target) bool {
 
 // AnswerShows reports whether the answer quotes the payload or cites a
 // passage of the canary document: either means the canary's content reached
-// the persona. The handle echoed back is not a sighting.
+// the persona. The handle echoed back is not a sighting. The quote is looked
+// for after normalisation (see Normalize): a model that re-styles the
+// payload still shows it.
 func AnswerShows(a driver.Answer, t Target) bool {
-	if t.Payload != "" && strings.Contains(a.Text, t.Payload) {
+	if quotes(Normalize(a.Text), t.Payload) {
 		return true
 	}
 	for _, c := range a.Citations {
