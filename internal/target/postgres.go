@@ -14,6 +14,7 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/driver/postgres"
+	"github.com/ragcanary/ragcanary/internal/safetext"
 )
 
 // Reasons a Postgres corpus is refused by its health check.
@@ -67,9 +68,8 @@ func (d *Door) checkDSNs(r Recipe) (writer, reader *pgxpool.Config, err error) {
 }
 
 func (d *Door) checkDSN(field string, dsn []byte) (*pgxpool.Config, error) {
-	if opt, ok := fileOption(string(dsn)); ok {
-		return nil, Stall(ReasonInvalidURL, "%s: the connection string sets %s, which makes the operator read a file of its own; "+
-			"put certificates and passwords in the Secret's connection string itself", field, opt)
+	if err := refuseOptions(field, string(dsn)); err != nil {
+		return nil, err
 	}
 	cfg, err := postgres.ParseDSN(string(dsn))
 	if err != nil {
@@ -91,9 +91,44 @@ func (d *Door) checkDSN(field string, dsn []byte) (*pgxpool.Config, error) {
 // key mounted in its pod to a host of their choosing, or read its files.
 var fileOptions = []string{"sslcert", "sslkey", "sslrootcert", "sslcrl", "sslcrldir", "passfile", "service", "servicefile"}
 
-// fileOption reports the first file option a connection string sets, in
-// URL (query) or keyword=value form.
+// poolOptionPrefix starts pgxpool's options: the operator sizes and checks
+// its own pools, and a tenant's value could panic its health check, spin
+// it, or hold thousands of connections open.
+const poolOptionPrefix = "pool_"
+
+// maxKeyShown bounds an option's key in a message.
+const maxKeyShown = 64
+
+// refuseOptions refuses a connection string setting a file or pool option.
+// The message names the option, never the connection string.
+func refuseOptions(field, dsn string) error {
+	for _, k := range dsnKeys(dsn) {
+		key, shown := strings.ToLower(k), safetext.Clean(k, maxKeyShown)
+		switch {
+		case slices.Contains(fileOptions, key):
+			return Stall(ReasonInvalidURL, "%s: the connection string sets %s, which makes the operator read a file of its own; "+
+				"put certificates and passwords in the Secret's connection string itself", field, shown)
+		case strings.HasPrefix(key, poolOptionPrefix):
+			return Stall(ReasonInvalidURL, "%s: the connection string sets %s; the operator sizes and checks its own connection pools, "+
+				"so pool options are refused: remove it", field, shown)
+		}
+	}
+	return nil
+}
+
+// fileOption reports the first file option a connection string sets.
 func fileOption(dsn string) (string, bool) {
+	for _, k := range dsnKeys(dsn) {
+		if slices.Contains(fileOptions, strings.ToLower(k)) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// dsnKeys lists the option keys of a connection string, in URL (query)
+// or keyword=value form.
+func dsnKeys(dsn string) []string {
 	var keys []string
 	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
 		for k := range u.Query() {
@@ -104,12 +139,7 @@ func fileOption(dsn string) (string, bool) {
 			keys = append(keys, m[1])
 		}
 	}
-	for _, k := range keys {
-		if slices.Contains(fileOptions, strings.ToLower(k)) {
-			return k, true
-		}
-	}
-	return "", false
+	return keys
 }
 
 // keywordPattern finds the keywords of a keyword=value connection string.
