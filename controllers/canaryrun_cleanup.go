@@ -93,6 +93,7 @@ func (r *CanaryRunReconciler) removeCanary(ctx context.Context, rc *runCtx, dele
 	if err != nil {
 		return ctrl.Result{}, false, err
 	}
+	defer corpus.Release()
 	err = removeDocument(ctx, corpus.Driver, run, subject)
 	if err != nil && (driver.IsPermanent(err) || driver.IsUnauthorized(err)) {
 		msg := fmt.Sprintf("the target rejected removing canary document %s: %v; fix the target or its credential (re-checked every %s)",

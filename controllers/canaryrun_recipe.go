@@ -96,7 +96,7 @@ func sameData(a, b map[string][]byte) bool {
 // so a Corpus pointed elsewhere since never makes cleanup delete at the wrong
 // place and report the document gone. Without a copy (a run planted by an
 // earlier build) the live Corpus is all there is. subject is the persona's,
-// "" when neither knows it.
+// "" when neither knows it. The caller releases the corpus.
 func (r *CanaryRunReconciler) cleanupTarget(ctx context.Context, run *v1alpha1.CanaryRun) (*target.Corpus, string, error) {
 	subject := r.personaSubject(ctx, run)
 	kept, keptSubject, err := r.keptRecipe(ctx, run)
@@ -109,6 +109,9 @@ func (r *CanaryRunReconciler) cleanupTarget(ctx context.Context, run *v1alpha1.C
 	live, liveErr := r.resolveCorpus(ctx, run)
 	if liveErr == nil && (kept == nil || sameTarget(live.Recipe(), *kept)) {
 		return live, subject, nil
+	}
+	if liveErr == nil {
+		live.Release()
 	}
 	if kept == nil {
 		return nil, "", liveErr

@@ -21,15 +21,19 @@ import (
 // its visibility timeout is SetupFailed; during exclusion, the exclusion
 // timeout decides with what was measured (Inconclusive when nothing was).
 
-// runDeps are the resolved references of a run. Tokens are secrets.
+// runDeps are the resolved references of a run. Tokens are secrets. The
+// step that resolved them releases them (release) when it is done.
 type runDeps struct {
 	corpus   *target.Corpus
 	persona  target.Persona
 	controls []target.Persona
 }
 
-// resolveCorpus reads the corpus and resolves it through the door. Errors
-// are *target.Problem (Waiting or Stalled) or transient API errors.
+func (d *runDeps) release() { d.corpus.Release() }
+
+// resolveCorpus reads the corpus and resolves it through the door; the
+// caller releases it. Errors are *target.Problem (Waiting or Stalled) or
+// transient API errors.
 func (r *CanaryRunReconciler) resolveCorpus(ctx context.Context, run *v1alpha1.CanaryRun) (*target.Corpus, error) {
 	var corpus v1alpha1.Corpus
 	err := r.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.CorpusRef.Name}, &corpus)
@@ -47,13 +51,23 @@ func (r *CanaryRunReconciler) resolveCorpus(ctx context.Context, run *v1alpha1.C
 }
 
 // resolveRefs resolves the corpus, the persona and every control persona
-// with their credentials.
+// with their credentials; the caller releases them.
 func (r *CanaryRunReconciler) resolveRefs(ctx context.Context, run *v1alpha1.CanaryRun) (*runDeps, error) {
 	c, err := r.resolveCorpus(ctx, run)
 	if err != nil {
 		return nil, err
 	}
+	deps, err := r.resolvePersonas(ctx, run, c)
+	if err != nil {
+		c.Release()
+		return nil, err
+	}
+	return deps, nil
+}
+
+func (r *CanaryRunReconciler) resolvePersonas(ctx context.Context, run *v1alpha1.CanaryRun, c *target.Corpus) (*runDeps, error) {
 	deps := &runDeps{corpus: c}
+	var err error
 	if deps.persona, err = r.resolvePersona(ctx, c, run.Namespace, run.Spec.PersonaRef.Name); err != nil {
 		return nil, err
 	}

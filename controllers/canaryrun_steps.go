@@ -30,6 +30,7 @@ func (r *CanaryRunReconciler) start(ctx context.Context, rc *runCtx) (ctrl.Resul
 	if err != nil {
 		return r.onProblem(rc, err, r.setupDeadline(run))
 	}
+	defer deps.release()
 	caps, err := r.capabilities(ctx, deps)
 	if err != nil {
 		return r.onProblem(rc, err, r.setupDeadline(run))
@@ -59,6 +60,7 @@ func (r *CanaryRunReconciler) plant(ctx context.Context, rc *runCtx) (ctrl.Resul
 	if err != nil {
 		return r.onProblem(rc, err, r.setupDeadline(run))
 	}
+	defer deps.release()
 	r.clearWaiting(rc)
 	if err := r.addFinalizer(ctx, rc); err != nil {
 		return ctrl.Result{}, err
@@ -93,6 +95,7 @@ func (r *CanaryRunReconciler) share(ctx context.Context, rc *runCtx) (ctrl.Resul
 	if err != nil {
 		return r.onProblem(rc, err, r.setupDeadline(run))
 	}
+	defer deps.release()
 	r.clearWaiting(rc)
 	if run.Status.ShareRequestedTime == nil {
 		run.Status.ShareRequestedTime = measure.FloorMicro(r.Clock.Now())
@@ -176,6 +179,7 @@ func (r *CanaryRunReconciler) ensureProbing(ctx context.Context, rc *runCtx, sta
 		res, err := r.onProblem(rc, err, deadline)
 		return nil, res, err
 	}
+	defer deps.release()
 	r.clearWaiting(rc)
 	rc.deps = deps
 	token, problem, err := r.readToken(ctx, rc.run)
@@ -194,7 +198,7 @@ func (r *CanaryRunReconciler) ensureProbing(ctx context.Context, rc *runCtx, sta
 func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage, token canaryToken) probe.Plan {
 	run := rc.run
 	p := probe.Plan{
-		Stage: stage, Driver: deps.corpus.Driver,
+		Stage: stage, Driver: deps.corpus.Driver, Release: deps.corpus.Hold(),
 		Corpus: deps.corpus.Key, Limit: deps.corpus.Limit,
 		Interval:      probeInterval(run),
 		Schedule:      probeSchedule(run, deps.corpus.Object, stage),
@@ -250,6 +254,7 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 	if err != nil {
 		return r.onProblem(rc, err, deadline)
 	}
+	defer deps.release()
 	r.clearWaiting(rc)
 	if res, stop, err := r.startConversation(ctx, rc, deps); stop {
 		return res, err

@@ -81,6 +81,7 @@ func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("resolving corpus: %w", err)
 	}
+	defer resolved.Release()
 	d := resolved.Driver
 
 	interval := healthCheckInterval(corpus)

@@ -133,6 +133,7 @@ func (r *SuiteRunReconciler) removeFixture(ctx context.Context, run *v1alpha1.Su
 	if err != nil {
 		return err
 	}
+	defer corpus.Release()
 	return suite.NewScope(f, fixturePrefix(run)).Remove(ctx, corpus.Driver, corpus.Wait)
 }
 

@@ -65,6 +65,7 @@ func (r *SuiteRunReconciler) execute(ctx context.Context, run *v1alpha1.SuiteRun
 	if err != nil {
 		return nil, err
 	}
+	defer corpus.Release()
 	if plan.Fixture != nil {
 		if err := r.markFixture(ctx, run, plan); err != nil {
 			return nil, err

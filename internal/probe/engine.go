@@ -26,6 +26,9 @@ type Plan struct {
 	Stage Stage
 	// Driver talks to the corpus.
 	Driver driver.Driver
+	// Release lets go of the driver's connections when the loop ends (or
+	// at once when a loop already running is kept); nil holds nothing.
+	Release func()
 	// Corpus is the rate-limit key ("namespace/name"); Limit is its budget.
 	Corpus string
 	Limit  target.Limit
@@ -53,6 +56,12 @@ type Plan struct {
 	Resume           []v1alpha1.SurfaceMeasurement
 	ResumeViolations int32
 	ResumeControls   []v1alpha1.ControlProbeCounts
+}
+
+func (p Plan) release() {
+	if p.Release != nil {
+		p.Release()
+	}
 }
 
 // Control is a control persona: a name for counts and messages, and its
@@ -145,6 +154,7 @@ func (e *Engine) Ensure(key types.NamespacedName, p Plan) *State {
 	e.mu.Lock()
 	if l, ok := e.loops[key]; ok && l.stage == p.Stage {
 		e.mu.Unlock()
+		p.release()
 		return l.state
 	}
 	old := e.loops[key]
@@ -161,6 +171,7 @@ func (e *Engine) Ensure(key types.NamespacedName, p Plan) *State {
 	e.mu.Unlock()
 	go func() {
 		defer close(l.done)
+		defer p.release()
 		e.run(ctx, key, p, l.state)
 	}()
 	return l.state

@@ -150,7 +150,7 @@ func checkers(p *Plan, t Target) []Checker {
 // plants and removes the fixture). The SuiteRun controller and the CLI's live mode
 // differ only in the door they pass (API server or manifest files, shared
 // or private limiters). A failure is a *target.Problem naming the Corpus
-// or Persona.
+// or Persona. The caller releases the corpus.
 func BuildTarget(ctx context.Context, door *target.Door, plan *Plan, corpusObj *v1alpha1.Corpus, personas map[string]*v1alpha1.Persona) (Target, *target.Corpus, error) {
 	corpus, err := door.Corpus(ctx, corpusObj)
 	if err != nil {
@@ -160,6 +160,7 @@ func BuildTarget(ctx context.Context, door *target.Door, plan *Plan, corpusObj *
 	for name, p := range personas {
 		resolved, err := door.PersonaFor(ctx, corpus, p)
 		if err != nil {
+			corpus.Release()
 			return Target{}, nil, err
 		}
 		tokens[name] = resolved.Token

@@ -47,6 +47,10 @@ type Door struct {
 	// HTTPClient overrides the shared client; it is wrapped so it never
 	// follows redirects either way.
 	HTTPClient *http.Client
+
+	// shared are the connections the door opened for corpora, held by the
+	// corpora resolved from it.
+	shared *conns
 }
 
 // Corpus is a resolved Corpus: its driver, bounded per call by Timeout, and
@@ -71,7 +75,19 @@ type Corpus struct {
 
 	limiters *Limiters
 	recipe   Recipe
+	holds    *holds
 }
+
+// Release lets go of the connections this resolution holds. Every
+// resolved corpus is released by its resolver, once its step is done; a
+// connection closes when no corpus holds it and it is no corpus's current
+// configuration. Release is idempotent.
+func (c *Corpus) Release() { c.holds.release() }
+
+// Hold takes another hold of the corpus's connections for a holder that
+// outlives the resolver's step (a probe loop); the holder calls the
+// returned func, once, when it is done.
+func (c *Corpus) Hold() func() { return c.holds.another() }
 
 // Wait blocks until the corpus's rate limit allows one call.
 func (c *Corpus) Wait(ctx context.Context) error { return c.limiters.Wait(ctx, c.Key) }
@@ -86,14 +102,15 @@ type Persona struct {
 	Token  driver.Token
 }
 
-// Forget releases what the door keeps for a deleted corpus: its limiter and
-// its database pools (closed after a grace period).
+// Forget releases what the door keeps for a deleted corpus: its limiter,
+// and its connections once the last run holding them lets go.
 func (d *Door) Forget(namespace, name string) {
 	key := LimiterKey(namespace, name)
 	if d.Limiters != nil {
 		d.Limiters.Forget(key)
 	}
-	postgresDrivers.forget(key)
+	d.conns().postgres.forget(key)
+	d.conns().spicedb.forget(key)
 }
 
 // LimiterKey is the rate-limit key of a corpus.
@@ -109,6 +126,8 @@ func CorpusTimeout(corpus *v1alpha1.Corpus) time.Duration {
 
 // Corpus resolves a Corpus: allowlist, credential, driver, timeout, limit.
 // A failure is a *Problem; its message names the field or Secret to fix.
+// The caller releases the result (Release). Its configuration becomes the
+// corpus's current one.
 func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error) {
 	spec := obj.Spec.Driver
 	switch spec.Type {
@@ -130,7 +149,7 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 			}
 			r.Permissions = p.DeepCopy()
 		}
-		return d.build(obj, r)
+		return d.build(obj, r, true)
 	case v1alpha1.DriverPostgres:
 		r, err := d.postgresRecipe(ctx, obj)
 		if err != nil {
@@ -142,7 +161,7 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 			}
 			r.Permissions = p.DeepCopy()
 		}
-		return d.build(obj, r)
+		return d.build(obj, r, true)
 	default:
 		return nil, Stall(ReasonDriverUnsupported,
 			"driver type %q is not available in this version of ragcanary; use HTTP or Postgres", spec.Type)
@@ -170,32 +189,46 @@ type Recipe struct {
 
 // FromRecipe rebuilds a corpus from a recipe. The allowlist is checked again,
 // so narrowing it also stops cleanup calls to a target no longer allowed.
+// The caller releases the result; the recipe never becomes the corpus's
+// current configuration.
 func (d *Door) FromRecipe(namespace, name string, r Recipe) (*Corpus, error) {
 	obj := &v1alpha1.Corpus{}
 	obj.Namespace, obj.Name = namespace, name
 	obj.Spec.Driver = r.Driver
 	obj.Spec.Permissions = r.Permissions
 	obj.Spec.RateLimit = r.RateLimit
-	if r.Permissions != nil {
-		if _, err := d.Allow.Check("spec.permissions.spicedb.endpoint", "grpc://"+r.Permissions.SpiceDB.Endpoint); err != nil {
-			return nil, err
-		}
-	}
 	switch {
 	case r.Driver.Type == v1alpha1.DriverHTTP && r.Driver.HTTP != nil:
 	case r.Driver.Type == v1alpha1.DriverPostgres && r.Driver.Postgres != nil:
 	default:
 		return nil, Stall(ReasonDriverUnsupported, "the kept driver configuration is neither an HTTP nor a Postgres driver")
 	}
-	return d.build(obj, r)
+	return d.build(obj, r, false)
 }
 
-func (d *Door) build(obj *v1alpha1.Corpus, r Recipe) (*Corpus, error) {
+// build makes the corpus's driver and backend; live makes the recipe the
+// corpus's current configuration. On failure nothing stays held.
+func (d *Door) build(obj *v1alpha1.Corpus, r Recipe, live bool) (*Corpus, error) {
+	h := &holds{}
+	c, err := d.buildHeld(obj, r, live, h)
+	if err != nil {
+		h.release()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (d *Door) buildHeld(obj *v1alpha1.Corpus, r Recipe, live bool, h *holds) (*Corpus, error) {
 	timeout := CorpusTimeout(obj)
+	key := LimiterKey(obj.Namespace, obj.Name)
+	current := ""
+	if live {
+		current = key
+	}
 	var drv driver.Driver
 	var checkDriver func(context.Context) error
 	if r.Driver.Type == v1alpha1.DriverPostgres {
-		pg, err := d.postgresDriver(LimiterKey(obj.Namespace, obj.Name), r, timeout)
+		pg, err := d.postgresDriver(current, r, timeout, h)
 		if err != nil {
 			return nil, err
 		}
@@ -217,11 +250,11 @@ func (d *Door) build(obj *v1alpha1.Corpus, r Recipe) (*Corpus, error) {
 		limiters = NewLimiters(clock.RealClock{})
 	}
 	c := &Corpus{Object: obj, Driver: drv, Timeout: timeout,
-		Key: LimiterKey(obj.Namespace, obj.Name), Limit: CorpusLimit(obj, d.DefaultLimit),
-		CheckDriver: checkDriver, limiters: limiters, recipe: r}
+		Key: key, Limit: CorpusLimit(obj, d.DefaultLimit),
+		CheckDriver: checkDriver, limiters: limiters, recipe: r, holds: h}
 	limiters.Set(c.Key, c.Limit)
 	if r.Permissions != nil {
-		if err := c.attachPermissions(r); err != nil {
+		if err := d.attachPermissions(c, current, r); err != nil {
 			return nil, err
 		}
 	}

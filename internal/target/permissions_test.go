@@ -3,54 +3,130 @@ package target
 import (
 	"errors"
 	"testing"
-	"time"
 
 	authzed "github.com/authzed/authzed-go/v1"
 	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
 
 // closed reports whether cl was already closed: grpc refuses a second Close.
 // It closes cl if it was not, so call it once per client, last.
 func closed(cl *authzed.Client) bool { return errors.Is(cl.Close(), grpc.ErrClientConnClosing) }
 
-func TestSpiceDBClientsCloseWhatNobodyAskedForOrUsedInTheIdleTime(t *testing.T) {
-	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	c := newClients(func() time.Time { return now }, 30*time.Minute)
-	get := func(key string) (*authzed.Client, func()) {
-		t.Helper()
+func spicedbCorpus() *v1alpha1.Corpus {
+	c := &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "authz"}}
+	c.Spec.Driver = v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{URL: "http://127.0.0.1:1/",
+		CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "src", Key: "token"}}}
+	c.Spec.Permissions = &v1alpha1.Permissions{Type: v1alpha1.PermissionsSpiceDB, SpiceDB: &v1alpha1.SpiceDBPermissions{
 		// Dialling is lazy: nothing listens on the endpoint, nothing is sent.
-		cl, inUse, err := c.get("127.0.0.1:1", []byte(key), true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cl, inUse
-	}
+		Endpoint: "127.0.0.1:1", Insecure: true,
+		PresharedKeySecretRef: v1alpha1.SecretKeyReference{Name: "spicedb", Key: "key"}}}
+	return c
+}
 
-	old, _ := get("old-key")
-	other, _ := get("tenant-b")
-	planter, inUse := get("long-plant") // got once, then only used
-	if again, _ := get("old-key"); again != old {
-		t.Fatal("a second get with the same endpoint and key dialled again")
+func spicedbKey(value string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "spicedb",
+		Labels: map[string]string{CredentialLabel: CredentialLabelValue}}, Data: map[string][]byte{"key": []byte(value)}}
+}
+
+// spicedbClientOf is the client a resolved corpus's backend uses.
+func spicedbClientOf(t *testing.T, d *Door, c *Corpus) *authzed.Client {
+	t.Helper()
+	w, ok := c.Driver.(*withPermissions)
+	if !ok {
+		t.Fatalf("the corpus's driver is %T, not wrapped with its permissions backend", c.Driver)
 	}
-	// tenant-b keeps being asked for, long-plant keeps being used, and
-	// old-key was rotated away 20 minutes in.
-	now = now.Add(20 * time.Minute)
-	rotated, _ := get("new-key")
-	if cl, _ := get("tenant-b"); cl != other {
-		t.Fatal("a client asked for within the idle time was replaced")
+	if _, ok := w.perms.(spicedbBackend); !ok {
+		t.Fatalf("the backend is %T, want SpiceDB", w.perms)
 	}
-	inUse()
-	now = now.Add(11 * time.Minute) // old-key last asked for 31 minutes ago
-	if cl, _ := get("new-key"); cl != rotated {
-		t.Fatal("the rotated key's client was replaced")
+	return d.conns().spicedb.entries[idOf([]byte("127.0.0.1:1"), c.recipe.PermissionsKey, []byte{1})].v
+}
+
+// TestSpiceDBClientsAreHeldAndClosedWithTheirLastHolder: a rotated key's
+// client stays open while a run holds it, however long, and closes when
+// that run lets go; the current key's client stays open with no holder;
+// a deleted corpus's client closes once unheld.
+func TestSpiceDBClientsAreHeldAndClosedWithTheirLastHolder(t *testing.T) {
+	reader := secretsReader(t, sourceSecret(true), spicedbKey("old-key"))
+	d := &Door{Reader: reader, Allow: AllowAny()}
+	old, err := d.Corpus(t.Context(), spicedbCorpus())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(c.m) != 3 {
-		t.Errorf("the cache holds %d clients, want 3 (tenant-b, long-plant and new-key)", len(c.m))
+	oldClient := spicedbClientOf(t, d, old)
+	run := old.Hold() // a probe loop
+	old.Release()
+
+	// The key is rotated; the Corpus controller resolves the new one.
+	rotated := spicedbKey("new-key")
+	if err := reader.(client.Client).Update(t.Context(), rotated); err != nil {
+		t.Fatal(err)
 	}
-	if !closed(old) {
-		t.Error("the client of the rotated-away key was not closed after 30 idle minutes")
+	cur, err := d.Corpus(t.Context(), spicedbCorpus())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if closed(other) || closed(rotated) || closed(planter) {
-		t.Error("a client asked for or used within the idle time was closed")
+	newClient := spicedbClientOf(t, d, cur)
+	cur.Release()
+	if newClient == oldClient {
+		t.Fatal("a rotated key got the old key's client")
+	}
+	if open, _ := d.conns().spicedb.counts(); open != 2 {
+		t.Fatalf("%d clients open while a run holds the old one, want 2", open)
+	}
+	run()
+	run() // a second call does nothing
+	if open, _ := d.conns().spicedb.counts(); open != 1 {
+		t.Fatalf("%d clients open after the run let go, want 1 (the current key's)", open)
+	}
+	again, err := d.Corpus(t.Context(), spicedbCorpus())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spicedbClientOf(t, d, again) != newClient {
+		t.Error("the current key's client was not reused")
+	}
+	again.Release()
+	d.Forget("ns", "authz")
+	if open, _ := d.conns().spicedb.counts(); open != 0 {
+		t.Errorf("%d clients open after the corpus was forgotten and nobody holds one", open)
+	}
+	if !closed(oldClient) || !closed(newClient) {
+		t.Error("a client nobody holds any more was not closed")
+	}
+}
+
+// TestTwoDoorsShareNothing: connections belong to the door that opened
+// them, not to the process.
+func TestTwoDoorsShareNothing(t *testing.T) {
+	a := &Door{Reader: secretsReader(t, sourceSecret(true), spicedbKey("k")), Allow: AllowAny()}
+	b := &Door{Reader: secretsReader(t, sourceSecret(true), spicedbKey("k")), Allow: AllowAny()}
+	ca, err := a.Corpus(t.Context(), spicedbCorpus())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ca.Release()
+	if open, _ := b.conns().spicedb.counts(); open != 0 {
+		t.Fatalf("a second door sees %d clients it never opened", open)
+	}
+}
+
+// TestUnknownPermissionsTypeNamesTheKnownOnes: the backend table is the
+// one place types are known.
+func TestUnknownPermissionsTypeNamesTheKnownOnes(t *testing.T) {
+	d := &Door{Reader: secretsReader(t, sourceSecret(true), spicedbKey("k")), Allow: AllowAny()}
+	c := spicedbCorpus()
+	c.Spec.Permissions.Type = "Zanzibar"
+	_, err := d.Corpus(t.Context(), c)
+	var p *Problem
+	if !errors.As(err, &p) || p.Reason != ReasonDriverUnsupported {
+		t.Fatalf("an unknown permissions type gave %v, want %s", err, ReasonDriverUnsupported)
+	}
+	if open, _ := d.conns().spicedb.counts(); open != 0 {
+		t.Errorf("a refused corpus left %d clients open", open)
 	}
 }

@@ -1,83 +1,135 @@
 package target
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"sync"
 	"time"
 
+	authzed "github.com/authzed/authzed-go/v1"
+
 	"github.com/ragcanary/ragcanary/internal/driver/postgres"
+	"github.com/ragcanary/ragcanary/internal/spicedb"
 )
 
-// pgDrivers keeps one driver per (connection strings, spec, timeout), and
-// remembers which one each corpus uses: when a corpus's configuration changes
-// (a rotated password, a new reader), the pools of the one it replaces are
-// closed after retireAfter, so changes never leak connections while calls
-// already under way can finish.
-type pgDrivers struct {
-	mu       sync.Mutex
-	m        map[[32]byte]*postgres.Driver
-	byCorpus map[string][32]byte
+// conns are the connections a Door owns: Postgres drivers (each with its
+// pools) and authorization-engine clients, one per configuration, held by
+// the resolved corpora that use them (see shared).
+type conns struct {
+	postgres *shared[*postgres.Driver]
+	spicedb  *shared[*authzed.Client]
 }
 
-var postgresDrivers = &pgDrivers{m: map[[32]byte]*postgres.Driver{}, byCorpus: map[string][32]byte{}}
+func newConns() *conns {
+	return &conns{
+		postgres: newShared(func(d *postgres.Driver) { d.Close() }),
+		// Close only releases the connection; an error leaves nothing to do.
+		spicedb: newShared(func(c *authzed.Client) { _ = c.Close() }),
+	}
+}
 
-// retireAfter is how long a replaced driver stays open: longer than any call
-// (the corpus timeout is at most 5 minutes) and than most run stages, since
-// a probe loop keeps the driver it started with for its whole stage; a loop
-// outliving it gets probe errors (never absences) and ends Inconclusive.
-const retireAfter = time.Hour
+// connsInit guards the creation of a Door's conns on first use, so a Door
+// literal works; a Door copied after that shares its connections.
+var connsInit sync.Mutex
 
-func (c *pgDrivers) get(corpus string, r Recipe, timeout time.Duration, cfg postgres.Config) (*postgres.Driver, error) {
+func (d *Door) conns() *conns {
+	connsInit.Lock()
+	defer connsInit.Unlock()
+	if d.shared == nil {
+		d.shared = newConns()
+	}
+	return d.shared
+}
+
+// postgresID names a Postgres driver configuration: both connection
+// strings, the spec and the timeout.
+func postgresID(r Recipe, timeout time.Duration) (configID, error) {
 	spec, err := json.Marshal(r.Driver.Postgres)
+	if err != nil {
+		return configID{}, err
+	}
+	return idOf(r.Credential, r.ReadCredential, spec, []byte(timeout.String())), nil
+}
+
+// holds are what one resolution of a corpus holds; release lets all go.
+type holds struct {
+	mu       sync.Mutex
+	releases []func()
+	again    []func() func()
+}
+
+// add records a hold and how to take another of the same entry.
+func (h *holds) add(release func(), again func() func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.releases = append(h.releases, release)
+	h.again = append(h.again, again)
+}
+
+func (h *holds) release() {
+	h.mu.Lock()
+	rs := h.releases
+	h.releases = nil
+	h.mu.Unlock()
+	for _, r := range rs {
+		r()
+	}
+}
+
+// another takes one more hold of every entry, released by the func it
+// returns.
+func (h *holds) another() func() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rs := make([]func(), len(h.again))
+	for i, a := range h.again {
+		rs[i] = a()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			for _, r := range rs {
+				r()
+			}
+		})
+	}
+}
+
+// openPostgres returns the driver for a recipe, held by h. corpus is the
+// corpus whose live configuration this is, "" for a run's kept copy.
+func (d *Door) openPostgres(corpus string, r Recipe, timeout time.Duration, cfg postgres.Config, h *holds) (*postgres.Driver, error) {
+	id, err := postgresID(r, timeout)
 	if err != nil {
 		return nil, err
 	}
-	h := sha256.New()
-	for _, part := range [][]byte{r.Credential, r.ReadCredential, spec, []byte(timeout.String())} {
-		h.Write(part)
-		h.Write([]byte{0})
-	}
-	var id [32]byte
-	copy(id[:], h.Sum(nil))
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	drv, ok := c.m[id]
-	if !ok {
-		if drv, err = postgres.New(cfg); err != nil {
+	pool := d.conns().postgres
+	drv, release, err := pool.acquire(corpus, id, func() (*postgres.Driver, error) {
+		drv, err := postgres.New(cfg)
+		if err != nil {
 			return nil, Stall(ReasonInvalidURL, "spec.driver.postgres: the connection settings are not usable")
 		}
-		c.m[id] = drv
+		return drv, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	old, had := c.byCorpus[corpus]
-	c.byCorpus[corpus] = id
-	if had && old != id {
-		c.retire(old)
-	}
+	h.add(release, func() func() { return pool.hold(id) })
 	return drv, nil
 }
 
-// forget retires the driver of a deleted corpus.
-func (c *pgDrivers) forget(corpus string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	id, ok := c.byCorpus[corpus]
-	if !ok {
-		return
+// openSpiceDB returns the client for (endpoint, key, plaintext), held by h.
+func (d *Door) openSpiceDB(corpus, endpoint string, key []byte, plaintext bool, h *holds) (*authzed.Client, error) {
+	pt := []byte{0}
+	if plaintext {
+		pt[0] = 1
 	}
-	delete(c.byCorpus, corpus)
-	c.retire(id)
-}
-
-// retire closes a driver no corpus uses any more, after retireAfter. A
-// driver another corpus still uses (same configuration) stays.
-func (c *pgDrivers) retire(id [32]byte) {
-	for _, used := range c.byCorpus {
-		if used == id {
-			return
-		}
+	id := idOf([]byte(endpoint), key, pt)
+	pool := d.conns().spicedb
+	cl, release, err := pool.acquire(corpus, id, func() (*authzed.Client, error) {
+		return spicedb.Dial(endpoint, string(key), plaintext)
+	})
+	if err != nil {
+		return nil, err
 	}
-	drv := c.m[id]
-	delete(c.m, id)
-	time.AfterFunc(retireAfter, drv.Close)
+	h.add(release, func() func() { return pool.hold(id) })
+	return cl, nil
 }

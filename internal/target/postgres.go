@@ -145,10 +145,10 @@ func dsnKeys(dsn string) []string {
 // keywordPattern finds the keywords of a keyword=value connection string.
 var keywordPattern = regexp.MustCompile(`(?:^|\s)([A-Za-z_]+)\s*=`)
 
-// postgresDriver returns the driver for a recipe: one per configuration,
-// kept for the process, so resolving a corpus on every check and run stage
-// reuses its pools instead of opening new ones.
-func (d *Door) postgresDriver(corpus string, r Recipe, timeout time.Duration) (*postgres.Driver, error) {
+// postgresDriver returns the driver for a recipe, held by h: one per
+// configuration, owned by the door, so resolving a corpus on every check
+// and run stage reuses its pools instead of opening new ones.
+func (d *Door) postgresDriver(corpus string, r Recipe, timeout time.Duration, h *holds) (*postgres.Driver, error) {
 	writer, reader, err := d.checkDSNs(r)
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func (d *Door) postgresDriver(corpus string, r Recipe, timeout time.Duration) (*
 			Grant: s.Grant, Revoke: s.Revoke, AddMember: s.AddMember, RemoveMember: s.RemoveMember,
 			Session: s.Session, Search: s.Search}
 	}
-	return postgresDrivers.get(corpus, r, timeout, cfg)
+	return d.openPostgres(corpus, r, timeout, cfg, h)
 }
 
 // postgresCheck is the Corpus controller's check of a Postgres driver:

@@ -137,26 +137,6 @@ func TestPostgresReasonsMatchTheAPI(t *testing.T) {
 	}
 }
 
-// TestReplacedPostgresDriverIsRetired: a corpus whose configuration changes
-// stops referencing its old driver, which is then retired (closed after a
-// grace period), while a driver another corpus still uses is kept.
-func TestReplacedPostgresDriverIsRetired(t *testing.T) {
-	c := &pgDrivers{m: map[[32]byte]*postgres.Driver{}, byCorpus: map[string][32]byte{}}
-	a, b := [32]byte{1}, [32]byte{2}
-	c.m[a], c.m[b] = &postgres.Driver{}, &postgres.Driver{}
-	c.byCorpus["ns/one"], c.byCorpus["ns/two"] = a, a
-	c.byCorpus["ns/one"] = b
-	c.retire(a)
-	if _, kept := c.m[a]; !kept {
-		t.Fatal("a driver still used by ns/two was retired")
-	}
-	c.byCorpus["ns/two"] = b
-	c.retire(a)
-	if _, kept := c.m[a]; kept {
-		t.Fatal("a driver no corpus uses was kept")
-	}
-}
-
 // TestDSNFileOptionsAreNamed: the refusal names the option, so the user
 // knows what to move into the Secret; plain options pass.
 func TestDSNFileOptionsAreNamed(t *testing.T) {
