@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/cli"
 	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/format"
 	"github.com/ragcanary/ragcanary/internal/measure"
 )
 
@@ -90,7 +90,7 @@ func contentFreshnessText(st *v1alpha1.CanaryRunStatus) string {
 	if !content {
 		return ""
 	}
-	return cli.Interval(measure.Later(all...))
+	return format.Interval(measure.Later(all...))
 }
 
 // contentFreshnessSummary is, per surface, what a canary's lastRun keeps of

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/cli"
+	"github.com/ragcanary/ragcanary/internal/format"
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 )
@@ -162,17 +162,17 @@ func completion(run *v1alpha1.CanaryRun, now time.Time) metrics.Completion {
 func setMeasurementText(st *v1alpha1.CanaryRunStatus) {
 	st.VisibleAfter = ""
 	if st.TimeToVisibility != nil {
-		st.VisibleAfter = cli.HumanDuration(st.TimeToVisibility.Duration)
+		st.VisibleAfter = format.HumanDuration(st.TimeToVisibility.Duration)
 	}
 	st.SearchExclusion, st.AnswerExclusion, st.ConversationExclusion = "", "", ""
 	for i := range st.Surfaces {
 		switch st.Surfaces[i].Surface {
 		case v1alpha1.SurfaceSearch:
-			st.SearchExclusion = cli.Interval(st.Surfaces[i].Bounds)
+			st.SearchExclusion = format.Interval(st.Surfaces[i].Bounds)
 		case v1alpha1.SurfaceAnswer:
-			st.AnswerExclusion = cli.Interval(st.Surfaces[i].Bounds)
+			st.AnswerExclusion = format.Interval(st.Surfaces[i].Bounds)
 		case v1alpha1.SurfaceConversation:
-			st.ConversationExclusion = cli.Interval(st.Surfaces[i].Bounds)
+			st.ConversationExclusion = format.Interval(st.Surfaces[i].Bounds)
 		}
 	}
 	st.ContentFreshness = contentFreshnessText(st)

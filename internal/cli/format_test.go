@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,32 +8,9 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
 
-func TestHumanDuration(t *testing.T) {
-	for _, tc := range []struct {
-		in   time.Duration
-		want string
-	}{
-		{0, "0s"},
-		{850 * time.Millisecond, "850ms"},
-		{849600 * time.Microsecond, "850ms"},
-		// Rounding carries into the next unit and takes its layout.
-		{999600 * time.Microsecond, "1s"},
-		{1234 * time.Millisecond, "1.2s"},
-		{5916485 * time.Microsecond, "5.9s"},
-		{30 * time.Second, "30s"},
-		{59960 * time.Millisecond, "1m"},
-		{250 * time.Second, "4m10s"},
-		{250400 * time.Millisecond, "4m10s"},
-		{2*time.Hour + 3*time.Minute + 20*time.Second, "2h3m"},
-		{26 * time.Hour, "26h"},
-		{-1500 * time.Millisecond, "-1.5s"},
-	} {
-		if got := HumanDuration(tc.in); got != tc.want {
-			t.Errorf("HumanDuration(%s) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
+// bounds builds an ExclusionBounds for the plugin's tests; a negative
+// duration leaves that bound unknown. The formatting itself is tested in
+// internal/format.
 func bounds(lower, upper time.Duration) *v1alpha1.ExclusionBounds {
 	b := &v1alpha1.ExclusionBounds{}
 	if lower >= 0 {
@@ -44,29 +20,4 @@ func bounds(lower, upper time.Duration) *v1alpha1.ExclusionBounds {
 		b.Upper = &metav1.Duration{Duration: upper}
 	}
 	return b
-}
-
-// TestInterval: rounding only widens an interval, so the shown interval
-// always contains the measured one.
-func TestInterval(t *testing.T) {
-	const none = -1
-	for _, tc := range []struct {
-		name string
-		in   *v1alpha1.ExclusionBounds
-		want string
-	}{
-		{"nil", nil, "?"},
-		{"empty", bounds(none, none), "?"},
-		{"both, rounded outwards", bounds(1290*time.Millisecond, 1610*time.Millisecond), "1.2s–1.7s"},
-		{"exact at the step", bounds(1200*time.Millisecond, 1700*time.Millisecond), "1.2s–1.7s"},
-		{"sub-second lower", bounds(850400*time.Microsecond, 1010*time.Millisecond), "850ms–1.1s"},
-		{"upper carries into minutes", bounds(59*time.Second, 59950*time.Millisecond), "59s–1m"},
-		{"right-censored", bounds(30*time.Minute, none), ">30m"},
-		{"right-censored lower rounds down", bounds(30*time.Second+999*time.Millisecond, none), ">30.9s"},
-		{"upper only", bounds(none, 1610*time.Millisecond), "≤1.7s"},
-	} {
-		if got := Interval(tc.in); got != tc.want {
-			t.Errorf("%s: Interval = %q, want %q", tc.name, got, tc.want)
-		}
-	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ragcanary/ragcanary/internal/cli"
+	"github.com/ragcanary/ragcanary/internal/format"
 )
 
 // Chart colours. Tests look for them in a browser's screenshot, so they are
@@ -56,7 +56,7 @@ func (c exclusionChart) svg() string {
 		tx := x(tick)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="1"/>`, tx, chartTop, tx, plotBottom, colorGrid)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" font-size="12" fill="%s">%s</text>`,
-			tx, plotBottom+18, colorAxis, esc(cli.HumanDuration(tick)))
+			tx, plotBottom+18, colorAxis, esc(format.HumanDuration(tick)))
 	}
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="2"/>`, x(0), chartTop-8, x(0), plotBottom, colorAxis)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="12" fill="%s">revocation requested (0)</text>`, x(0)+4, chartTop-14, colorAxis)
@@ -102,9 +102,9 @@ func (c exclusionChart) row(b *strings.Builder, s SurfaceEvidence, top int, x fu
 	}
 	sx := x(s.SLO.Duration())
 	fmt.Fprintf(b, `<line class="slo" x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="3"><title>SLO %s</title></line>`,
-		sx, top+6, sx, top+rowHeight-6, colorSLO, esc(cli.HumanDuration(s.SLO.Duration())))
+		sx, top+6, sx, top+rowHeight-6, colorSLO, esc(format.HumanDuration(s.SLO.Duration())))
 	fmt.Fprintf(b, `<text x="%.1f" y="%d" font-size="11" fill="%s" text-anchor="middle">SLO %s</text>`,
-		sx, top+4, colorSLO, esc(cli.HumanDuration(s.SLO.Duration())))
+		sx, top+4, colorSLO, esc(format.HumanDuration(s.SLO.Duration())))
 }
 
 // span is the axis length: the largest value drawn, with room for labels.

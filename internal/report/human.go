@@ -7,8 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/cli"
+	"github.com/ragcanary/ragcanary/internal/format"
 )
 
 // What people read: durations rounded (an interval only ever widened by
@@ -21,18 +20,19 @@ func humanSeconds(s *Seconds) string {
 	if s == nil {
 		return none
 	}
-	return cli.HumanDuration(s.Duration())
+	return format.HumanDuration(s.Duration())
 }
 
 func humanInterval(lower, upper *Seconds) string {
-	b := &v1alpha1.ExclusionBounds{}
-	if lower != nil {
-		b.Lower = &metav1.Duration{Duration: lower.Duration()}
+	return format.Bounds(optionalDuration(lower), optionalDuration(upper))
+}
+
+func optionalDuration(s *Seconds) *time.Duration {
+	if s == nil {
+		return nil
 	}
-	if upper != nil {
-		b.Upper = &metav1.Duration{Duration: upper.Duration()}
-	}
-	return cli.Interval(b)
+	d := s.Duration()
+	return &d
 }
 
 func humanOffset(s *Seconds) string {
@@ -40,9 +40,9 @@ func humanOffset(s *Seconds) string {
 		return none
 	}
 	if s.Duration() >= 0 {
-		return "+" + cli.HumanDuration(s.Duration())
+		return "+" + format.HumanDuration(s.Duration())
 	}
-	return cli.HumanDuration(s.Duration())
+	return format.HumanDuration(s.Duration())
 }
 
 func humanTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000 UTC") }
@@ -86,7 +86,7 @@ func humanFloat(p *float64) string {
 
 // againstText says in words what the bounds establish about the SLO.
 func againstText(s SurfaceEvidence) string {
-	slo := cli.HumanDuration(s.SLO.Duration())
+	slo := format.HumanDuration(s.SLO.Duration())
 	switch s.AgainstSLO {
 	case WithinSLO:
 		return "within SLO (upper ≤ " + slo + ")"
@@ -155,12 +155,12 @@ func durationPtr(d *metav1.Duration) string {
 	if d == nil {
 		return none
 	}
-	return cli.HumanDuration(d.Duration)
+	return format.HumanDuration(d.Duration)
 }
 
 func durationVal(d metav1.Duration) string {
 	if d.Duration == 0 {
 		return none
 	}
-	return cli.HumanDuration(d.Duration)
+	return format.HumanDuration(d.Duration)
 }
