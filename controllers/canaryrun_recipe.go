@@ -55,9 +55,13 @@ func (r *CanaryRunReconciler) keepCleanupRecipe(ctx context.Context, run *v1alph
 	err = r.APIReader.Get(ctx, key, &existing)
 	if apierrors.IsNotFound(err) {
 		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Finalizers: []string{RecipeFinalizer}},
-			Type:       corev1.SecretTypeOpaque,
-			Data:       data,
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: key.Namespace, Name: key.Name,
+				Labels:     runSecretLabels(run),
+				Finalizers: []string{RecipeFinalizer},
+			},
+			Type: corev1.SecretTypeOpaque,
+			Data: data,
 		}
 		if err := controllerutil.SetControllerReference(run, secret, r.Scheme()); err != nil {
 			return err
@@ -70,10 +74,11 @@ func (r *CanaryRunReconciler) keepCleanupRecipe(ctx context.Context, run *v1alph
 	if !metav1.IsControlledBy(&existing, run) {
 		return target.Stall("CleanupSecretTaken", "Secret %q exists and is not owned by this run; delete or rename it", key.Name)
 	}
-	if sameData(existing.Data, data) && controllerutil.ContainsFinalizer(&existing, RecipeFinalizer) {
+	labels, relabel := withRunSecretLabels(existing.Labels, run)
+	if sameData(existing.Data, data) && controllerutil.ContainsFinalizer(&existing, RecipeFinalizer) && !relabel {
 		return nil
 	}
-	existing.Data = data
+	existing.Data, existing.Labels = data, labels
 	controllerutil.AddFinalizer(&existing, RecipeFinalizer)
 	return r.Update(ctx, &existing)
 }

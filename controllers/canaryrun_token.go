@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/schedule"
 )
 
 // Keys of the run's token Secret.
@@ -40,6 +42,36 @@ const (
 	payloadPrefix = "rcpayload"
 	updatedPrefix = "rcupdated"
 )
+
+// Labels on the Secrets a run creates, so they can be told apart from the
+// user's and found by run (see docs/secrets.md).
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "ragcanary"
+	// LabelRun names the run the Secret belongs to (shortened with a hash
+	// when the name is longer than a label value may be).
+	LabelRun = "ragcanary.dev/run"
+)
+
+// runSecretLabels are the labels of a Secret created for run.
+func runSecretLabels(run *v1alpha1.CanaryRun) map[string]string {
+	return map[string]string{LabelManagedBy: ManagedBy, LabelRun: schedule.LabelValue(run.Name)}
+}
+
+// withRunSecretLabels adds run's Secret labels to labels, keeping the others;
+// changed says whether any was missing or different.
+func withRunSecretLabels(labels map[string]string, run *v1alpha1.CanaryRun) (out map[string]string, changed bool) {
+	out = maps.Clone(labels)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range runSecretLabels(run) {
+		if out[k] != v {
+			out[k], changed = v, true
+		}
+	}
+	return out, changed
+}
 
 // canaryToken is the pair of secrets a run plants in its document. Probes
 // search and ask by Handle; Payload is never sent in a probe, so an answer
@@ -125,7 +157,7 @@ func (r *CanaryRunReconciler) ensureToken(ctx context.Context, run *v1alpha1.Can
 		data[updatedPayloadSecretKey] = []byte(t.Updated)
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: run.Status.TokenSecretName},
+		ObjectMeta: metav1.ObjectMeta{Namespace: run.Namespace, Name: run.Status.TokenSecretName, Labels: runSecretLabels(run)},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       data,
 	}
