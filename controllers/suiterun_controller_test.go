@@ -277,6 +277,12 @@ func TestSuiteRunPassesWhenEveryPersonaSeesItsEvidence(t *testing.T) {
 	if alice.DisclosureRate.Value != nil || alice.DisclosureRate.Denominator != 0 {
 		t.Errorf("alice disclosure rate = %+v, want undefined (no value, 0 denominator)", alice.DisclosureRate)
 	}
+	// Her affected answers are counted all the same: zero, not unset.
+	for _, p := range run.Status.Personas {
+		if p.AffectedAnswers == nil || *p.AffectedAnswers != 0 {
+			t.Errorf("%s/%q affectedAnswers = %v, want 0", p.Persona, p.Stratum, p.AffectedAnswers)
+		}
+	}
 	// Within the hr stratum mallory only has a required-block case: every
 	// answerable ratio is undefined, the disclosure rate is 0/1.
 	malloryHR := personaRow(t, run, "mallory", "hr")
@@ -393,6 +399,18 @@ func TestSuiteRunFailsWhenTheTargetLeaks(t *testing.T) {
 	if !found {
 		t.Errorf("failingCases %+v do not list salary-bands/mallory with %s", run.Status.FailingCases, salaryChunk)
 	}
+	// Every leak of mallory's, in the required block or in an answerable
+	// case, is an affected answer; the rate above kept its denominator.
+	disclosed := int32(0)
+	for _, fc := range run.Status.FailingCases {
+		if fc.Persona == "mallory" && fc.Disclosed {
+			disclosed++
+		}
+	}
+	if got := ptr.Deref(mallory.AffectedAnswers, -1); got < 1 || got != disclosed {
+		t.Errorf("mallory affectedAnswers = %d, want the %d failing cases flagged disclosed (at least 1)", got, disclosed)
+	}
+	checkPersonaGauge(t, "ragcanary_suite_affected_answers", f.ns, "mallory", ptr.To(float64(disclosed)))
 	if g := gate(run, "no_forbidden"); g == nil || g.Passed {
 		t.Errorf("no_forbidden gate = %+v, want failed", g)
 	}

@@ -191,12 +191,6 @@ func recordSuiteMetrics(run *v1alpha1.SuiteRun, s *v1alpha1.EvalSuite, out *runO
 // persona's counts of executions that leaked, failed to abstain or were
 // supported only by superseded evidence.
 func personaScores(res suite.Result) []metrics.PersonaScores {
-	disclosures := map[string]int{}
-	for _, cs := range res.Report.Cases {
-		if suite.Leaked(cs) {
-			disclosures[cs.Persona]++
-		}
-	}
 	var out []metrics.PersonaScores
 	for persona, st := range res.Report.Summary.Personas {
 		ps := metrics.PersonaScores{
@@ -212,7 +206,7 @@ func personaScores(res suite.Result) []metrics.PersonaScores {
 			CitationPrecision:    st.CitationPrecision.Value,
 			CitationValidity:     st.CitationValidity.Value,
 			CorrectAbstention:    map[string]*float64{},
-			Disclosures:          disclosures[persona],
+			AffectedAnswers:      st.AffectedAnswers,
 			FailedToAbstain:      st.FailedToAbstain,
 			Stale:                st.Stale,
 		}

@@ -60,6 +60,13 @@ type PersonaResult struct {
 	// disclosureRate is disclosures / required-block cases.
 	// +optional
 	DisclosureRate Ratio `json:"disclosureRate"`
+	// affectedAnswers counts the executions, of any expected action, that
+	// exposed forbidden evidence, a forbidden marker or a forbidden
+	// document's text: reported beside disclosureRate, whose denominator
+	// stays the required-block cases. Unset on a run that did not record it.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	AffectedAnswers *int32 `json:"affectedAnswers,omitempty"`
 	// failedToAbstainRate is required-block cases answered without a leak /
 	// required-block cases: the policy said refuse and the persona got an answer.
 	// +optional
@@ -159,6 +166,11 @@ type FailingCase struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	Outcome string `json:"outcome,omitempty"`
+	// disclosed is true when the execution exposed forbidden evidence, a
+	// forbidden marker or a forbidden document's text, whatever its outcome
+	// (an answerable case that leaked is "unsupported" and disclosed).
+	// +optional
+	Disclosed bool `json:"disclosed,omitempty"`
 	// forbiddenIDs returned or cited (first few).
 	// +optional
 	// +listType=atomic

@@ -996,6 +996,11 @@ func (in *PersonaResult) DeepCopyInto(out *PersonaResult) {
 	in.Utility.DeepCopyInto(&out.Utility)
 	in.FalseBlockRate.DeepCopyInto(&out.FalseBlockRate)
 	in.DisclosureRate.DeepCopyInto(&out.DisclosureRate)
+	if in.AffectedAnswers != nil {
+		in, out := &in.AffectedAnswers, &out.AffectedAnswers
+		*out = new(int32)
+		**out = **in
+	}
 	in.FailedToAbstainRate.DeepCopyInto(&out.FailedToAbstainRate)
 	in.MeanRecall.DeepCopyInto(&out.MeanRecall)
 	in.MeanMRR.DeepCopyInto(&out.MeanMRR)

@@ -359,7 +359,7 @@ func writeText(w io.Writer, r scoring.Report, s *scoring.Session) error {
 
 func writeSummaryTable(w io.Writer, s scoring.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PERSONA\tANSWERABLE\tREQUIRED_BLOCK\tUTILITY\tFALSE_BLOCK_RATE\tMISTAKEN_NOT_FOUND\tSTALE_RATE\tDISCLOSURE_RATE\tFAILED_TO_ABSTAIN\tRECALL@K\tMRR@K")
+	fmt.Fprintln(tw, "PERSONA\tANSWERABLE\tREQUIRED_BLOCK\tUTILITY\tFALSE_BLOCK_RATE\tMISTAKEN_NOT_FOUND\tSTALE_RATE\tDISCLOSURE_RATE\tAFFECTED_ANSWERS\tFAILED_TO_ABSTAIN\tRECALL@K\tMRR@K")
 	writeStatsRows(tw, "", s)
 	for _, name := range slices.Sorted(maps.Keys(s.Strata)) {
 		writeStatsRows(tw, name+": ", s.Strata[name])
@@ -377,9 +377,9 @@ func writeStatsRows(w io.Writer, prefix string, s scoring.Summary) {
 }
 
 func writeStatsRow(w io.Writer, label string, st scoring.Stats) {
-	fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", label, st.Answerable, st.RequiredBlock,
+	fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", label, st.Answerable, st.RequiredBlock,
 		fmtRatio(st.Utility), fmtRatio(st.FalseBlockRate), fmtRatio(st.MistakenNotFoundRate), fmtRatio(st.StaleRate),
-		fmtRatio(st.DisclosureRate), fmtRatio(st.FailedToAbstainRate), fmtMean(st.RecallAtK), fmtMean(st.MRRAtK))
+		fmtRatio(st.DisclosureRate), st.AffectedAnswers, fmtRatio(st.FailedToAbstainRate), fmtMean(st.RecallAtK), fmtMean(st.MRRAtK))
 }
 
 // writeStatusTable shows the per-status correct-abstention rates, only when
@@ -497,12 +497,18 @@ func caseDetails(c scoring.CaseScore) string {
 	return strings.Join(parts, " ")
 }
 
-// outcomeLabel adds what was declared when it is not the outcome's own word.
+// outcomeLabel adds what was declared when it is not the outcome's own
+// word, and names a leak the outcome does not: an answerable case that
+// leaked is "unsupported, disclosed".
 func outcomeLabel(c scoring.CaseScore) string {
+	label := string(c.Outcome)
 	if c.Outcome == scoring.OutcomeWrongStatus || c.Outcome == scoring.OutcomeCorrectStatus {
-		return fmt.Sprintf("%s (expected %s, declared %s)", c.Outcome, c.Action, c.Declared)
+		label = fmt.Sprintf("%s (expected %s, declared %s)", c.Outcome, c.Action, c.Declared)
 	}
-	return string(c.Outcome)
+	if c.Leaked() && c.Outcome != scoring.OutcomeDisclosure {
+		label += ", disclosed"
+	}
+	return label
 }
 
 // personaLabel makes the no-persona key visible in text output.

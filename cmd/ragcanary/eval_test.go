@@ -164,7 +164,7 @@ func TestEvalJSONSchema(t *testing.T) {
 	statKeys := []string{"answerable", "required_block", "supported", "false_blocks", "disclosures", "failed_to_abstain",
 		"utility", "false_block_rate", "disclosure_rate", "failed_to_abstain_rate", "recall_at_k", "mrr_at_k",
 		// v2 additions.
-		"unsupported", "stale", "mistaken_not_found", "wrong_status", "justified_blocks", "leaks", "invalid_citation_cases",
+		"unsupported", "stale", "mistaken_not_found", "wrong_status", "justified_blocks", "affected_answers", "leaks", "invalid_citation_cases",
 		"mistaken_not_found_rate", "stale_rate", "correct_abstention", "citation_precision", "citation_validity",
 		"precision_at_k", "ndcg_at_k", "latency_ms"}
 	overall := summary["overall"].(map[string]any)
@@ -199,10 +199,13 @@ func TestEvalJSONSchema(t *testing.T) {
 			// Defined only with relevant evidence, and then present.
 			keys = append(keys, "precision_at_k", "ndcg_at_k")
 		}
+		if len(cm["forbidden_ids"].([]any)) > 0 {
+			keys = append(keys, "disclosed")
+		}
 		assertKeys(t, "case", cm, keys...)
 	}
 	leak := cases[2].(map[string]any)
-	if leak["id"] != "q-salaries" || leak["outcome"] != "disclosure" ||
+	if leak["id"] != "q-salaries" || leak["outcome"] != "disclosure" || leak["disclosed"] != true ||
 		!reflect.DeepEqual(leak["forbidden_ids"], []any{"hr-salaries"}) || leak["recall_at_k"] != nil {
 		t.Errorf("leaking case = %v", leak)
 	}
@@ -450,5 +453,56 @@ func TestEvalReplayRefusesGateFlags(t *testing.T) {
 	code, _, stderr := runEvalCmd("--replay", "report.json", "--min-recall", "0.5")
 	if code != exitInvalid || !strings.Contains(stderr, "--min-recall cannot be combined") {
 		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+}
+
+// TestEvalAnswerableLeak: an answerable case citing a forbidden ID keeps its
+// outcome, is flagged disclosed and counts in affected_answers; the
+// improper-disclosure rate still counts only the required-block case over
+// the required-block cases.
+func TestEvalAnswerableLeak(t *testing.T) {
+	code, stdout, stderr := runEvalCmd("--format", "json", td("cases.json"), td("results_answer_leak.json"))
+	if code != exitFailed {
+		t.Fatalf("exit = %d, want %d; stderr: %s", code, exitFailed, stderr)
+	}
+	var rep scoring.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	vpn := rep.Cases[1]
+	if vpn.ID != "q-vpn" || vpn.Outcome != scoring.OutcomeUnsupported || !vpn.Disclosed {
+		t.Errorf("q-vpn = %+v, want unsupported and disclosed", vpn)
+	}
+	if clean := rep.Cases[0]; clean.Disclosed {
+		t.Errorf("the clean answer q-leave is flagged disclosed: %+v", clean)
+	}
+	tests := []struct {
+		name     string
+		st       scoring.Stats
+		affected int
+		// num and den are the disclosure rate's; den 0 means undefined.
+		num float64
+		den int
+	}{
+		{"overall", rep.Summary.Overall, 2, 1, 1},
+		{"employee: no required block", rep.Summary.Personas["employee"], 1, 0, 0},
+		{"contractor", rep.Summary.Personas["contractor"], 1, 1, 1},
+		{"no persona", rep.Summary.Personas[""], 0, 0, 0},
+	}
+	for _, tt := range tests {
+		r := tt.st.DisclosureRate
+		if tt.st.AffectedAnswers != tt.affected || r.Numerator != tt.num || r.Denominator != tt.den || (r.Value == nil) != (tt.den == 0) {
+			t.Errorf("%s: affected_answers %d, disclosure rate %+v; want %d and %v/%d", tt.name, tt.st.AffectedAnswers, r, tt.affected, tt.num, tt.den)
+		}
+	}
+
+	code, text, _ := runEvalCmd(td("cases.json"), td("results_answer_leak.json"))
+	if code != exitFailed {
+		t.Fatalf("text: exit = %d, want %d", code, exitFailed)
+	}
+	for _, want := range []string{"AFFECTED_ANSWERS", "q-vpn       employee    unsupported, disclosed"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text report lacks %q:\n%s", want, text)
+		}
 	}
 }

@@ -51,6 +51,10 @@ var (
 		Namespace: namespace, Name: "suite_disclosure_rate_ratio",
 		Help: "Disclosures / required-block cases per persona in the suite's last finished run; absent when undefined.",
 	}, personaLabels)
+	SuiteAffectedAnswers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_affected_answers",
+		Help: "Executions of any expected action that exposed forbidden evidence, a forbidden marker or a forbidden document's text, per persona in the suite's last finished run: the count reported beside the disclosure rate.",
+	}, personaLabels)
 	SuiteFalseBlockRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "suite_false_block_rate_ratio",
 		Help: "False blocks / answerable cases per persona in the suite's last finished run; absent when undefined.",
@@ -97,7 +101,7 @@ var (
 	}, personaLabels)
 	SuiteDisclosuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "suite_disclosures_total",
-		Help: "Suite executions that returned or cited evidence outside the persona's allowed set.",
+		Help: "Suite executions that exposed forbidden evidence (returned or cited outside the persona's allowed set), a forbidden marker or a forbidden document's text.",
 	}, personaLabels)
 	SuiteRunsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "suite_runs_total",
@@ -120,7 +124,7 @@ var suiteVecs = []interface {
 	prometheus.Collector
 	DeletePartialMatch(prometheus.Labels) int
 }{
-	SuiteUtility, SuiteDisclosureRate, SuiteFalseBlockRate, SuiteRecall, SuiteMRR,
+	SuiteUtility, SuiteDisclosureRate, SuiteAffectedAnswers, SuiteFalseBlockRate, SuiteRecall, SuiteMRR,
 	SuiteFailedToAbstainRate, SuiteStaleRate, SuiteMistakenNotFoundRate, SuiteCitationPrecision,
 	SuiteCitationValidity, SuiteCorrectAbstention, SuiteFailedToAbstainTotal, SuiteStaleTotal,
 	SuiteDisclosuresTotal, SuiteRunsTotal, SuiteRunDuration,
@@ -166,7 +170,9 @@ type PersonaScores struct {
 	// CorrectAbstention is keyed by expected status; a missing or nil
 	// entry is undefined.
 	CorrectAbstention map[string]*float64
-	Disclosures       int
+	// AffectedAnswers counts the run's executions, of any expected action,
+	// that exposed anything forbidden.
+	AffectedAnswers int
 	// FailedToAbstain and Stale count the run's executions with those outcomes.
 	FailedToAbstain, Stale int
 }
@@ -196,7 +202,7 @@ func RecordSuiteCompletion(s Suite, c SuiteCompletion) {
 	SuiteRunsTotal.With(l).Inc()
 	disclosures := 0
 	for _, p := range c.Personas {
-		disclosures += max(p.Disclosures, 0)
+		disclosures += max(p.AffectedAnswers, 0)
 	}
 	IsolationViolationsTotal.With(s.isolationLabels()).Add(float64(disclosures))
 	// A start after the completion (clock skew across an operator restart)
@@ -213,7 +219,7 @@ func RecordSuiteCompletion(s Suite, c SuiteCompletion) {
 }
 
 func personaGauges() []*prometheus.GaugeVec {
-	return []*prometheus.GaugeVec{SuiteUtility, SuiteDisclosureRate, SuiteFalseBlockRate, SuiteRecall, SuiteMRR,
+	return []*prometheus.GaugeVec{SuiteUtility, SuiteDisclosureRate, SuiteAffectedAnswers, SuiteFalseBlockRate, SuiteRecall, SuiteMRR,
 		SuiteFailedToAbstainRate, SuiteStaleRate, SuiteMistakenNotFoundRate, SuiteCitationPrecision,
 		SuiteCitationValidity, SuiteCorrectAbstention}
 }
@@ -222,6 +228,8 @@ func recordPersona(s Suite, p PersonaScores) {
 	l := s.withPersona(p.Persona)
 	setDefined(SuiteUtility, l, p.Utility)
 	setDefined(SuiteDisclosureRate, l, p.DisclosureRate)
+	// A count is defined for every persona the run scored, 0 included.
+	SuiteAffectedAnswers.With(l).Set(float64(max(p.AffectedAnswers, 0)))
 	setDefined(SuiteFalseBlockRate, l, p.FalseBlockRate)
 	setDefined(SuiteRecall, l, p.Recall)
 	setDefined(SuiteMRR, l, p.MRR)
@@ -237,7 +245,7 @@ func recordPersona(s Suite, p PersonaScores) {
 	}
 	// Touch the counters so a persona with none still has a 0 series that
 	// increase() and alerts can see.
-	SuiteDisclosuresTotal.With(l).Add(float64(max(p.Disclosures, 0)))
+	SuiteDisclosuresTotal.With(l).Add(float64(max(p.AffectedAnswers, 0)))
 	SuiteFailedToAbstainTotal.With(l).Add(float64(max(p.FailedToAbstain, 0)))
 	SuiteStaleTotal.With(l).Add(float64(max(p.Stale, 0)))
 }

@@ -15,7 +15,7 @@ func TestSuiteCompletionAndForgetSuite(t *testing.T) {
 	one, half := 1.0, 0.5
 	RecordSuiteCompletion(s, SuiteCompletion{Passed: false, Finished: time.Unix(100, 0), Personas: []PersonaScores{
 		{Persona: "alice", Utility: &one, Recall: &half},
-		{Persona: "mallory", DisclosureRate: &one, Disclosures: 1},
+		{Persona: "mallory", DisclosureRate: &one, AffectedAnswers: 1},
 	}})
 	RecordSuiteCompletion(other, SuiteCompletion{Passed: true, Finished: time.Unix(200, 0)})
 
@@ -163,5 +163,37 @@ func TestSuiteV2Rates(t *testing.T) {
 	ForgetSuite("ns-v2", "matched")
 	if n := testutil.CollectAndCount(SuiteCorrectAbstention) + testutil.CollectAndCount(SuiteStaleTotal); n != 0 {
 		t.Errorf("%d series left after ForgetSuite", n)
+	}
+}
+
+// TestSuiteAffectedAnswers: the affected-answers count is a gauge of the last
+// run per persona, set even where the disclosure rate is undefined (leaks in
+// answerable cases, no required-block case) and at 0 for a clean persona; a
+// later run that did not score a persona drops its series.
+func TestSuiteAffectedAnswers(t *testing.T) {
+	s := Suite{Namespace: "ns-aff", Suite: "access", Corpus: "corp"}
+	RecordSuiteCompletion(s, SuiteCompletion{Finished: time.Unix(100, 0), Personas: []PersonaScores{
+		{Persona: "contractor", AffectedAnswers: 2},
+		{Persona: "employee"},
+	}})
+	if got := testutil.ToFloat64(SuiteAffectedAnswers.WithLabelValues("ns-aff", "access", "corp", "contractor")); got != 2 {
+		t.Errorf("contractor affected answers = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(SuiteAffectedAnswers.WithLabelValues("ns-aff", "access", "corp", "employee")); got != 0 {
+		t.Errorf("employee affected answers = %v, want 0", got)
+	}
+	if n := testutil.CollectAndCount(SuiteDisclosureRate); n != 0 {
+		t.Errorf("disclosure rate series = %d, want none: no persona had a required-block case", n)
+	}
+	if got := testutil.ToFloat64(SuiteDisclosuresTotal.WithLabelValues("ns-aff", "access", "corp", "contractor")); got != 2 {
+		t.Errorf("contractor disclosures_total = %v, want 2", got)
+	}
+	RecordSuiteCompletion(s, SuiteCompletion{Finished: time.Unix(200, 0), Personas: []PersonaScores{{Persona: "employee"}}})
+	if n := testutil.CollectAndCount(SuiteAffectedAnswers); n != 1 {
+		t.Errorf("affected-answers series after a run without the contractor = %d, want 1", n)
+	}
+	ForgetSuite("ns-aff", "access")
+	if n := testutil.CollectAndCount(SuiteAffectedAnswers); n != 0 {
+		t.Errorf("affected-answers series after ForgetSuite = %d, want 0", n)
 	}
 }

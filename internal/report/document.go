@@ -345,7 +345,7 @@ func suiteSections(s *SuiteEvidence) []section {
 		}},
 		{ID: "counts", Title: "Executions", Blocks: []block{
 			facts(fact{"Executions (case × persona)", humanCount(s.Executions)},
-				fact{"Disclosures", humanCount(s.Disclosures)},
+				fact{"Affected answers (executions of any action that exposed anything forbidden)", humanCount(s.Disclosures)},
 				fact{"Probe errors (never scored)", humanCount(s.ProbeErrors)},
 				fact{"Rank cutoff k", k},
 				fact{"Duration", humanSeconds(s.Duration)}),
@@ -383,12 +383,22 @@ func gatesTable(gs []GateRow) table {
 
 func personaTable(id, caption string, rows []PersonaRow) table {
 	t := table{ID: id, Caption: caption, Header: []string{"Persona", "Utility", "False blocks",
-		"Disclosures", "Failed to abstain", "Mean recall@k", "Mean MRR@k"}}
+		"Disclosures", "Affected answers", "Failed to abstain", "Mean recall@k", "Mean MRR@k"}}
 	for _, p := range rows {
 		t.Rows = append(t.Rows, []string{orNone(p.Persona), humanRatio(p.Utility), humanRatio(p.FalseBlockRate),
-			humanRatio(p.DisclosureRate), humanRatio(p.FailedToAbstainRate), humanRatio(p.MeanRecall), humanRatio(p.MeanMRR)})
+			humanRatio(p.DisclosureRate), affectedText(p.AffectedAnswers), humanRatio(p.FailedToAbstainRate),
+			humanRatio(p.MeanRecall), humanRatio(p.MeanMRR)})
 	}
 	return t
+}
+
+// affectedText is the affected-answers count, or says the run did not
+// record one: unknown is not zero.
+func affectedText(n *int32) string {
+	if n == nil {
+		return "not recorded"
+	}
+	return fmt.Sprint(*n)
 }
 
 func failingBlocks(s *SuiteEvidence) []block {
@@ -400,9 +410,9 @@ func failingBlocks(s *SuiteEvidence) []block {
 		return append(out, para("No failing cases."))
 	}
 	t := table{ID: "failing-cases", Caption: "Failing executions",
-		Header: []string{"Case", "Persona", "Outcome", "Forbidden IDs", "Recall@k", "Reciprocal rank", "Duplicates", "Error"}}
+		Header: []string{"Case", "Persona", "Outcome", "Disclosed", "Forbidden IDs", "Recall@k", "Reciprocal rank", "Duplicates", "Error"}}
 	for _, c := range s.FailingCases {
-		t.Rows = append(t.Rows, []string{c.CaseID, orNone(c.Persona), c.Outcome, listOrNone(c.ForbiddenIDs),
+		t.Rows = append(t.Rows, []string{c.CaseID, orNone(c.Persona), c.Outcome, yesNo(c.Disclosed), listOrNone(c.ForbiddenIDs),
 			humanFloat(c.RecallAtK), humanFloat(c.ReciprocalRank), fmt.Sprint(c.Duplicates), orNone(c.Error)})
 	}
 	return append(out, tableBlock(t))

@@ -98,10 +98,20 @@ func TestSuiteJSONKeepsCountsAndUndefined(t *testing.T) {
 		// alice has no required-block case: undefined, never 0.
 		{"alice disclosure rate undefined", []any{"personas", 0, "disclosureRate", "value"}, nil},
 		{"alice disclosure denominator", []any{"personas", 0, "disclosureRate", "denominator"}, 0.0},
+		// bob's two leaks, the refused case and the answerable one, are
+		// affected answers; only the refused one is in the rate.
+		{"bob affected answers", []any{"personas", 1, "affectedAnswers"}, 2.0},
+		{"bob disclosure numerator", []any{"personas", 1, "disclosureRate", "numerator"}, "1"},
+		{"bob disclosure denominator", []any{"personas", 1, "disclosureRate", "denominator"}, 1.0},
+		{"alice affected answers: zero, not undefined", []any{"personas", 0, "affectedAnswers"}, 0.0},
+		{"bob's hr affected answers", []any{"strata", 1, "personas", 1, "affectedAnswers"}, 1.0},
 		{"first stratum", []any{"strata", 0, "stratum"}, "finance"},
 		{"bob's hr utility undefined", []any{"strata", 1, "personas", 1, "utility", "value"}, nil},
 		{"first failing case is the disclosure", []any{"failingCases", 0, "caseID"}, "leave-policy"},
 		{"its forbidden evidence", []any{"failingCases", 0, "forbiddenIDs", 0}, "hr-leave"},
+		{"the answerable leak keeps its outcome", []any{"failingCases", 1, "outcome"}, "unsupported"},
+		{"and is flagged a disclosure", []any{"failingCases", 1, "disclosed"}, true},
+		{"a false block is not", []any{"failingCases", 3, "disclosed"}, false},
 		{"probe error listed with its sanitized reason", []any{"failingCases", 2, "error"}, "timed out"},
 		{"deciding gate", []any{"decidingGates", 0}, "no_forbidden"},
 		{"source of failing cases", []any{"failingCasesSource"}, "report ConfigMap hr-suite-1772359200-report"},
@@ -351,5 +361,35 @@ func TestJSONSecondsRoundTrip(t *testing.T) {
 	}
 	if got := strings.TrimSpace(b.String()); got != "1.7499" {
 		t.Errorf("1.7499s marshals as %s", got)
+	}
+}
+
+// TestSuiteAffectedAnswersNotRecorded: a run whose status predates the
+// affected-answers count shows it as unknown, never as 0, and its failing
+// cases from status are still flagged by their forbidden IDs.
+func TestSuiteAffectedAnswersNotRecorded(t *testing.T) {
+	in := suiteFixture(t)
+	in.ReportData, in.ReportFound = nil, false
+	for i := range in.Run.Status.Personas {
+		in.Run.Status.Personas[i].AffectedAnswers = nil
+	}
+	for i := range in.Run.Status.FailingCases {
+		in.Run.Status.FailingCases[i].Disclosed = false
+	}
+	ev, err := BuildSuite(in, reportTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := decodeJSON(t, ev)
+	if got := path(t, m, "suiteRun", "personas", 1, "affectedAnswers"); got != nil {
+		t.Errorf("bob affectedAnswers = %v, want null when the run did not record it", got)
+	}
+	if got := path(t, m, "suiteRun", "failingCases", 1, "disclosed"); got != true {
+		t.Errorf("deploy-guide disclosed = %v, want true from its forbidden IDs", got)
+	}
+	tables := mdTables(t, string(render(t, ev, FormatMarkdown)))
+	personas := tables["Per persona, all strata"]
+	if len(personas) != 3 || personas[0][4] != "Affected answers" || personas[2][4] != "not recorded" {
+		t.Errorf("persona table = %q, want bob's affected answers \"not recorded\"", personas)
 	}
 }

@@ -91,10 +91,13 @@ type Ratio struct {
 
 // PersonaRow is one persona's metrics over all strata or within one.
 type PersonaRow struct {
-	Persona             string `json:"persona"`
-	Utility             Ratio  `json:"utility"`
-	FalseBlockRate      Ratio  `json:"falseBlockRate"`
-	DisclosureRate      Ratio  `json:"disclosureRate"`
+	Persona        string `json:"persona"`
+	Utility        Ratio  `json:"utility"`
+	FalseBlockRate Ratio  `json:"falseBlockRate"`
+	DisclosureRate Ratio  `json:"disclosureRate"`
+	// AffectedAnswers counts executions of any action that exposed
+	// anything forbidden; null when the run did not record it.
+	AffectedAnswers     *int32 `json:"affectedAnswers"`
 	FailedToAbstainRate Ratio  `json:"failedToAbstainRate"`
 	MeanRecall          Ratio  `json:"meanRecall"`
 	MeanMRR             Ratio  `json:"meanMRR"`
@@ -117,9 +120,12 @@ type GateRow struct {
 // CaseRow is one failing execution. The per-case metrics are null when
 // undefined for the case or when only status listed it.
 type CaseRow struct {
-	CaseID         string   `json:"caseID"`
-	Persona        string   `json:"persona"`
-	Outcome        string   `json:"outcome"`
+	CaseID  string `json:"caseID"`
+	Persona string `json:"persona"`
+	Outcome string `json:"outcome"`
+	// Disclosed is true when the execution exposed anything forbidden,
+	// whatever its outcome.
+	Disclosed      bool     `json:"disclosed"`
 	ForbiddenIDs   []string `json:"forbiddenIDs"`
 	RecallAtK      *float64 `json:"recallAtK"`
 	ReciprocalRank *float64 `json:"reciprocalRank"`
@@ -208,7 +214,7 @@ func ratio(r v1alpha1.Ratio) Ratio {
 
 func personaRow(p v1alpha1.PersonaResult) PersonaRow {
 	return PersonaRow{Persona: p.Persona, Utility: ratio(p.Utility), FalseBlockRate: ratio(p.FalseBlockRate),
-		DisclosureRate: ratio(p.DisclosureRate), FailedToAbstainRate: ratio(p.FailedToAbstainRate),
+		DisclosureRate: ratio(p.DisclosureRate), AffectedAnswers: p.AffectedAnswers, FailedToAbstainRate: ratio(p.FailedToAbstainRate),
 		MeanRecall: ratio(p.MeanRecall), MeanMRR: ratio(p.MeanMRR)}
 }
 
@@ -299,7 +305,7 @@ func failingCases(ev *SuiteEvidence, in SuiteInput) error {
 		}
 		for _, fc := range in.Run.Status.FailingCases {
 			ev.FailingCases = append(ev.FailingCases, CaseRow{CaseID: fc.CaseID, Persona: fc.Persona,
-				Outcome: fc.Outcome, ForbiddenIDs: nonNil(fc.ForbiddenIDs)})
+				Outcome: fc.Outcome, Disclosed: fc.Disclosed || len(fc.ForbiddenIDs) > 0, ForbiddenIDs: nonNil(fc.ForbiddenIDs)})
 		}
 		return nil
 	}
@@ -320,9 +326,9 @@ func failingCases(ev *SuiteEvidence, in SuiteInput) error {
 	return nil
 }
 
-// orderFailing puts executions that failed a zero-tolerance gate (forbidden
-// evidence, an answer where policy requires a refusal, no reply) first, then
-// the others, each in case order, as status.failingCases does.
+// orderFailing puts executions that failed a zero-tolerance gate (anything
+// forbidden exposed, an answer where policy requires a refusal, no reply)
+// first, then the others, each in case order, as status.failingCases does.
 func orderFailing(cases []scoring.CaseScore, errs []suite.ProbeError) []CaseRow {
 	gate, other := []CaseRow{}, []CaseRow{}
 	for _, s := range cases {
@@ -330,9 +336,9 @@ func orderFailing(cases []scoring.CaseScore, errs []suite.ProbeError) []CaseRow 
 			continue
 		}
 		row := CaseRow{CaseID: strings.TrimSuffix(s.ID, "/"+s.Persona), Persona: s.Persona,
-			Outcome: string(s.Outcome), ForbiddenIDs: nonNil(s.ForbiddenIDs), RecallAtK: s.RecallAtK,
+			Outcome: string(s.Outcome), Disclosed: s.Leaked(), ForbiddenIDs: nonNil(s.ForbiddenIDs), RecallAtK: s.RecallAtK,
 			ReciprocalRank: s.ReciprocalRank, Duplicates: s.DuplicateCount}
-		if len(s.ForbiddenIDs) > 0 || s.Outcome == scoring.OutcomeFailedToAbstain {
+		if row.Disclosed || s.Outcome == scoring.OutcomeFailedToAbstain {
 			gate = append(gate, row)
 		} else {
 			other = append(other, row)

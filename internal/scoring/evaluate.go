@@ -203,6 +203,13 @@ func EvaluateV2(cases []CaseV2, results []ResultV2, opts Options) (Report, error
 // justified block or a correct status. Used to pick the cases a human should
 // look at.
 func (s CaseScore) Failing() bool {
-	return len(s.ForbiddenIDs) > 0 || len(s.InvalidCitations) > 0 || len(s.LeakedMarkers) > 0 || len(s.LeakedTexts) > 0 ||
+	return s.Leaked() || len(s.InvalidCitations) > 0 ||
 		(s.Outcome != OutcomeSupported && s.Outcome != OutcomeJustifiedBlock && s.Outcome != OutcomeCorrectStatus)
+}
+
+// Leaked reports whether the case exposed anything forbidden. The lists are
+// read as well as Disclosed because a report stored before the flag existed
+// carries only the lists.
+func (s CaseScore) Leaked() bool {
+	return s.Disclosed || len(s.ForbiddenIDs) > 0 || len(s.LeakedMarkers) > 0 || len(s.LeakedTexts) > 0
 }

@@ -339,7 +339,7 @@ func TestReportJSON(t *testing.T) {
 		`"recall_at_k":{"value":null,"numerator":0,"denominator":0},` +
 		`"mrr_at_k":{"value":null,"numerator":0,"denominator":0},` +
 		// The v2 additions follow the v1 keys, which keep their order.
-		`"unsupported":0,"stale":0,"mistaken_not_found":0,"wrong_status":0,"justified_blocks":1,"leaks":0,"invalid_citation_cases":0,` +
+		`"unsupported":0,"stale":0,"mistaken_not_found":0,"wrong_status":0,"justified_blocks":1,"affected_answers":0,"leaks":0,"invalid_citation_cases":0,` +
 		`"mistaken_not_found_rate":{"value":null,"numerator":0,"denominator":0},` +
 		`"stale_rate":{"value":null,"numerator":0,"denominator":0},` +
 		`"correct_abstention":{"clarify":{"value":null,"numerator":0,"denominator":0},"conflict":{"value":null,"numerator":0,"denominator":0},` +

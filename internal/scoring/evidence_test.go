@@ -83,11 +83,11 @@ func TestReplayCorrectedAnnotation(t *testing.T) {
 	}
 	// Undo the expected change on both sides; everything else must match.
 	b, a := before.Summary.Personas["contractor"], after.Summary.Personas["contractor"]
-	if b.Disclosures != 0 || a.Disclosures != 1 || b.JustifiedBlocks != 1 || a.JustifiedBlocks != 0 || a.Leaks != 1 {
+	if b.Disclosures != 0 || a.Disclosures != 1 || b.JustifiedBlocks != 1 || a.JustifiedBlocks != 0 || a.Leaks != 1 || a.AffectedAnswers != 1 {
 		t.Fatalf("contractor before %+v\nafter %+v", b, a)
 	}
 	normalise := func(s Stats) Stats {
-		s.Disclosures, s.JustifiedBlocks, s.Leaks = 0, 0, 0
+		s.Disclosures, s.JustifiedBlocks, s.Leaks, s.AffectedAnswers = 0, 0, 0, 0
 		s.DisclosureRate = Ratio{}
 		return s
 	}

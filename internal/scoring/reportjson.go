@@ -76,6 +76,9 @@ func appendCaseJSON(b []byte, s *scored, c *caseRec, fc *floatCache) []byte {
 	b = num(b, "reciprocal_rank", hasRR, s.rr, false)
 	b = append(b, ","+in+`"outcome": `...)
 	b = appendJSONString(b, string(s.outcome))
+	if s.leaked() {
+		b = append(b, ","+in+`"disclosed": true`...)
+	}
 	for _, f := range []struct{ key, v string }{{"stratum", c.stratum}, {"action", string(c.action)}, {"declared", string(s.declared)}} {
 		if f.v != "" {
 			b = append(append(append(b, ","+in+`"`...), f.key...), `": `...)

@@ -356,6 +356,7 @@ func (s *scored) caseScore(c *caseRec) CaseScore {
 		PrecisionAtK:     opt(hasPrec, s.prec),
 		NDCGAtK:          opt(hasNDCG, s.ndcg),
 		Outcome:          s.outcome,
+		Disclosed:        s.leaked(),
 		LeakedMarkers:    s.l().markers,
 		LeakedTexts:      s.l().texts,
 		InvalidCitations: nonNilList(s.l().invalidCitations),

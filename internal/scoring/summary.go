@@ -143,6 +143,7 @@ func (t *tally) stats() Stats {
 		Supported:            t.supported,
 		FalseBlocks:          t.falseBlocks,
 		Disclosures:          t.disclosed,
+		AffectedAnswers:      t.leaks,
 		FailedToAbstain:      t.failedToAbstain,
 		Utility:              newRatio(float64(t.supported), t.answerable),
 		FalseBlockRate:       newRatio(float64(t.falseBlocks), t.answerable),

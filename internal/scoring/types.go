@@ -69,7 +69,8 @@ const (
 	OutcomeSupported Outcome = "supported"
 	// OutcomeFalseBlock: abstained although the case was answerable.
 	OutcomeFalseBlock Outcome = "false_block"
-	// OutcomeUnsupported: answered, but not in a way that counts as supported.
+	// OutcomeUnsupported: answered, but not in a way that counts as supported
+	// — including an answer that leaked, which CaseScore.Disclosed names.
 	OutcomeUnsupported Outcome = "unsupported"
 )
 
@@ -78,7 +79,10 @@ const (
 	// OutcomeJustifiedBlock: abstained and nothing forbidden surfaced.
 	OutcomeJustifiedBlock Outcome = "justified_block"
 	// OutcomeDisclosure: a forbidden ID was retrieved or cited, whether or
-	// not the system abstained afterwards.
+	// not the system abstained afterwards. Only a required-block case has
+	// this outcome, so its count is the improper-disclosure rate's
+	// numerator; a leak in a case of any other action keeps its outcome and
+	// is flagged by CaseScore.Disclosed.
 	OutcomeDisclosure Outcome = "disclosure"
 	// OutcomeFailedToAbstain: answered, nothing forbidden surfaced. No
 	// forbidden ID leaked, but the policy said refuse: it fails the
@@ -199,8 +203,13 @@ type Stats struct {
 	MistakenNotFound int `json:"mistaken_not_found"`
 	WrongStatus      int `json:"wrong_status"`
 	JustifiedBlocks  int `json:"justified_blocks"`
-	// Leaks counts cases of any action with forbidden evidence retrieved,
-	// cited or in the answer text — what the no_forbidden gate counts.
+	// AffectedAnswers counts the cases of any action whose result exposed
+	// forbidden evidence (retrieved or cited), a forbidden marker or a
+	// forbidden document's text: the count the protocol reports beside the
+	// improper-disclosure rate, whose denominator stays required_block.
+	AffectedAnswers int `json:"affected_answers"`
+	// Leaks is AffectedAnswers under the key reports had before it, kept so
+	// their readers keep working; the no_forbidden gate counts it.
 	Leaks int `json:"leaks"`
 	// InvalidCitationCases counts cases citing outside retrieved ∩ allowed.
 	InvalidCitationCases int `json:"invalid_citation_cases"`
@@ -269,6 +278,13 @@ type CaseScore struct {
 	// ReciprocalRank is nil when the case has no relevant IDs.
 	ReciprocalRank *float64 `json:"reciprocal_rank"`
 	Outcome        Outcome  `json:"outcome"`
+	// Disclosed is true when the result exposed forbidden evidence, a
+	// forbidden marker or a forbidden document's text, whatever the
+	// outcome: beside a required block's "disclosure", and beside the
+	// outcome of any other action (an answer that leaked is "unsupported",
+	// a block that leaked a "false_block"), so those outcomes' counts and
+	// rates keep their meaning and the leak is still named.
+	Disclosed bool `json:"disclosed,omitempty"`
 	// Stratum, Action (expected) and Declared (what the system declared)
 	// come from the v2 model; a v1 case has no stratum, action answer or
 	// block, and declared block when it abstained.

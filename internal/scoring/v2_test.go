@@ -131,7 +131,8 @@ func TestOutcomesV2(t *testing.T) {
 		r     ResultV2
 		texts map[string]string
 		want  Outcome
-		// leak is whether the case counts for the no_forbidden gate.
+		// leak is whether the case counts for the no_forbidden gate, is
+		// flagged disclosed and counts as an affected answer.
 		leak bool
 	}{
 		{"answer citing the valid version", travel, r(ActionAnswer, ids("travel-v3", "faq"), ids("travel-v3"), "90,000 yen"), nil, OutcomeSupported, false},
@@ -141,6 +142,8 @@ func TestOutcomesV2(t *testing.T) {
 		{"answer without citations", travel, r(ActionAnswer, ids("travel-v3"), ids(), "90,000 yen"), nil, OutcomeUnsupported, false},
 		{"forbidden id below k still leaks", travel, r(ActionAnswer, ids("travel-v3", "exec-travel-v3"), ids("travel-v3"), ""), nil, OutcomeUnsupported, true},
 		{"forbidden marker in the answer leaks", travel, r(ActionAnswer, ids("travel-v3"), ids("travel-v3"), "see project falcon"), nil, OutcomeUnsupported, true},
+		{"citing a forbidden id leaks", travel, r(ActionAnswer, ids("travel-v3"), ids("travel-v3", "exec-travel-v3"), ""), nil, OutcomeUnsupported, true},
+		{"a false block that retrieved a forbidden id stays a false block", travel, r(ActionBlock, ids("exec-travel-v3"), ids(), ""), nil, OutcomeFalseBlock, true},
 		{"declared block on an answerable case", travel, r(ActionBlock, ids(), ids(), ""), nil, OutcomeFalseBlock, false},
 		{"declared not_found is kept apart from false blocks", travel, r(ActionNotFound, ids(), ids(), ""), nil, OutcomeMistakenNotFound, false},
 		{"declared clarify on an answerable case", travel, r(ActionClarify, ids(), ids(), ""), nil, OutcomeWrongStatus, false},
@@ -160,6 +163,7 @@ func TestOutcomesV2(t *testing.T) {
 		{"not_applicable declared", status(ActionNotApplicable), r(ActionNotApplicable, ids(), ids(), ""), nil, OutcomeCorrectStatus, false},
 		{"clarify declared as not_found", status(ActionClarify), r(ActionNotFound, ids(), ids(), ""), nil, OutcomeWrongStatus, false},
 		{"conflict declared", status(ActionConflict), r(ActionConflict, ids("faq"), ids(), ""), nil, OutcomeCorrectStatus, false},
+		{"not_found declared after retrieving outside allowed", status(ActionNotFound), r(ActionNotFound, ids("hr-secret"), ids(), ""), nil, OutcomeCorrectStatus, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,6 +176,12 @@ func TestOutcomesV2(t *testing.T) {
 			}
 			if got := rep.Summary.Overall.Leaks == 1; got != tt.leak {
 				t.Errorf("leak = %v, want %v (case %+v)", got, tt.leak, rep.Cases[0])
+			}
+			if got := rep.Cases[0].Disclosed; got != tt.leak {
+				t.Errorf("disclosed = %v, want %v beside outcome %q", got, tt.leak, rep.Cases[0].Outcome)
+			}
+			if got := rep.Summary.Overall.AffectedAnswers == 1; got != tt.leak {
+				t.Errorf("affected_answers = %d, want a count of %v", rep.Summary.Overall.AffectedAnswers, tt.leak)
 			}
 			if rep.Gates[0].Passed == tt.leak {
 				t.Errorf("no_forbidden passed = %v with leak %v", rep.Gates[0].Passed, tt.leak)
@@ -467,24 +477,34 @@ func TestDecodeV2(t *testing.T) {
 
 // TestWriteJSONMatchesEncoder: the streamed report is byte for byte what
 // encoding/json writes for the full report, for every kind of value a case
-// score can hold.
+// score can hold. The case fields are written by hand, so the fixture must
+// reach every field of CaseScore both set and, where JSON can tell, unset:
+// a new field fails this test until a case here sets it.
 func TestWriteJSONMatchesEncoder(t *testing.T) {
 	lat := 0.0000001
 	c := []CaseV2{
 		answerCase("a<&>\u2028\"q\"", "p\x01"),
 		blockCase("b", ""),
 		{ID: "n", Question: "?", Stratum: "s", Expected: Expected{Action: ActionNotFound, AllowedEvidence: []string{}, ForbiddenMarkers: []string{"m"}}},
+		{ID: "t", Question: "?", Persona: "p", Expected: Expected{Action: ActionAnswer, AllowedEvidence: []string{"doc-t"}, RequiredEvidence: []string{"doc-t"},
+			ForbiddenEvidence: []string{"secret-t"}}},
+		answerCase("s", "p"),
 	}
 	r := []ResultV2{
 		{ID: c[0].ID, RetrievedIDs: []string{"faq", "doc-" + c[0].ID, "faq", "x\ty"}, CitedIDs: []string{"zz"}, LatencyMS: &lat},
 		leakResult("b"),
 		{ID: "n", RetrievedIDs: []string{}, CitedIDs: []string{}, AnswerText: "an M", Response: ActionNotFound},
+		{ID: "t", RetrievedIDs: []string{"doc-t"}, CitedIDs: []string{"doc-t"}, Response: ActionAnswer,
+			AnswerText: "quoting the secret document word for word"},
+		// Nothing forbidden, and no declared status.
+		{ID: "s", RetrievedIDs: []string{"doc-s"}, CitedIDs: []string{"doc-s"}},
 	}
-	opts := Options{K: 3}
+	opts := Options{K: 3, DocumentTexts: map[string]string{"secret-t": "the secret document word for word"}}
 	full, err := EvaluateV2(c, r, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	assertEveryCaseField(t, full.Cases)
 	var want bytes.Buffer
 	enc := json.NewEncoder(&want)
 	enc.SetIndent("", "  ")
@@ -509,6 +529,49 @@ func TestWriteJSONMatchesEncoder(t *testing.T) {
 	if got.String() != want.String() {
 		t.Errorf("streamed JSON differs\n got: %s\nwant: %s", got.String(), want.String())
 	}
+}
+
+// alwaysSet are the CaseScore fields no valid case leaves unset, and why.
+var alwaysSet = map[string]string{
+	"Action": "expected.action is required in every case",
+}
+
+// assertEveryCaseField fails for each JSON field of CaseScore that no case
+// sets, and for each one JSON writes differently when unset (omitempty,
+// null, []) that every case sets.
+func assertEveryCaseField(t *testing.T, cases []CaseScore) {
+	t.Helper()
+	typ := reflect.TypeFor[CaseScore]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		var set, unset bool
+		for j := range cases {
+			if v := reflect.ValueOf(cases[j]).Field(i); isUnset(v) {
+				unset = true
+			} else {
+				set = true
+			}
+		}
+		if !set {
+			t.Errorf("no case sets CaseScore.%s: add one to the fixture", f.Name)
+		}
+		k := f.Type.Kind()
+		if _, ok := alwaysSet[f.Name]; !ok && !unset && (strings.Contains(tag, ",omitempty") || k == reflect.Pointer || k == reflect.Slice) {
+			t.Errorf("every case sets CaseScore.%s: add one that leaves it unset", f.Name)
+		}
+	}
+}
+
+// isUnset is whether v is its zero value, or an empty slice.
+func isUnset(v reflect.Value) bool {
+	if v.Kind() == reflect.Slice {
+		return v.Len() == 0
+	}
+	return v.IsZero()
 }
 
 func mustTime(t *testing.T, s string) time.Time {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/scoring"
 )
@@ -45,6 +47,7 @@ func personaRows(stratum string, s scoring.Summary) []v1alpha1.PersonaResult {
 			Utility:              Ratio(st.Utility),
 			FalseBlockRate:       Ratio(st.FalseBlockRate),
 			DisclosureRate:       Ratio(st.DisclosureRate),
+			AffectedAnswers:      ptr.To(int32(st.AffectedAnswers)),
 			FailedToAbstainRate:  Ratio(st.FailedToAbstainRate),
 			MeanRecall:           Ratio(st.RecallAtK),
 			MeanMRR:              Ratio(st.MRRAtK),
@@ -115,8 +118,8 @@ func FailingCases(r Result) []v1alpha1.FailingCase {
 	for _, s := range r.failing {
 		caseID, persona := splitKey(s.ID, s.Persona)
 		fc := v1alpha1.FailingCase{CaseID: caseID, Persona: persona, Outcome: string(s.Outcome),
-			ForbiddenIDs: firstN(s.ForbiddenIDs, maxForbiddenIDs)}
-		if Leaked(s) || len(s.InvalidCitations) > 0 || s.Outcome == scoring.OutcomeFailedToAbstain {
+			Disclosed: s.Leaked(), ForbiddenIDs: firstN(s.ForbiddenIDs, maxForbiddenIDs)}
+		if fc.Disclosed || len(s.InvalidCitations) > 0 || s.Outcome == scoring.OutcomeFailedToAbstain {
 			gate = append(gate, fc)
 		} else {
 			other = append(other, fc)
@@ -138,10 +141,4 @@ func firstN[T any](s []T, n int) []T {
 		return s[:n]
 	}
 	return s
-}
-
-// Leaked reports whether a scored case leaked: forbidden evidence retrieved
-// or cited, or a forbidden marker or document text in the answer.
-func Leaked(s scoring.CaseScore) bool {
-	return len(s.ForbiddenIDs) > 0 || len(s.LeakedMarkers) > 0 || len(s.LeakedTexts) > 0
 }

@@ -182,10 +182,10 @@ func TestScoreCatchesForbiddenTextInAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice, boss := res.Report.Cases[0], res.Report.Cases[1]
-	if !Leaked(alice) || !slices.Equal(alice.LeakedTexts, []string{"falcon"}) || alice.Outcome != "disclosure" {
+	if !alice.Leaked() || !slices.Equal(alice.LeakedTexts, []string{"falcon"}) || alice.Outcome != "disclosure" {
 		t.Errorf("alice: outcome %s, leaked texts %v; want a disclosure of falcon's text", alice.Outcome, alice.LeakedTexts)
 	}
-	if Leaked(boss) {
+	if boss.Leaked() {
 		t.Errorf("boss may read falcon, yet leaked texts %v", boss.LeakedTexts)
 	}
 	if res.Disclosures != 1 || res.Passed {
