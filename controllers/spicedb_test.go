@@ -163,7 +163,7 @@ func TestSpiceDBMinimizeLatencyLagIsMeasured(t *testing.T) {
 // minimize_latency lookup.
 func waitQuantizing(t *testing.T, db *spicedbtest.Server) {
 	t.Helper()
-	client, err := spicedb.Dial(db.Endpoint, db.Key, true)
+	client, err := spicedb.Dial(db.Endpoint, db.Key, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestSpiceDBRemoveFromGroup(t *testing.T) {
 	ns := spicedbFixture(t, url, db)
 	runs := spicedbRuns(t, ns, 2, v1alpha1.RevokeRemoveFromGroup)
 	upperBounds(t, runs)
-	client, err := spicedb.Dial(db.Endpoint, db.Key, true)
+	client, err := spicedb.Dial(db.Endpoint, db.Key, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,8 @@ type settings struct {
 	leaderElectionNS  string
 	allowedTargetURLs string
 	allowAnyTarget    bool
+	deniedCIDRs       string
+	allowedCIDRs      string
 	watchNamespace    string
 	probeHeartbeat    time.Duration
 	defaults          controllers.Defaults
@@ -46,6 +48,8 @@ func parseFlags(args []string) (settings, error) {
 	fs.StringVar(&s.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
 	fs.StringVar(&s.allowedTargetURLs, "allowed-target-urls", "", "Comma-separated URL prefixes the operator may call, for example https://rag.internal/tenant-a/ (required unless --allow-any-target). Paths match on whole segments.")
 	fs.BoolVar(&s.allowAnyTarget, "allow-any-target", false, "Allow the operator to call any http(s) target. Only for a cluster where everyone who can create a Corpus may also read every credential Secret it could name.")
+	fs.StringVar(&s.deniedCIDRs, "denied-target-cidrs", strings.Join(target.DefaultDeniedCIDRs, ","), "Comma-separated CIDRs the operator never connects to, checked on the resolved address of every connection to a target (\"none\": no denied range). Loopback is denied too unless an --allowed-target-urls entry is a loopback address or --allowed-target-cidrs holds one.")
+	fs.StringVar(&s.allowedCIDRs, "allowed-target-cidrs", "", "Comma-separated CIDRs the operator may connect to (default: any address not denied); a denied range wins.")
 	fs.StringVar(&s.watchNamespace, "watch-namespace", "", "Only reconcile objects in this namespace (default: all namespaces).")
 	def := controllers.DefaultSettings()
 	fs.DurationVar(&s.probeHeartbeat, "probe-heartbeat", controllers.DefaultProbeHeartbeat, "How often probe counters reach CanaryRun status while a run probes; what a restart could not observe again (a first negative, a reappearance, a confirmed exclusion) is written when it happens. The default keeps an active run under 0.01 status writes per second.")
@@ -105,7 +109,11 @@ func run(s settings) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	door := &target.Door{Reader: mgr.GetAPIReader(), Allow: allow}
+	addrs, err := target.AddressPolicyFromFlags(s.deniedCIDRs, s.allowedCIDRs, allow)
+	if err != nil {
+		return err
+	}
+	door := &target.Door{Reader: mgr.GetAPIReader(), Allow: allow, Addresses: addrs}
 	if err := controllers.SetupAll(mgr, controllers.Options{Door: door, ProbeHeartbeat: s.probeHeartbeat, Defaults: s.defaults}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
@@ -115,7 +123,7 @@ func run(s settings) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting manager", "metricsAddress", s.metricsAddr, "leaderElection", s.leaderElect, "allowedTargets", allow.String())
+	ctrl.Log.Info("starting manager", "metricsAddress", s.metricsAddr, "leaderElection", s.leaderElect, "allowedTargets", allow.String(), "targetAddresses", addrs.String())
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // TestAllowlistIsRequired: the manager refuses to start without a target
@@ -33,5 +35,17 @@ func TestAllowlistIsRequired(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestDeniedTargetCIDRsDefault: the flag's default is the door's list, so
+// a manager started without it denies the metadata ranges.
+func TestDeniedTargetCIDRsDefault(t *testing.T) {
+	s, err := parseFlags([]string{"--allowed-target-urls=https://rag.internal/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.deniedCIDRs != strings.Join(target.DefaultDeniedCIDRs, ",") {
+		t.Errorf("--denied-target-cidrs defaults to %q", s.deniedCIDRs)
 	}
 }

@@ -46,7 +46,7 @@ func (a *SpiceDBAuthz) validate() error {
 // newAuthorizer connects, writes the reference schema if SpiceDB has none,
 // and returns the query-time authorizer.
 func newAuthorizer(a *SpiceDBAuthz) (*spicedb.Authorizer, error) {
-	client, err := spicedb.Dial(a.Endpoint, a.Key, true)
+	client, err := spicedb.Dial(a.Endpoint, a.Key, true, nil)
 	if err != nil {
 		return nil, err
 	}

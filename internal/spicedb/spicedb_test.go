@@ -18,7 +18,7 @@ const timeout = 5 * time.Second
 
 func TestPermissionsAgainstRealSpiceDB(t *testing.T) {
 	srv := spicedbtest.Start(t, spicedbtest.Options{Quantization: 100 * time.Millisecond})
-	client, err := spicedb.Dial(srv.Endpoint, srv.Key, true)
+	client, err := spicedb.Dial(srv.Endpoint, srv.Key, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestPermissionsAgainstRealSpiceDB(t *testing.T) {
 
 func TestCheckSchemaNamesWhatIsMissing(t *testing.T) {
 	srv := spicedbtest.Start(t, spicedbtest.Options{})
-	client, err := spicedb.Dial(srv.Endpoint, srv.Key, true)
+	client, err := spicedb.Dial(srv.Endpoint, srv.Key, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ definition document {
 
 func TestWrongKeyIsUnauthorized(t *testing.T) {
 	srv := spicedbtest.Start(t, spicedbtest.Options{})
-	client, err := spicedb.Dial(srv.Endpoint, "not-the-key", true)
+	client, err := spicedb.Dial(srv.Endpoint, "not-the-key", true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

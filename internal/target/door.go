@@ -44,8 +44,12 @@ type Door struct {
 	Limiters *Limiters
 	// DefaultLimit applies to corpora that set no rate limit.
 	DefaultLimit Limit
-	// HTTPClient overrides the shared client; it is wrapped so it never
-	// follows redirects either way.
+	// Addresses is what the door may connect to after resolution, enforced
+	// in the dialer of every connection the door opens itself.
+	Addresses AddressPolicy
+	// HTTPClient overrides the door's own client (tests); it is wrapped so
+	// it never follows redirects either way, and its transport is the
+	// caller's, so Addresses does not apply to it.
 	HTTPClient *http.Client
 
 	// shared are the connections the door opened for corpora, held by the
@@ -268,12 +272,19 @@ func (d *Door) buildHeld(obj *v1alpha1.Corpus, r Recipe, live bool, h *holds) (*
 func (d *Door) HTTPDriver(baseURL, sourceToken string, timeout time.Duration) (driver.Driver, error) {
 	drv, err := httpdriver.New(httpdriver.Config{
 		BaseURL: baseURL, SourceToken: sourceToken, Timeout: timeout,
-		HTTPClient: NoRedirects(d.HTTPClient), Retries: 0,
+		HTTPClient: NoRedirects(d.httpClient()), Retries: 0,
 	})
 	if err != nil {
 		return nil, Stall(ReasonInvalidURL, "spec.driver.http.url: %v", err)
 	}
 	return drv, nil
+}
+
+func (d *Door) httpClient() *http.Client {
+	if d.HTTPClient != nil {
+		return d.HTTPClient
+	}
+	return d.conns().http
 }
 
 // Persona resolves a Persona's credential.

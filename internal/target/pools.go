@@ -2,10 +2,12 @@ package target
 
 import (
 	"encoding/json"
+	"net/http"
 	"sync"
 	"time"
 
 	authzed "github.com/authzed/authzed-go/v1"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ragcanary/ragcanary/internal/driver/postgres"
 	"github.com/ragcanary/ragcanary/internal/spicedb"
@@ -17,10 +19,13 @@ import (
 type conns struct {
 	postgres *shared[*postgres.Driver]
 	spicedb  *shared[*authzed.Client]
+	// http keeps connections to each target alive across probes.
+	http *http.Client
 }
 
-func newConns() *conns {
+func newConns(policy AddressPolicy) *conns {
 	return &conns{
+		http:     &http.Client{Transport: newTransport(policy), CheckRedirect: refuseRedirect},
 		postgres: newShared(func(d *postgres.Driver) { d.Close() }),
 		// Close only releases the connection; an error leaves nothing to do.
 		spicedb: newShared(func(c *authzed.Client) { _ = c.Close() }),
@@ -35,7 +40,7 @@ func (d *Door) conns() *conns {
 	connsInit.Lock()
 	defer connsInit.Unlock()
 	if d.shared == nil {
-		d.shared = newConns()
+		d.shared = newConns(d.Addresses)
 	}
 	return d.shared
 }
@@ -103,6 +108,11 @@ func (d *Door) openPostgres(corpus string, r Recipe, timeout time.Duration, cfg 
 	}
 	pool := d.conns().postgres
 	drv, release, err := pool.acquire(corpus, id, func() (*postgres.Driver, error) {
+		for _, c := range []*pgxpool.Config{cfg.Writer, cfg.Reader} {
+			if c != nil {
+				c.ConnConfig.DialFunc = d.Addresses.DialContext
+			}
+		}
 		drv, err := postgres.New(cfg)
 		if err != nil {
 			return nil, Stall(ReasonInvalidURL, "spec.driver.postgres: the connection settings are not usable")
@@ -125,7 +135,7 @@ func (d *Door) openSpiceDB(corpus, endpoint string, key []byte, plaintext bool, 
 	id := idOf([]byte(endpoint), key, pt)
 	pool := d.conns().spicedb
 	cl, release, err := pool.acquire(corpus, id, func() (*authzed.Client, error) {
-		return spicedb.Dial(endpoint, string(key), plaintext)
+		return spicedb.Dial(endpoint, string(key), plaintext, d.Addresses.DialContext)
 	})
 	if err != nil {
 		return nil, err

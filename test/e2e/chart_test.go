@@ -220,3 +220,22 @@ func ensureNamespace(t *testing.T, ns string) {
 		t.Fatalf("creating namespace %s: %v", ns, err)
 	}
 }
+
+// TestChartPassesTargetAddressRanges: the address ranges reach the
+// manager's flags, and the schema refuses what is not a CIDR.
+func TestChartPassesTargetAddressRanges(t *testing.T) {
+	out := render(t, append(requiredValues,
+		"--set", "operator.deniedTargetCIDRs={169.254.0.0/16,10.0.0.0/8}",
+		"--set", "operator.allowedTargetCIDRs={10.1.0.0/16}")...)
+	for _, want := range []string{"--denied-target-cidrs=169.254.0.0/16,10.0.0.0/8", "--allowed-target-cidrs=10.1.0.0/16"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the rendered chart does not pass %s", want)
+		}
+	}
+	if strings.Contains(render(t, requiredValues...), "target-cidrs") {
+		t.Error("the defaults render a CIDR flag; the manager's own defaults should apply")
+	}
+	if _, err := helm(t, append([]string{"template", "rc", chartDir, "--set", "operator.deniedTargetCIDRs={metadata}"}, requiredValues...)...); err == nil {
+		t.Error("a denied range that is not a CIDR was accepted")
+	}
+}

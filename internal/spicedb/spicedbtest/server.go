@@ -98,7 +98,7 @@ func Start(t testing.TB, opts Options) *Server {
 		}
 	})
 	s := &Server{Endpoint: "127.0.0.1:" + grpcPort, Key: key}
-	client, err := spicedb.Dial(s.Endpoint, key, true)
+	client, err := spicedb.Dial(s.Endpoint, key, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
