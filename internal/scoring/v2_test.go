@@ -496,7 +496,7 @@ func TestWriteJSONMatchesEncoder(t *testing.T) {
 		{ID: "n", RetrievedIDs: []string{}, CitedIDs: []string{}, AnswerText: "an M", Response: ActionNotFound},
 		{ID: "t", RetrievedIDs: []string{"doc-t"}, CitedIDs: []string{"doc-t"}, Response: ActionAnswer,
 			AnswerText: "quoting the secret document word for word"},
-		// Nothing forbidden, and no declared status.
+		// Nothing forbidden; no response, so its declared action is inferred.
 		{ID: "s", RetrievedIDs: []string{"doc-s"}, CitedIDs: []string{"doc-s"}},
 	}
 	opts := Options{K: 3, DocumentTexts: map[string]string{"secret-t": "the secret document word for word"}}
@@ -533,7 +533,8 @@ func TestWriteJSONMatchesEncoder(t *testing.T) {
 
 // alwaysSet are the CaseScore fields no valid case leaves unset, and why.
 var alwaysSet = map[string]string{
-	"Action": "expected.action is required in every case",
+	"Action":   "expected.action is required in every case",
+	"Declared": "every result declares or implies an action",
 }
 
 // assertEveryCaseField fails for each JSON field of CaseScore that no case
