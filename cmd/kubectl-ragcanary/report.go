@@ -3,12 +3,12 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ragcanary/ragcanary/internal/cli"
 	"github.com/ragcanary/ragcanary/internal/report"
 )
 
@@ -65,14 +65,23 @@ func runReport(cmd *cobra.Command, o *rootOptions, arg, output, format string) e
 		return err
 	}
 	if output == "-" {
-		_, err := o.out.Write(buf.Bytes())
+		_, err := o.out.Write(terminalReport(buf.Bytes(), f))
 		return err
 	}
 	if err := writeFileAtomic(output, buf.Bytes()); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.out, "wrote %s: %s report of %s %s/%s\n", output, f, ev.Kind, ev.Namespace, ev.Name)
+	cli.Fprintf(o.out, "wrote %s: %s report of %s %s/%s\n", output, string(f), ev.Kind, ev.Namespace, ev.Name)
 	return nil
+}
+
+// terminalReport is a report as standard output may show it: what it quotes
+// from objects cannot act on the terminal.
+func terminalReport(doc []byte, f report.Format) []byte {
+	if f == report.FormatJSON {
+		return jsonSafe(doc)
+	}
+	return textSafe(doc)
 }
 
 // reportFormat is --format, else the output file's extension.

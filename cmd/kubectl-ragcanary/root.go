@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/cli"
 )
 
 // Exit codes: scripts tell "something is breached" from "you called it wrong".
@@ -125,11 +127,11 @@ func execute(o *rootOptions, args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(o.errOut, "error: %v\n", ee.err)
+			cli.Fprintf(o.errOut, "error: %v\n", ee.err)
 		}
 		return ee.code
 	}
-	fmt.Fprintf(o.errOut, "error: %v\n", err)
+	cli.Fprintf(o.errOut, "error: %v\n", err)
 	// cobra's own argument and command errors are usage errors.
 	if isCobraUsageError(err) {
 		return exitInvalid
@@ -168,7 +170,12 @@ func checkOutput(output string) error {
 }
 
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonSafe(buf.Bytes()))
+	return err
 }

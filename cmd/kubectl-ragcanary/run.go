@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"time"
 
@@ -51,7 +50,7 @@ SLO or the suite passed its gates, 1 otherwise.`,
 			if output == outputJSON {
 				log = o.errOut
 			}
-			fmt.Fprintf(log, "requested a run of %s in namespace %s (run-now token %s): run %s\n", target, ns, req.Token, req.Run)
+			cli.Fprintf(log, "requested a run of %s in namespace %s (run-now token %s): run %s\n", target.String(), ns, req.Token, req.Run)
 			if !wait {
 				if output == outputJSON {
 					return writeJSON(o.out, req)

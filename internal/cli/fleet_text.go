@@ -11,10 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/safetext"
 )
 
 // table writes aligned columns; with allNamespaces every row starts with
-// its namespace.
+// its namespace. Every cell is quoted for a terminal as Fprintf quotes its
+// arguments: cells hold names, reasons and verdicts read from objects.
 type table struct {
 	tw            *tabwriter.Writer
 	allNamespaces bool
@@ -33,7 +35,11 @@ func (t *table) row(ns string, cells ...string) {
 	if t.allNamespaces {
 		cells = append([]string{ns}, cells...)
 	}
-	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+	quoted := make([]string, len(cells))
+	for i, c := range cells {
+		quoted[i] = safetext.Terminal(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(quoted, "\t"))
 }
 
 func (t *table) flush() error { return t.tw.Flush() }
@@ -250,7 +256,7 @@ func writeProblems(w io.Writer, problems []string) {
 	}
 	fmt.Fprintf(w, "%d breached or violated:\n", len(problems))
 	for _, p := range problems {
-		fmt.Fprintf(w, "  %s\n", p)
+		Fprintf(w, "  %s\n", p)
 	}
 }
 

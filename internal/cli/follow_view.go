@@ -27,7 +27,7 @@ func (v *PlainView) Update(p Progress) {
 		return
 	}
 	v.last = state
-	fmt.Fprintf(v.W, "[+%s] %s %s: %s\n", HumanDuration(v.Now().Sub(v.Start)), p.Kind, p.Run, state)
+	Fprintf(v.W, "[+%s] %s %s: %s\n", HumanDuration(v.Now().Sub(v.Start)), p.Kind, p.Run, state)
 }
 
 // Done writes the outcome.
@@ -67,7 +67,7 @@ var canarySteps = []struct {
 
 // Update redraws the line in place.
 func (v *LiveView) Update(p Progress) {
-	fmt.Fprintf(v.W, "\r\033[K%s", liveLine(p, v.Now()))
+	Fprintf(v.W, "\r\033[K%s", liveLine(p, v.Now()))
 }
 
 // Done ends the redrawn line and writes the outcome.
@@ -127,26 +127,26 @@ func stepsLine(phase v1alpha1.CanaryPhase) string {
 
 // WriteOutcome writes a finished run's verdict and measurements.
 func WriteOutcome(w io.Writer, p Progress) {
-	fmt.Fprintf(w, "%s %s: %s", p.Kind, p.Run, dash(p.Verdict))
+	Fprintf(w, "%s %s: %s", p.Kind, p.Run, dash(p.Verdict))
 	if p.Kind == "CanaryRun" {
 		var parts []string
 		for _, s := range p.Surfaces {
 			parts = append(parts, s.Surface+" "+AgainstSLO(s.bounds, s.slo))
 		}
 		if len(parts) > 0 {
-			fmt.Fprintf(w, "; time to exclusion %s", strings.Join(parts, ", "))
+			Fprintf(w, "; time to exclusion %s", strings.Join(parts, ", "))
 		}
 		if p.TimeToVisibilitySeconds != nil {
-			fmt.Fprintf(w, "; visible after %s", secondsText(p.TimeToVisibilitySeconds, "-"))
+			Fprintf(w, "; visible after %s", secondsText(p.TimeToVisibilitySeconds, "-"))
 		}
 	} else {
-		fmt.Fprintf(w, "; executions %s, disclosures %s, probe errors %s; gates %s",
+		Fprintf(w, "; executions %s, disclosures %s, probe errors %s; gates %s",
 			countText(p.Executions), countText(p.Disclosures), countText(p.ProbeErrors),
 			gatesText(&SuiteLastRun{RunKept: true, Gates: p.Gates}))
 	}
 	fmt.Fprintln(w)
 	if p.Message != "" {
-		fmt.Fprintf(w, "  %s\n", p.Message)
+		Fprintf(w, "  %s\n", p.Message)
 	}
 }
 

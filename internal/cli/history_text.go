@@ -16,9 +16,9 @@ const timeLayout = "2006-01-02 15:04:05Z"
 // WriteHistory writes a canary's kept runs for people, then the spread of
 // their upper bounds with a sparkline.
 func WriteHistory(w io.Writer, h *History) error {
-	fmt.Fprintf(w, "revocationcanary %s/%s  corpus %s  %d kept run(s)", h.Namespace, h.Canary, h.Corpus, len(h.Runs))
+	Fprintf(w, "revocationcanary %s/%s  corpus %s  %d kept run(s)", h.Namespace, h.Canary, h.Corpus, len(h.Runs))
 	if slo := sloLine(h.Runs); slo != "" {
-		fmt.Fprintf(w, "  SLO %s", slo)
+		Fprintf(w, "  SLO %s", slo)
 	}
 	fmt.Fprintln(w)
 	if len(h.Runs) == 0 {
@@ -42,7 +42,7 @@ func WriteHistory(w io.Writer, h *History) error {
 			reappear += s.Reappearances
 			errs += s.Probes.Errors
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Name, started, verdict,
+		Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", r.Name, started, verdict,
 			runSurfaceText(r, v1alpha1.SurfaceSearch), runSurfaceText(r, v1alpha1.SurfaceAnswer), runSurfaceText(r, v1alpha1.SurfaceConversation),
 			secondsText(r.TimeToVisibilitySeconds, "-"), reappear, errs)
 	}
@@ -100,5 +100,5 @@ func spreadRow(tw io.Writer, label string, sp Spread, r rounding) {
 	if sp.N > 0 {
 		p50, p95, top = humanDuration(sp.p50, r), humanDuration(sp.p95, r), humanDuration(sp.max, r)
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", label, runs, p50, p95, top, sp.Sparkline)
+	Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", label, runs, p50, p95, top, sp.Sparkline)
 }
