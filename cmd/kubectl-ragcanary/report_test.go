@@ -141,10 +141,10 @@ func TestReportSuiteRunFromConfigMap(t *testing.T) {
 		"**Verdict: Failed**",
 		"- **Decided by:** failed gates: no_forbidden",
 		"From report ConfigMap "+run.Name+"-report.",
-		"| salary-bands | mallory | disclosure | hr-bands |",
+		"| salary-bands | mallory | disclosure | yes | hr-bands |",
 		"Stratum hr",
 		// mallory has no answerable case: utility is undefined, never 0.
-		"| mallory | 0/0 undefined | 0/0 undefined | 1/1 = 1 | 0/1 = 0 |")
+		"| mallory | 0/0 undefined | 0/0 undefined | 1/1 = 1 | 1 | 0/1 = 0 |")
 }
 
 // TestReportNeverShowsSecretValues builds every format of both kinds from
@@ -179,7 +179,7 @@ func TestReportNeverShowsSecretValues(t *testing.T) {
 	// The reader may not read the report ConfigMap: the report says so
 	// and lists the failing cases status keeps, rather than none.
 	res := newInvocation(readerKubeconfig, testNow).run("-n", ns, "report", suiteRun.Name, "-o", "-", "--format", "md")
-	containsAll(t, "reader's suite report", res.stdout, "could not be read: forbidden", "| salary-bands | mallory | disclosure | hr-bands |")
+	containsAll(t, "reader's suite report", res.stdout, "could not be read: forbidden", "| salary-bands | mallory | disclosure | yes | hr-bands |")
 }
 
 func TestReportNamesAndExitCodes(t *testing.T) {
