@@ -1,4 +1,3 @@
-// Package controllers holds the ragcanary reconcilers.
 package controllers
 
 import (
