@@ -215,8 +215,9 @@ func (r *CanaryRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // a bucket of 100 retries per second among all runs instead of 10. The
 // common error is benign: a probe transition right after the run's own
 // status write finds the cache one write behind, and the optimistic lock
-// refuses the patch. A fleet entering a phase together then retried
-// through the default's 10/s bucket (make bench-canaries).
+// refuses the patch. With the default's 10/s bucket a fleet entering a
+// phase together would queue its retries behind one another (make
+// bench-canaries).
 func runRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 	return workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, 1000*time.Second),

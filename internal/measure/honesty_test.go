@@ -10,8 +10,9 @@ import (
 
 func anySLO(v1alpha1.Surface) time.Duration { return time.Hour }
 
-// TestVerdictNeverClaimsWhatWasNotObserved covers runs that used to end with
-// a verdict their probes did not support.
+// TestVerdictNeverClaimsWhatWasNotObserved: runs whose probes are easy to
+// over-read (a restart, only errors, a clock stepped back) get only the
+// verdict their observations support.
 func TestVerdictNeverClaimsWhatWasNotObserved(t *testing.T) {
 	answered := []v1alpha1.ControlProbeCounts{{Persona: "carol", Answered: 3}}
 	tests := []struct {

@@ -10,8 +10,8 @@ var surfaces = []string{"Search", "Answer", "Conversation"}
 // InitCanary creates a ready canary's counters at zero, the per-surface
 // ones for the surfaces it probes (every surface when none are named): a
 // surface never probed can never count, and on a fleet every pre-created
-// series is about a KiB of the manager's heap per canary (make
-// bench-canaries). Its SLO and schedule period are not set here:
+// series costs manager heap for each canary (make bench-canaries measures
+// it). Its SLO and schedule period are not set here:
 // ObjectCollector builds them from the canary and its Corpus at scrape time.
 func InitCanary(r Run, probed ...string) {
 	if len(probed) == 0 {

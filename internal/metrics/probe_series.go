@@ -8,9 +8,9 @@ import (
 )
 
 // ProbeSeries are the series one probe loop writes on every probe, looked
-// up once per loop rather than by a fresh label map per probe: at 10,000
-// canaries that look-up and its garbage were about 6% of the manager's CPU
-// samples (make bench-canaries). Probes of a round run concurrently,
+// up once per loop rather than by a fresh label map per probe: on a large
+// fleet that look-up and its garbage show up in the manager's CPU profile
+// (make bench-canaries). Probes of a round run concurrently,
 // so it is safe for concurrent use. A loop must not outlive its canary's
 // Forget, or its counts land in series no longer exported; the canary's
 // finalizer stops its runs first.

@@ -8,8 +8,8 @@ import (
 // Honest tails. Every finished surface measurement lands in exactly one
 // histogram, so no run drops out of the record:
 //   - ExclusionUpperBound: a confirmed exclusion's upper bound (every
-//     surface; time_to_exclusion_seconds and cache_invalidation_seconds keep
-//     the search and answer surfaces under their old names);
+//     surface; time_to_exclusion_seconds and cache_invalidation_seconds
+//     also carry the search and answer surfaces under their own names);
 //   - ContentFreshness: a content-freshness run's upper bound of the time
 //     until the surface served only the new content;
 //   - CensoredLowerBound: a surface that ended without an upper bound (still
