@@ -115,18 +115,8 @@ func exclusionSLO(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus, surface v1al
 	return slo
 }
 
-// metricsRun labels a run's series by its canary: the controlling
-// RevocationCanary, else the canary label, else empty for a run made by
-// hand. Never the run name: that would be one series per run.
-func metricsRun(run *v1alpha1.CanaryRun) metrics.Run {
-	canary := run.Labels[LabelCanary]
-	for _, ref := range run.OwnerReferences {
-		if ref.Controller != nil && *ref.Controller && ref.Kind == "RevocationCanary" {
-			canary = ref.Name
-		}
-	}
-	return metrics.Run{Namespace: run.Namespace, Canary: canary, Corpus: run.Spec.CorpusRef.Name}
-}
+// metricsRun labels a run's series (metrics.RunOf).
+func metricsRun(run *v1alpha1.CanaryRun) metrics.Run { return metrics.RunOf(run) }
 
 // completion turns a finished run's status into what the metrics record.
 func completion(run *v1alpha1.CanaryRun, now time.Time) metrics.Completion {

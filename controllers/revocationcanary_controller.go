@@ -27,7 +27,7 @@ import (
 // LabelCanary on a CanaryRun names the RevocationCanary that created it
 // (schedule.LabelValue of the name). Listing also checks the controller
 // owner reference, so the label only narrows the query.
-const LabelCanary = "ragcanary.dev/canary"
+const LabelCanary = v1alpha1.LabelCanary
 
 // CanaryFinalizer holds a RevocationCanary being deleted until its runs are
 // gone. Each run's own finalizer (CanaryRunFinalizer) revokes and deletes

@@ -65,37 +65,25 @@ func newGaugeDesc(name, help string, labels []string) *prometheus.Desc {
 // bound only matters for an informer that is not synced yet.
 const readTimeout = 10 * time.Second
 
-// Rules are the reconcilers' own decisions the collector must repeat
-// exactly, passed in so each lives in one place.
-type Rules struct {
-	// SearchSLO is the exclusion SLO a canary's runs are judged by on the
-	// search surface, given the canary's Corpus.
-	SearchSLO func(*v1alpha1.RevocationCanary, *v1alpha1.Corpus) time.Duration
-	// CanaryOf names the canary whose series a run's measurements belong
-	// to; "" for a run created by hand rather than by a RevocationCanary.
-	CanaryOf func(*v1alpha1.CanaryRun) string
-	// SurfaceSLO is the SLO a canary's runs are judged by on a surface:
-	// the exclusion SLO, or for an UpdateContent canary the
-	// content-freshness SLO. Nil exports no per-surface SLOs.
-	SurfaceSLO func(*v1alpha1.RevocationCanary, *v1alpha1.Corpus, v1alpha1.Surface) time.Duration
-}
-
 // ObjectCollector is a prometheus.Collector that builds the derived gauges
 // from the objects a client.Reader (the manager's cache) holds at scrape
 // time. As a manager Runnable it registers itself on controller-runtime's
 // registry while its manager leads, and only then: a standby replica does
 // not reconcile, and two replicas exporting the same series would break the
 // alerts' one-to-one joins.
+//
+// The SLOs it exports are measure.JudgedSLO, the rule verdicts are decided
+// by, and a run's series belong to the canary RunOf names: no decision is
+// repeated here.
 type ObjectCollector struct {
 	reader client.Reader
 	clock  clock.PassiveClock
-	rules  Rules
 }
 
 // NewObjectCollector reads through reader; clock is the scheduling clock,
 // which places a cron schedule's period.
-func NewObjectCollector(reader client.Reader, clk clock.PassiveClock, rules Rules) *ObjectCollector {
-	return &ObjectCollector{reader: reader, clock: clk, rules: rules}
+func NewObjectCollector(reader client.Reader, clk clock.PassiveClock) *ObjectCollector {
+	return &ObjectCollector{reader: reader, clock: clk}
 }
 
 // Describe sends the descriptors of every derived family.
@@ -118,7 +106,7 @@ func (c *ObjectCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return
 	}
-	for _, s := range derive(objs, c.rules, c.clock.Now()) {
+	for _, s := range derive(objs, c.clock.Now()) {
 		ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, s.value, s.labels...)
 	}
 }
@@ -187,14 +175,14 @@ type sample struct {
 
 // derive builds every derived series from one view of the objects. Objects
 // being deleted export nothing: the user has asked for them to go.
-func derive(o objects, rules Rules, now time.Time) []sample {
+func derive(o objects, now time.Time) []sample {
 	var out []sample
 	for i := range o.canaries {
 		if canary := &o.canaries[i]; canary.DeletionTimestamp.IsZero() {
-			out = append(out, canarySamples(canary, o, rules, now)...)
+			out = append(out, canarySamples(canary, o, now)...)
 		}
 	}
-	out = append(out, handMadeRunSamples(o.runs, rules.CanaryOf)...)
+	out = append(out, handMadeRunSamples(o.runs)...)
 	for i := range o.suites {
 		if s := &o.suites[i]; s.DeletionTimestamp.IsZero() {
 			out = append(out, suiteSamples(s)...)
@@ -206,13 +194,14 @@ func derive(o objects, rules Rules, now time.Time) []sample {
 // canarySamples: the SLO and period of a ready canary, and its last
 // finished run as status.lastRun summarises it (the summary outlives the
 // run when the history limit deletes it).
-func canarySamples(canary *v1alpha1.RevocationCanary, o objects, rules Rules, now time.Time) []sample {
+func canarySamples(canary *v1alpha1.RevocationCanary, o objects, now time.Time) []sample {
 	var out []sample
 	corpus := o.corpora[client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.CorpusRef.Name}]
 	if corpus != nil && meta.IsStatusConditionTrue(canary.Status.Conditions, v1alpha1.ConditionReady) {
 		l := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name}.values()
-		out = append(out, sample{canaryExclusionSLODesc, rules.SearchSLO(canary, corpus).Seconds(), l})
-		out = append(out, surfaceSLOSamples(canary, corpus, rules)...)
+		searchSLO, _ := measure.SurfaceSLO(&canary.Spec.CanarySpec, corpus, v1alpha1.SurfaceSearch)
+		out = append(out, sample{canaryExclusionSLODesc, searchSLO.Seconds(), l})
+		out = append(out, surfaceSLOSamples(canary, corpus)...)
 		if p := schedulePeriod(canary, now); p > 0 {
 			out = append(out, sample{canarySchedulePeriodDesc, p.Seconds(), l})
 		}
@@ -242,10 +231,7 @@ func canarySamples(canary *v1alpha1.RevocationCanary, o objects, rules Rules, no
 // surfaceSLOSamples: per probed surface, the SLO the canary's runs are
 // judged by, in the family of the canary's kind, so an alert joining a
 // bound with it never judges a content update by the exclusion SLO.
-func surfaceSLOSamples(canary *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus, rules Rules) []sample {
-	if rules.SurfaceSLO == nil {
-		return nil
-	}
+func surfaceSLOSamples(canary *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus) []sample {
 	desc := canarySurfaceSLODesc
 	if canary.Spec.Revocation.Method == v1alpha1.RevokeUpdateContent {
 		desc = canaryContentFreshnessSLODesc
@@ -257,7 +243,8 @@ func surfaceSLOSamples(canary *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpu
 	var out []sample
 	for _, s := range surfaces {
 		l := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name}.values()
-		out = append(out, sample{desc, rules.SurfaceSLO(canary, corpus, s).Seconds(), append(l, string(s))})
+		slo, _ := measure.JudgedSLO(&canary.Spec.CanarySpec, corpus, s)
+		out = append(out, sample{desc, slo.Seconds(), append(l, string(s))})
 	}
 	return out
 }
@@ -331,12 +318,12 @@ func lastRunSamples(r Run, completed *metav1.Time, bounds []surfaceBounds) []sam
 // handMadeRunSamples reports runs created by hand, which no canary
 // summarises, under canary="": per namespace and corpus, the newest
 // finished run.
-func handMadeRunSamples(runs []v1alpha1.CanaryRun, canaryOf func(*v1alpha1.CanaryRun) string) []sample {
+func handMadeRunSamples(runs []v1alpha1.CanaryRun) []sample {
 	latest := map[Run]*v1alpha1.CanaryRun{}
 	var order []Run
 	for i := range runs {
 		run := &runs[i]
-		if !finishedRun(run) || !run.DeletionTimestamp.IsZero() || canaryOf(run) != "" {
+		if !finishedRun(run) || !run.DeletionTimestamp.IsZero() || RunOf(run).Canary != "" {
 			continue
 		}
 		key := Run{Namespace: run.Namespace, Corpus: run.Spec.CorpusRef.Name}

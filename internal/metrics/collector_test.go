@@ -23,18 +23,6 @@ import (
 	rctestutil "github.com/ragcanary/ragcanary/internal/testutil"
 )
 
-// testRules stand in for the controllers' rules: the canary's SLO
-// override, else the corpus's; a run belongs to the canary its label names.
-var testRules = Rules{
-	SearchSLO: func(c *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus) time.Duration {
-		if c.Spec.ExclusionSLO != nil {
-			return c.Spec.ExclusionSLO.Duration
-		}
-		return corpus.Spec.Freshness.ExclusionSLO.Duration
-	},
-	CanaryOf: func(r *v1alpha1.CanaryRun) string { return r.Labels["ragcanary.dev/canary"] },
-}
-
 // scrapeTime is a Friday, 30 s before a 6-hourly cron time: a period taken
 // from now would be 30 s.
 var scrapeTime = time.Date(2026, 3, 6, 5, 59, 30, 0, time.UTC)
@@ -167,6 +155,12 @@ ragcanary_canary_exclusion_slo_seconds{canary="cron",corpus="kb",namespace="rag"
 ragcanary_canary_exclusion_slo_seconds{canary="hourly",corpus="kb",namespace="rag"} 60
 ragcanary_canary_exclusion_slo_seconds{canary="moved",corpus="kb",namespace="rag"} 30
 ragcanary_canary_exclusion_slo_seconds{canary="paused",corpus="kb",namespace="rag"} 60
+# HELP ragcanary_canary_surface_slo_seconds Exclusion SLO the canary's runs are judged by, per probed surface; absent for content-freshness (UpdateContent) canaries.
+# TYPE ragcanary_canary_surface_slo_seconds gauge
+ragcanary_canary_surface_slo_seconds{canary="cron",corpus="kb",namespace="rag",surface="Search"} 60
+ragcanary_canary_surface_slo_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Search"} 60
+ragcanary_canary_surface_slo_seconds{canary="moved",corpus="kb",namespace="rag",surface="Search"} 30
+ragcanary_canary_surface_slo_seconds{canary="paused",corpus="kb",namespace="rag",surface="Search"} 60
 # HELP ragcanary_canary_schedule_period_seconds Time between the canary's scheduled runs; absent while the canary is suspended or not ready.
 # TYPE ragcanary_canary_schedule_period_seconds gauge
 ragcanary_canary_schedule_period_seconds{canary="cron",corpus="kb",namespace="rag"} 21600
@@ -200,7 +194,7 @@ ragcanary_suite_last_run_passed{corpus="kb",namespace="rag",suite="iso"} 0
 // run finish exports every derived series, with the values and labels the
 // pushed gauges had, from the objects alone.
 func TestObjectCollectorDerivesGaugesFromObjects(t *testing.T) {
-	c := NewObjectCollector(newReader(t, nil, fixture()...), clocktesting.NewFakePassiveClock(scrapeTime), testRules)
+	c := NewObjectCollector(newReader(t, nil, fixture()...), clocktesting.NewFakePassiveClock(scrapeTime))
 	if err := testutil.CollectAndCompare(c, strings.NewReader(wantSeries)); err != nil {
 		t.Error(err)
 	}
@@ -210,9 +204,9 @@ func TestObjectCollectorDerivesGaugesFromObjects(t *testing.T) {
 // removes its series at the next scrape, with no Forget call.
 func TestObjectCollectorDropsDeletedObjects(t *testing.T) {
 	reader := newReader(t, nil, fixture()...)
-	c := NewObjectCollector(reader, clocktesting.NewFakePassiveClock(scrapeTime), testRules)
-	if n := seriesOf(t, c, "hourly", "iso"); n != 10 {
-		t.Fatalf("before deletion: %d series of canary hourly and suite iso, want 10", n)
+	c := NewObjectCollector(reader, clocktesting.NewFakePassiveClock(scrapeTime))
+	if n := seriesOf(t, c, "hourly", "iso"); n != 11 {
+		t.Fatalf("before deletion: %d series of canary hourly and suite iso, want 11", n)
 	}
 	ctx := context.Background()
 	for _, obj := range []client.Object{canary("hourly", nil), &v1alpha1.EvalSuite{ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: "iso"}}} {
@@ -260,7 +254,7 @@ func TestObjectCollectorReadErrorFailsScrape(t *testing.T) {
 		return c.List(ctx, list, opts...)
 	}}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewObjectCollector(newReader(t, failing, fixture()...), clocktesting.NewFakePassiveClock(scrapeTime), testRules))
+	reg.MustRegister(NewObjectCollector(newReader(t, failing, fixture()...), clocktesting.NewFakePassiveClock(scrapeTime)))
 	families, err := reg.Gather()
 	if err == nil || !strings.Contains(err.Error(), "cache not synced") {
 		t.Errorf("gather error = %v, want the read error", err)
@@ -280,7 +274,7 @@ func TestObjectCollectorRegistersWhileRunning(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(scrapeTime)
 	const family = "ragcanary_suite_last_run_passed"
 	for round := 1; round <= 2; round++ {
-		c := NewObjectCollector(reader, clk, testRules)
+		c := NewObjectCollector(reader, clk)
 		if !c.NeedLeaderElection() {
 			t.Fatal("the collector must run on the leader only")
 		}
@@ -368,7 +362,7 @@ func BenchmarkDerive(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if n := len(derive(o, testRules, scrapeTime)); n != 5200 {
+		if n := len(derive(o, scrapeTime)); n != 5200 {
 			b.Fatalf("%d series, want 5200", n)
 		}
 	}

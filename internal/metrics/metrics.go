@@ -18,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
 
 const namespace = "ragcanary"
@@ -131,6 +133,19 @@ type Run struct {
 	Namespace string
 	Canary    string
 	Corpus    string
+}
+
+// RunOf labels a run's series by its canary: the controlling
+// RevocationCanary, else the canary label, else empty for a run made by
+// hand. Never the run name: that would be one series per run.
+func RunOf(run *v1alpha1.CanaryRun) Run {
+	canary := run.Labels[v1alpha1.LabelCanary]
+	for _, ref := range run.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "RevocationCanary" {
+			canary = ref.Name
+		}
+	}
+	return Run{Namespace: run.Namespace, Canary: canary, Corpus: run.Spec.CorpusRef.Name}
 }
 
 func (r Run) labels() prometheus.Labels {

@@ -95,16 +95,12 @@ func observedHistogram(t *testing.T, o prometheus.Observer) *dto.Histogram {
 // run's freshness bounds; a revocation canary exports per-surface exclusion
 // SLOs.
 func TestCollectorFreshnessSeries(t *testing.T) {
-	rules := testRules
-	rules.SurfaceSLO = func(c *v1alpha1.RevocationCanary, _ *v1alpha1.Corpus, s v1alpha1.Surface) time.Duration {
-		if c.Spec.Revocation.Method == v1alpha1.RevokeUpdateContent {
-			return 40 * time.Second
-		}
-		if s == v1alpha1.SurfaceAnswer {
-			return 20 * time.Second
-		}
-		return 10 * time.Second
-	}
+	// The SLOs are the judged ones (measure.JudgedSLO): the corpus's
+	// content-freshness SLO for the UpdateContent canary, its cache
+	// invalidation SLO on Answer, its exclusion SLO on Search.
+	kb := corpus("kb", 10*time.Second)
+	kb.Spec.Freshness.ContentFreshnessSLO = dur(40 * time.Second)
+	kb.Spec.Freshness.CacheInvalidationSLO = dur(20 * time.Second)
 	content := canary("fresh", func(c *v1alpha1.RevocationCanary) {
 		c.Spec.Revocation.Method = v1alpha1.RevokeUpdateContent
 		c.Status.LastRun = &v1alpha1.RunSummary{Name: "fresh-1", CompletionTime: at(1000),
@@ -114,8 +110,8 @@ func TestCollectorFreshnessSeries(t *testing.T) {
 	grant := canary("grant", func(c *v1alpha1.RevocationCanary) {
 		c.Spec.Probing.Surfaces = []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer}
 	})
-	reader := newReader(t, nil, corpus("kb", 30*time.Second), content, grant)
-	c := NewObjectCollector(reader, clocktesting.NewFakePassiveClock(scrapeTime), rules)
+	reader := newReader(t, nil, kb, content, grant)
+	c := NewObjectCollector(reader, clocktesting.NewFakePassiveClock(scrapeTime))
 	want := `
 # HELP ragcanary_canary_content_freshness_slo_seconds Content-freshness SLO an UpdateContent canary's runs are judged by, per probed surface.
 # TYPE ragcanary_canary_content_freshness_slo_seconds gauge
