@@ -64,8 +64,8 @@ type childRuns struct {
 
 // runOwnerIndex indexes CanaryRuns and SuiteRuns by the UID of the object
 // controlling them, so a parent's runs are read from the cache without
-// scanning its namespace: at 10,000 canaries in one namespace a label query
-// per reconcile made starting them quadratic.
+// scanning its namespace: a label query per reconcile would make starting a
+// namespace's canaries quadratic in their number.
 const runOwnerIndex = ".metadata.controllerUID"
 
 // indexRunsByOwner registers runOwnerIndex for one run kind.
