@@ -13,8 +13,11 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/ragcanary/ragcanary/internal/demo"
 	"github.com/ragcanary/ragcanary/internal/driver"
@@ -42,6 +45,7 @@ func main() {
 	refresh := flag.Duration("refresh", 15*time.Second, "how often to print the canary table")
 	aclSync := flag.Duration("acl-sync-interval", 10*time.Second, "ragtarget ACL sync interval: the revocation lag the canaries should measure")
 	cacheTTL := flag.Duration("answer-cache-ttl", 20*time.Second, "ragtarget answer cache TTL")
+	filterMode := flag.String("filter-mode", "prefilter", "ragtarget principal filter; none ignores access lists, so the sample suite and canaries fail on purpose (docs/eval.md)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -51,13 +55,13 @@ func main() {
 		ctx, cancel = context.WithTimeout(ctx, *runFor)
 		defer cancel()
 	}
-	if err := run(ctx, *refresh, *aclSync, *cacheTTL); err != nil {
+	if err := run(ctx, *refresh, *aclSync, *cacheTTL, *filterMode); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
+func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration, filterMode string) error {
 	kubeconfig := demo.Abs(".local/kubeconfig")
 	demo.Step("starting the local control plane (etcd, kube-apiserver, kube-controller-manager from bin/)")
 	cluster, err := localcluster.Start(localcluster.Options{BinDir: demo.Abs("bin"), CRDDir: demo.Abs("config/crd/bases"), Kubeconfig: kubeconfig})
@@ -69,7 +73,7 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
 		_ = cluster.Stop()
 	}()
 
-	demo.Step(fmt.Sprintf("starting ragtarget on %s (ACL sync every %s, answer cache %s)", ragtargetAddr, aclSync, cacheTTL))
+	demo.Step(fmt.Sprintf("starting ragtarget on %s (ACL sync every %s, answer cache %s, filter %s)", ragtargetAddr, aclSync, cacheTTL, filterMode))
 	target, err := demo.StartProcess(".local", "demo", "ragtarget", demo.Abs("bin/ragtarget"),
 		"--listen", ragtargetAddr,
 		"--source-token", "demo-source-token",
@@ -77,7 +81,8 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
 		"--token", "demo-mallory-token=mallory@example.com",
 		"--content-sync-interval", "2s",
 		"--acl-sync-interval", aclSync.String(),
-		"--answer-cache-ttl", cacheTTL.String())
+		"--answer-cache-ttl", cacheTTL.String(),
+		"--filter-mode", filterMode)
 	if err != nil {
 		return err
 	}
@@ -120,22 +125,51 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration) error {
 	return nil
 }
 
+// suiteDocuments are the documents the sample EvalSuite is judged against;
+// internal/suite's sample test plants the same file.
+const suiteDocuments = "config/samples/eval/access-isolation-documents.yaml"
+
 // plantSuiteDocuments writes the evidence the sample EvalSuite expects into
-// ragtarget's source: alice may read all three documents, mallory only the
-// handbook. The canaries plant and remove their own documents.
+// ragtarget's source, then waits until its content sync has indexed them, so
+// the suite's first run (started right after the samples are applied) is
+// judged against them. The canaries plant and remove their own documents.
 func plantSuiteDocuments(ctx context.Context) error {
+	raw, err := os.ReadFile(demo.Abs(suiteDocuments))
+	if err != nil {
+		return err
+	}
+	var docs []driver.Document
+	if err := yaml.UnmarshalStrict(raw, &docs); err != nil {
+		return fmt.Errorf("%s: %w", suiteDocuments, err)
+	}
 	d, err := httpdriver.New(httpdriver.Config{BaseURL: "http://" + ragtargetAddr, SourceToken: "demo-source-token", Timeout: 5 * time.Second, Retries: 5})
 	if err != nil {
 		return err
 	}
-	docs := []driver.Document{
-		{ID: "hr-bands", Title: "Salary bands 2026", Body: "The 2026 salary bands for every engineering level, reviewed yearly by HR.", Principals: []string{"alice@example.com"}},
-		{ID: "handbook", Title: "Employee handbook", Body: "Holidays, expenses and how to reach HR; salary questions go to your manager.", Principals: []string{"alice@example.com", "mallory@example.com"}},
-		{ID: "vpn", Title: "VPN setup", Body: "How do I set up the VPN: install the client, import the profile and sign in.", Principals: []string{"alice@example.com"}},
-	}
 	for _, doc := range docs {
 		if err := d.CreateDocument(ctx, doc); err != nil {
 			return fmt.Errorf("planting %s: %w", doc.ID, err)
+		}
+	}
+	return waitIndexed(ctx, d, docs)
+}
+
+// waitIndexed polls, as alice (who may read every suite document), until
+// each document is found by its title, for at most a minute.
+func waitIndexed(ctx context.Context, d *httpdriver.Driver, docs []driver.Document) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, doc := range docs {
+		for {
+			hits, err := d.Search(ctx, "demo-alice-token", doc.Title, 10)
+			if err == nil && slices.ContainsFunc(hits, func(h driver.Hit) bool { return h.DocumentID == doc.ID }) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s not indexed by ragtarget within a minute (last error: %v)", doc.ID, err)
+			case <-time.After(500 * time.Millisecond):
+			}
 		}
 	}
 	return nil
