@@ -14,16 +14,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/controllers"
+	"github.com/ragcanary/ragcanary/internal/manager"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // settings are the operator's command-line options.
 type settings struct {
-	metricsAddr       string
+	metrics           manager.MetricsServing
 	probeAddr         string
 	leaderElect       bool
 	leaderElectionNS  string
@@ -32,6 +32,7 @@ type settings struct {
 	deniedCIDRs       string
 	allowedCIDRs      string
 	watchNamespace    string
+	secretNamespaces  string
 	probeHeartbeat    time.Duration
 	defaults          controllers.Defaults
 	zapOptions        zap.Options
@@ -42,7 +43,12 @@ type settings struct {
 func parseFlags(args []string) (settings, error) {
 	var s settings
 	fs := flag.CommandLine
-	fs.StringVar(&s.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&s.metrics.BindAddress, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&s.metrics.Secure, "metrics-secure", true, "Serve metrics over HTTPS to callers whose token the API server authenticates and authorizes for GET /metrics. --metrics-secure=false serves plain HTTP to anyone who reaches the port: only for local runs.")
+	fs.StringVar(&s.metrics.CertDir, "metrics-cert-path", "", "Directory holding the metrics server certificate and key (default: a self-signed certificate generated at start).")
+	fs.StringVar(&s.metrics.CertName, "metrics-cert-name", manager.DefaultCertName, "Name of the metrics server certificate file in --metrics-cert-path.")
+	fs.StringVar(&s.metrics.KeyName, "metrics-cert-key", manager.DefaultKeyName, "Name of the metrics server key file in --metrics-cert-path.")
+	fs.BoolVar(&s.metrics.EnableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server (off: HTTP/2 rapid reset).")
 	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes bind to.")
 	fs.BoolVar(&s.leaderElect, "leader-elect", false, "Elect a leader so only one replica reconciles at a time.")
 	fs.StringVar(&s.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
@@ -51,6 +57,7 @@ func parseFlags(args []string) (settings, error) {
 	fs.StringVar(&s.deniedCIDRs, "denied-target-cidrs", strings.Join(target.DefaultDeniedCIDRs, ","), "Comma-separated CIDRs the operator never connects to, checked on the resolved address of every connection to a target (\"none\": no denied range). Loopback is denied too unless an --allowed-target-urls entry is a loopback address or --allowed-target-cidrs holds one.")
 	fs.StringVar(&s.allowedCIDRs, "allowed-target-cidrs", "", "Comma-separated CIDRs the operator may connect to (default: any address not denied); a denied range wins.")
 	fs.StringVar(&s.watchNamespace, "watch-namespace", "", "Only reconcile objects in this namespace (default: all namespaces).")
+	fs.StringVar(&s.secretNamespaces, "secret-namespaces", "", "Comma-separated namespaces the operator may read and watch Secrets in, as the chart's secretNamespaces binds them (default: all namespaces). A credential in any other namespace is refused with SecretAccessDenied.")
 	def := controllers.DefaultSettings()
 	fs.DurationVar(&s.probeHeartbeat, "probe-heartbeat", controllers.DefaultProbeHeartbeat, "How often probe counters reach CanaryRun status while a run probes; what a restart could not observe again (a first negative, a reappearance, a confirmed exclusion) is written when it happens. The default keeps an active run under 0.01 status writes per second.")
 	s.defaults = def
@@ -92,18 +99,26 @@ func run(s settings) error {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	metricsOpts, err := s.metrics.Options()
+	if err != nil {
+		return err
+	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
+	cacheOpts, err := controllers.ScopeSecrets(controllers.CacheOptions(s.watchNamespace), splitList(s.secretNamespaces))
+	if err != nil {
+		return fmt.Errorf("--secret-namespaces: %w", err)
+	}
 	opts := ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: s.metricsAddr},
+		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  s.probeAddr,
 		LeaderElection:          s.leaderElect,
 		LeaderElectionID:        "ragcanary.dev",
 		LeaderElectionNamespace: s.leaderElectionNS,
-		Cache:                   controllers.CacheOptions(s.watchNamespace),
+		Cache:                   cacheOpts,
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
@@ -123,7 +138,7 @@ func run(s settings) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting manager", "metricsAddress", s.metricsAddr, "leaderElection", s.leaderElect, "allowedTargets", allow.String(), "targetAddresses", addrs.String())
+	ctrl.Log.Info("starting manager", "metricsAddress", s.metrics.BindAddress, "metricsSecure", s.metrics.Secure, "leaderElection", s.leaderElect, "allowedTargets", allow.String(), "targetAddresses", addrs.String())
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
