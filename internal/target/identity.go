@@ -1,0 +1,167 @@
+package target
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver/postgres"
+	"github.com/ragcanary/ragcanary/internal/safetext"
+)
+
+// TargetIdentity names the place a corpus's documents, grants and searches
+// reach, credentials aside: two configurations with equal identities write
+// and read the same target. A run compares the live Corpus's identity with
+// that of the copy it kept before planting, so a Corpus pointed elsewhere
+// mid-run is never probed or cleaned up in the planted target's stead.
+// Postgres endpoints and databases live in the connection string, so an
+// identity is read from the resolved configuration, never from the spec
+// alone. It is comparable and holds no credential.
+type TargetIdentity struct {
+	// Source is where documents are written: an HTTP driver's normalised
+	// base URL, or a Postgres writer's endpoints, database, schema and
+	// statements.
+	Source string
+	// Reader is where a Postgres corpus's personas read: its reader's
+	// endpoints and database, its writer's when it has no reader of its
+	// own. Empty for HTTP, which reads where it writes.
+	Reader string
+	// Permissions is a separate permissions backend's type, endpoint and
+	// mapping; empty when permission changes go to the driver.
+	Permissions string
+}
+
+// maxIdentityShown bounds an identity in a message.
+const maxIdentityShown = 512
+
+// String is the identity for a message or an event: target text (a host
+// from a tenant's connection string) is cleaned of control runes.
+func (i TargetIdentity) String() string {
+	parts := []string{i.Source}
+	if i.Reader != "" && i.Reader != i.Source {
+		parts = append(parts, "read at "+i.Reader)
+	}
+	if i.Permissions != "" {
+		parts = append(parts, "permissions at "+i.Permissions)
+	}
+	return safetext.Clean(strings.Join(parts, ", "), maxIdentityShown)
+}
+
+// Identity is where the resolved corpus reaches.
+func (c *Corpus) Identity() (TargetIdentity, error) { return c.recipe.Identity() }
+
+// Identity is where a corpus rebuilt from the recipe reaches. The
+// connection strings go through the door's own checks before they are
+// parsed (a kept string is a tenant's too); the allowlist is not asked:
+// an identity names a target, it does not admit one.
+func (r Recipe) Identity() (TargetIdentity, error) {
+	var id TargetIdentity
+	var err error
+	switch {
+	case r.Driver.Type == v1alpha1.DriverHTTP && r.Driver.HTTP != nil:
+		id.Source, err = httpIdentity(r.Driver.HTTP.URL)
+	case r.Driver.Type == v1alpha1.DriverPostgres && r.Driver.Postgres != nil:
+		id.Source, id.Reader, err = postgresIdentity(r)
+	default:
+		err = Stall(ReasonDriverUnsupported, "the driver configuration is neither an HTTP nor a Postgres driver")
+	}
+	if err != nil {
+		return TargetIdentity{}, err
+	}
+	if id.Permissions, err = permissionsIdentity(r.Permissions); err != nil {
+		return TargetIdentity{}, err
+	}
+	return id, nil
+}
+
+// httpIdentity is the base URL as the allowlist normalises it, without a
+// trailing slash: the contract client adds one to every base URL, so
+// "…/tenant" and "…/tenant/" are one target.
+func httpIdentity(raw string) (string, error) {
+	u, err := normalize(raw)
+	if err != nil {
+		return "", Stall(ReasonInvalidURL, "spec.driver.http.url: %v", err)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return u.String(), nil
+}
+
+// postgresIdentity names the writer's and the reader's servers and
+// databases, and where in them the driver writes (schema, statements).
+func postgresIdentity(r Recipe) (source, reader string, err error) {
+	checker := &Door{Allow: AllowAny()}
+	writer, readerCfg, err := checker.checkDSNs(r)
+	if err != nil {
+		return "", "", err
+	}
+	if readerCfg == nil {
+		readerCfg = writer
+	}
+	p := r.Driver.Postgres
+	source = postgresPlace(writer) + "?schema=" + url.QueryEscape(p.Schema)
+	if p.Statements != nil {
+		sum, err := statementsSum(p.Statements)
+		if err != nil {
+			return "", "", err
+		}
+		source += "&statements=" + sum
+	}
+	return source, postgresPlace(readerCfg), nil
+}
+
+// postgresPlace is postgres://host:port,…/database, every endpoint the
+// client may connect to, in a fixed order: the same servers listed in
+// another order are the same target.
+func postgresPlace(cfg *pgxpool.Config) string {
+	var hosts []string
+	for _, e := range postgres.Endpoints(cfg) {
+		hosts = append(hosts, net.JoinHostPort(strings.ToLower(e.Host), strconv.Itoa(int(e.Port))))
+	}
+	slices.Sort(hosts)
+	hosts = slices.Compact(hosts)
+	return "postgres://" + strings.Join(hosts, ",") + "/" + url.PathEscape(cfg.ConnConfig.Database)
+}
+
+// statementsSum stands for the user's statements, which name the tables
+// the driver writes: a short hash keeps the identity printable.
+func statementsSum(s *v1alpha1.PostgresStatements) (string, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// permissionsIdentity is a backend's type and endpoint (lower-cased), and
+// the types and relations grants are written as.
+func permissionsIdentity(p *v1alpha1.Permissions) (string, error) {
+	if p == nil {
+		return "", nil
+	}
+	kind, ok := permissionsKinds[p.Type]
+	if !ok {
+		return "", Stall(ReasonDriverUnsupported, "permissions backend %q is not available in this version of ragcanary", safetext.Clean(string(p.Type), 32))
+	}
+	endpoint := kind.endpoint(p)
+	if endpoint == "" {
+		return "", Stall(ReasonDriverUnsupported, "%s is required for type %s", kind.field, p.Type)
+	}
+	u, err := normalize(endpoint)
+	if err != nil {
+		return "", Stall(ReasonInvalidURL, "%s: %v", kind.field, err)
+	}
+	id := string(p.Type) + " " + u.String()
+	if s := p.SpiceDB; s != nil {
+		id += " " + strings.Join([]string{s.DocumentType + "#" + s.GrantRelation, s.GroupType + "#" + s.MemberRelation, s.SubjectType}, " ")
+	}
+	return id, nil
+}
