@@ -1,7 +1,15 @@
 package controllers
 
 import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // CacheOptions are the manager cache settings the reconcilers are written
@@ -17,4 +25,48 @@ func CacheOptions(namespace string) cache.Options {
 		opts.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	}
 	return opts
+}
+
+// ScopeSecrets limits the Secret caches to namespaces, the namespaces the
+// chart's secretNamespaces value binds Secret access in: a cluster-wide
+// Secret watch needs a cluster-wide grant, and without it the cache never
+// syncs and no controller starts. Empty namespaces leave opts as they are.
+//
+// The cache delegates by group, version and kind, so the one &corev1.Secret{}
+// entry also scopes the metadata-only informer that the Secret watches
+// (builder.OnlyMetadata, a PartialObjectMetadata of kind Secret) start.
+// When opts already limit the cache to a namespace, Secrets are cached only
+// where both allow; a configuration where none is left is refused, since it
+// would silently watch no Secret at all.
+func ScopeSecrets(opts cache.Options, namespaces []string) (cache.Options, error) {
+	if len(namespaces) == 0 {
+		return opts, nil
+	}
+	if err := checkNamespaceNames(namespaces); err != nil {
+		return opts, err
+	}
+	scoped := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		if _, watched := opts.DefaultNamespaces[ns]; watched || len(opts.DefaultNamespaces) == 0 {
+			scoped[ns] = cache.Config{}
+		}
+	}
+	if len(scoped) == 0 {
+		return opts, fmt.Errorf("no Secret namespace (%s) is a watched namespace (%s)",
+			strings.Join(namespaces, ","), strings.Join(slices.Sorted(maps.Keys(opts.DefaultNamespaces)), ","))
+	}
+	byObject := make(map[client.Object]cache.ByObject, len(opts.ByObject)+1)
+	maps.Copy(byObject, opts.ByObject)
+	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: scoped}
+	opts.ByObject = byObject
+	return opts, nil
+}
+
+func checkNamespaceNames(namespaces []string) error {
+	for _, ns := range namespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("secret namespace %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
+	return nil
 }

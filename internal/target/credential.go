@@ -23,9 +23,15 @@ const (
 // ReasonSecretNotLabeled: the Secret exists but is not marked for ragcanary.
 const ReasonSecretNotLabeled = "SecretNotLabeled"
 
+// ReasonSecretAccessDenied: the operator's RBAC does not let it read Secrets
+// in the namespace (the chart binds Secret access only in secretNamespaces).
+const ReasonSecretAccessDenied = "SecretAccessDenied"
+
 // Credential reads the referenced key of a Secret in namespace. It returns
 // a Stalled *Problem when the Secret is missing, unlabelled or lacks the
-// key, and other errors as Transient. reader should be uncached: the
+// key, or when the operator may not read Secrets in namespace (retrying
+// cannot help: granting access is a chart upgrade, which restarts the
+// operator), and other errors as Transient. reader should be uncached: the
 // operator then keeps no cache of Secret values.
 func Credential(ctx context.Context, reader client.Reader, namespace string, ref v1alpha1.SecretKeyReference) ([]byte, error) {
 	var secret corev1.Secret
@@ -34,6 +40,12 @@ func Credential(ctx context.Context, reader client.Reader, namespace string, ref
 		return nil, Stall(v1alpha1.ReasonSecretNotFound,
 			"Secret %q not found in namespace %q; create it with key %q and label %s=%q",
 			ref.Name, namespace, ref.Key, CredentialLabel, CredentialLabelValue)
+	}
+	if apierrors.IsForbidden(err) {
+		return nil, Stall(ReasonSecretAccessDenied,
+			"the operator may not read Secrets in namespace %q, so it cannot read Secret %q; "+
+				"add the namespace to the chart value secretNamespaces (the manager's --secret-namespaces)",
+			namespace, ref.Name)
 	}
 	if err != nil {
 		return nil, &Problem{Intent: Transient, Reason: "Transient", Message: "reading Secret " + ref.Name + " failed", Err: err}
