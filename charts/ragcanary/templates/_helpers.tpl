@@ -22,6 +22,16 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
+{{- /* The metrics Service port is named for its scheme. */ -}}
+{{- define "ragcanary.metricsPortName" -}}
+{{- if .Values.metrics.secure }}https{{ else }}metrics{{ end -}}
+{{- end -}}
+
+{{- /* Where a metrics.certSecret is mounted in the manager. */ -}}
+{{- define "ragcanary.metricsCertPath" -}}
+/etc/ragcanary/metrics-certs
+{{- end -}}
+
 {{- define "ragcanary.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}
 {{- default (include "ragcanary.fullname" .) .Values.serviceAccount.name -}}
