@@ -2,13 +2,14 @@ package target
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
-	"net/url"
-	"regexp"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
@@ -67,13 +68,24 @@ func (d *Door) checkDSNs(r Recipe) (writer, reader *pgxpool.Config, err error) {
 	return writer, reader, nil
 }
 
+// checkDSN refuses the options that reach files or pools before pgx
+// parses the string (pgx reads the files while parsing), then compares what
+// pgx parsed with what the string says, so nothing the operator holds (a
+// password file, a certificate, its environment) goes to a tenant's host.
 func (d *Door) checkDSN(field string, dsn []byte) (*pgxpool.Config, error) {
-	if err := refuseOptions(field, string(dsn)); err != nil {
+	settings, err := postgres.DSNSettings(string(dsn))
+	if err != nil {
+		return nil, invalidDSN(field, err)
+	}
+	if err := refuseOptions(field, settings); err != nil {
 		return nil, err
 	}
 	cfg, err := postgres.ParseDSN(string(dsn))
 	if err != nil {
-		return nil, &Problem{Intent: Stalled, Reason: ReasonInvalidURL, Message: field + ": the Secret's value is " + err.Error(), Err: err}
+		return nil, invalidDSN(field, err)
+	}
+	if err := checkParsed(field, settings, cfg); err != nil {
+		return nil, err
 	}
 	for _, e := range postgres.Endpoints(cfg) {
 		if e.Socket() {
@@ -84,6 +96,12 @@ func (d *Door) checkDSN(field string, dsn []byte) (*pgxpool.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// invalidDSN reports a string that does not parse. Both parsers' errors
+// are postgres.ErrInvalidDSN, whose text never quotes the string.
+func invalidDSN(field string, err error) *Problem {
+	return &Problem{Intent: Stalled, Reason: ReasonInvalidURL, Message: field + ": the Secret's value is " + postgres.ErrInvalidDSN.Error(), Err: err}
 }
 
 // fileOptions are connection options whose value is a path the client
@@ -99,15 +117,15 @@ const poolOptionPrefix = "pool_"
 // maxKeyShown bounds an option's key in a message.
 const maxKeyShown = 64
 
-// refuseOptions refuses a connection string setting a file or pool option.
-// The message names the option, never the connection string.
-func refuseOptions(field, dsn string) error {
-	for _, k := range dsnKeys(dsn) {
+// refuseOptions refuses a connection string setting a file or pool option,
+// in any letter case. The message names the option, never the string.
+func refuseOptions(field string, settings map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		key, shown := strings.ToLower(k), safetext.Clean(k, maxKeyShown)
 		switch {
 		case slices.Contains(fileOptions, key):
 			return Stall(ReasonInvalidURL, "%s: the connection string sets %s, which makes the operator read a file of its own; "+
-				"put certificates and passwords in the Secret's connection string itself", field, shown)
+				"put the password in the Secret's connection string itself (certificates and keys from files are not supported)", field, shown)
 		case strings.HasPrefix(key, poolOptionPrefix):
 			return Stall(ReasonInvalidURL, "%s: the connection string sets %s; the operator sizes and checks its own connection pools, "+
 				"so pool options are refused: remove it", field, shown)
@@ -116,34 +134,83 @@ func refuseOptions(field, dsn string) error {
 	return nil
 }
 
-// fileOption reports the first file option a connection string sets.
-func fileOption(dsn string) (string, bool) {
-	for _, k := range dsnKeys(dsn) {
-		if slices.Contains(fileOptions, strings.ToLower(k)) {
+// checkParsed refuses a parsed config holding what the connection string
+// did not give it: a password from a password file, a service file or the
+// operator's environment; a client certificate or root CAs read from files
+// (the operator's home or environment names them); or options the two
+// parsers read differently.
+func checkParsed(field string, settings map[string]string, cfg *pgxpool.Config) error {
+	cc := cfg.ConnConfig
+	if cc.Password != settings["password"] {
+		return Stall(ReasonInvalidURL, "%s: the connection would send a password the connection string does not hold "+
+			"(from a password file, a service file or the operator's environment); put the password in the connection string", field)
+	}
+	for _, tc := range tlsConfigs(&cc.Config) {
+		if len(tc.Certificates) > 0 || tc.GetClientCertificate != nil {
+			return Stall(ReasonInvalidURL, "%s: the connection would present a client certificate read from a file the operator holds; "+
+				"client certificates are not supported", field)
+		}
+		if tc.RootCAs != nil {
+			return Stall(ReasonInvalidURL, "%s: the connection would trust root certificates read from a file the operator holds; "+
+				"use sslmode=verify-full with a server certificate from a public CA, or sslmode=require", field)
+		}
+	}
+	if key, ok := runtimeParamMismatch(settings, cc.RuntimeParams); ok {
+		return Stall(ReasonInvalidURL, "%s: the connection would not send option %s as the connection string sets it "+
+			"(a service file or the operator's environment changed it, or the string is ambiguous); write it as key=value between spaces",
+			field, safetext.Clean(key, maxKeyShown))
+	}
+	return nil
+}
+
+// tlsConfigs are the TLS settings of every connection attempt (sslmode
+// prefer and allow, and fallback hosts, add attempts).
+func tlsConfigs(c *pgconn.Config) []*tls.Config {
+	var out []*tls.Config
+	if c.TLSConfig != nil {
+		out = append(out, c.TLSConfig)
+	}
+	for _, f := range c.Fallbacks {
+		if f.TLSConfig != nil {
+			out = append(out, f.TLSConfig)
+		}
+	}
+	return out
+}
+
+// notRuntimeParams are the connection string keys pgx (pgconn, pgx and
+// pgxpool) consumes itself; every other key is sent to the server as a
+// run-time parameter. A key pgx consumes that is missing here only makes
+// runtimeParamMismatch refuse, never admit.
+var notRuntimeParams = []string{"host", "port", "database", "user", "password", "passfile", "connect_timeout",
+	"sslmode", "sslkey", "sslcert", "sslrootcert", "sslnegotiation", "sslpassword", "sslsni", "krbspn", "krbsrvname",
+	"target_session_attrs", "service", "servicefile", "min_protocol_version", "max_protocol_version", "channel_binding",
+	"statement_cache_capacity", "description_cache_capacity", "default_query_exec_mode"}
+
+// environmentParams are the run-time parameters pgx takes from the
+// operator's environment (PGAPPNAME, PGTZ, PGOPTIONS) when the string
+// does not set them.
+var environmentParams = []string{"application_name", "timezone", "options"}
+
+// runtimeParamMismatch reports a run-time parameter pgx parsed otherwise
+// than DSNSettings read it: the check and the connection must agree on
+// where every key starts and ends.
+func runtimeParamMismatch(settings, params map[string]string) (string, bool) {
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		if slices.Contains(notRuntimeParams, k) {
+			continue
+		}
+		if v, ok := params[k]; !ok || v != settings[k] {
+			return k, true
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		if _, ok := settings[k]; !ok && !slices.Contains(environmentParams, k) {
 			return k, true
 		}
 	}
 	return "", false
 }
-
-// dsnKeys lists the option keys of a connection string, in URL (query)
-// or keyword=value form.
-func dsnKeys(dsn string) []string {
-	var keys []string
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		for k := range u.Query() {
-			keys = append(keys, k)
-		}
-	} else {
-		for _, m := range keywordPattern.FindAllStringSubmatch(dsn, -1) {
-			keys = append(keys, m[1])
-		}
-	}
-	return keys
-}
-
-// keywordPattern finds the keywords of a keyword=value connection string.
-var keywordPattern = regexp.MustCompile(`(?:^|\s)([A-Za-z_]+)\s*=`)
 
 // postgresDriver returns the driver for a recipe, held by h: one per
 // configuration, owned by the door, so resolving a corpus on every check

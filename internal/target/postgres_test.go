@@ -145,7 +145,11 @@ func TestDSNFileOptionsAreNamed(t *testing.T) {
 	if p := AsProblem(err); p == nil || !strings.Contains(p.Message, "sslrootcert") {
 		t.Fatalf("got %v, want a refusal naming sslrootcert", err)
 	}
-	if k, found := fileOption("host=db.internal port=5432 user=u sslmode=require"); found {
-		t.Fatalf("plain options refused: %s", k)
+	plain, err := postgres.DSNSettings("host=db.internal port=5432 user=u sslmode=require")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := refuseOptions(fieldDSN, plain); err != nil {
+		t.Fatalf("plain options refused: %v", err)
 	}
 }

@@ -69,10 +69,20 @@ func (e Endpoint) URL() string {
 // parser's own error is dropped: it quotes the connection string.
 var ErrInvalidDSN = errors.New("not a valid PostgreSQL connection string (URL or key=value form)")
 
-// ParseDSN parses a connection string without connecting.
-func ParseDSN(dsn string) (*pgxpool.Config, error) {
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
+// ParseDSN parses a connection string without connecting. It splits the
+// string itself first: pgx's parser panics on some malformed strings (an
+// unterminated quoted value ending in a backslash), and the string is a
+// tenant's.
+func ParseDSN(dsn string) (cfg *pgxpool.Config, err error) {
+	if _, err := DSNSettings(dsn); err != nil {
+		return nil, ErrInvalidDSN
+	}
+	defer func() {
+		if recover() != nil {
+			cfg, err = nil, ErrInvalidDSN
+		}
+	}()
+	if cfg, err = pgxpool.ParseConfig(dsn); err != nil {
 		return nil, ErrInvalidDSN
 	}
 	return cfg, nil
