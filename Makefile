@@ -121,7 +121,7 @@ build: ## Build the manager, ragcanary, ragtarget and kubectl-ragcanary binaries
 
 .PHONY: run
 run: manifests ## Run the manager against the cluster in $KUBECONFIG (default: the local control plane).
-	KUBECONFIG=$${KUBECONFIG:-$(abspath .local/kubeconfig)} $(GO) run ./cmd/manager --metrics-bind-address 127.0.0.1:8080 --health-probe-bind-address 127.0.0.1:8081
+	KUBECONFIG=$${KUBECONFIG:-$(abspath .local/kubeconfig)} $(GO) run ./cmd/manager --metrics-bind-address 127.0.0.1:8080 --metrics-secure=false --health-probe-bind-address 127.0.0.1:8081
 
 .PHONY: localcluster
 localcluster: envtest-assets ## Start the local control plane in the foreground (Ctrl-C stops it); kubeconfig at .local/kubeconfig.

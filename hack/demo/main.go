@@ -92,6 +92,7 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration, filterMo
 	manager, err := demo.StartProcess(".local", "demo", "manager", demo.Abs("bin/manager"),
 		"--kubeconfig", kubeconfig,
 		"--metrics-bind-address", metricsAddr,
+		"--metrics-secure=false",
 		"--health-probe-bind-address", probeAddr,
 		"--allowed-target-urls", "http://"+ragtargetAddr)
 	if err != nil {

@@ -103,6 +103,7 @@ func run(ctx context.Context, refresh, delay time.Duration) error {
 	manager, err := demo.StartProcess(localDir, "demo-postgres", "manager", demo.Abs("bin/manager"),
 		"--kubeconfig", kubeconfig,
 		"--metrics-bind-address", metricsAddr,
+		"--metrics-secure=false",
 		"--health-probe-bind-address", probeAddr,
 		"--allowed-target-urls", allowed)
 	if err != nil {
