@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/safetext"
@@ -36,6 +37,10 @@ func classify(op string, err error) error {
 		return driver.NewError(driver.Transient, op, 0, "timeout", err)
 	case errors.Is(err, context.Canceled):
 		return driver.NewError(driver.Transient, op, 0, "canceled", err)
+	}
+	var tooBig *pgproto3.ExceededMaxBodyLenErr
+	if errors.As(err, &tooBig) {
+		return driver.NewError(driver.Transient, op, 0, "server message too large", err)
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {

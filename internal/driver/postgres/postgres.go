@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
@@ -201,8 +203,23 @@ func pool(c *pgxpool.Config, maxConns int32, timeout time.Duration) *pgxpool.Con
 	cc.StatementCacheCapacity = min(max(cc.StatementCacheCapacity, 0), maxCachedStatements)
 	cc.DescriptionCacheCapacity = min(max(cc.DescriptionCacheCapacity, 0), maxCachedStatements)
 	cc.ConnectTimeout = timeout
+	cc.BuildFrontend = boundedFrontend
 	cc.RuntimeParams["application_name"] = "ragcanary"
+	// The server stops what no call waits for any more; Search sets a
+	// tighter bound per transaction.
+	cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(timeout.Milliseconds(), 10)
 	return out
+}
+
+// maxServerMessage bounds one message from the server: a row, an error, a
+// notice. The driver's rows are a few IDs and a score; a hostile server's
+// gigabyte row fails the call instead of filling the operator's memory.
+const maxServerMessage = 1 << 20
+
+func boundedFrontend(r io.Reader, w io.Writer) *pgproto3.Frontend {
+	f := pgproto3.NewFrontend(r, w)
+	f.SetMaxBodyLen(maxServerMessage)
+	return f
 }
 
 func orDefault(v, def int32) int32 {
@@ -300,6 +317,8 @@ func (d *Driver) write(ctx context.Context, op, name string, args ...any) error 
 // Search reads as the persona: persona carries the persona's subject (the
 // door hands it), set by the session statement inside a read-only
 // transaction, so row-level security filters every retriever of search.
+// However many rows the statement yields, k are read, and a statement
+// running past the call is cancelled by the server.
 func (d *Driver) Search(ctx context.Context, persona driver.Token, query string, k int) ([]driver.Hit, error) {
 	const op = "Search"
 	principal := persona.Reveal()
@@ -320,27 +339,83 @@ func (d *Driver) Search(ctx context.Context, persona driver.Token, query string,
 		if err := session(ctx, tx, p, principal); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, p.sql[stmtSearch], p.args(stmtSearch, query, int64(k), VectorLiteral(Embed(query)))...)
-		if err != nil {
+		if err := boundStatements(ctx, tx); err != nil {
 			return err
 		}
-		hits, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (driver.Hit, error) {
-			var h driver.Hit
-			err := row.Scan(&h.ChunkID, &h.DocumentID, &h.Score)
-			return h, err
-		})
+		hits, err = search(ctx, tx, p, query, k)
 		return err
 	})
 	if err != nil {
 		return nil, classify(op, err)
 	}
-	if len(hits) > k {
-		hits = hits[:k]
-	}
-	if hits == nil {
-		hits = []driver.Hit{}
-	}
 	return hits, nil
+}
+
+// searchCursor holds the search's rows on the server: the driver fetches
+// k of them, however many the statement would return. Closing a result
+// early would not do: pgx reads the rest of it off the connection.
+const searchCursor = "ragcanary_search"
+
+// maxIDBytes bounds a chunk or document ID in a search row.
+const maxIDBytes = 512
+
+// errMalformedRow: a search row that is not (chunk id, document id,
+// score) with IDs of at most maxIDBytes.
+var errMalformedRow = driver.NewError(driver.Transient, "Search", 0, "malformed row", nil)
+
+func search(ctx context.Context, tx pgx.Tx, p *prepared, query string, k int) ([]driver.Hit, error) {
+	args := p.args(stmtSearch, query, int64(k), VectorLiteral(Embed(query)))
+	if _, err := tx.Exec(ctx, "declare "+searchCursor+" no scroll cursor for "+p.sql[stmtSearch], args...); err != nil {
+		return nil, err
+	}
+	// The simple protocol: FETCH's columns are the cursor's, known only
+	// once it is declared, so there is nothing to prepare.
+	rows, err := tx.Query(ctx, fmt.Sprintf("fetch forward %d from %s", k, searchCursor), pgx.QueryExecModeSimpleProtocol)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	hits := make([]driver.Hit, 0, min(k, 100))
+	for rows.Next() {
+		h, err := scanHit(rows)
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, h)
+	}
+	return hits, rows.Err()
+}
+
+// scanHit checks the row's raw IDs before copying them out.
+func scanHit(rows pgx.Rows) (driver.Hit, error) {
+	raw := rows.RawValues()
+	if len(raw) != 3 || !boundedID(raw[0]) || !boundedID(raw[1]) {
+		return driver.Hit{}, errMalformedRow
+	}
+	var h driver.Hit
+	err := rows.Scan(&h.ChunkID, &h.DocumentID, &h.Score)
+	return h, err
+}
+
+func boundedID(b []byte) bool { return b != nil && len(b) <= maxIDBytes }
+
+// boundStatements has the server cancel a statement running past most of
+// what is left of the call (SQLSTATE 57014, on a connection that stays
+// usable) before the client's deadline drops the connection. It runs after
+// the session statement, which is the user's and could set its own.
+func boundStatements(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, "select set_config('statement_timeout', $1, true)", strconv.FormatInt(serverTimeout(ctx).Milliseconds(), 10))
+	return err
+}
+
+// serverTimeout is four fifths of the time left before ctx's deadline, at
+// least a millisecond (0 would mean no timeout).
+func serverTimeout(ctx context.Context) time.Duration {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return time.Hour
+	}
+	return max(time.Until(deadline)*4/5, time.Millisecond)
 }
 
 // errUnknownPersona: the session statement returned no row.

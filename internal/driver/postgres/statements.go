@@ -20,7 +20,9 @@ import (
 //	removeMember    $1 group, $2 principal
 //	session         $1 persona subject; runs first in each read transaction
 //	search          $1 query text, $2 k bigint, $3 query embedding text (pgvector literal);
-//	                returns rows (chunk id text, document id text, score float8), best first
+//	                returns rows (chunk id text, document id text, score float8), best first;
+//	                it runs as a cursor of which k rows are fetched, and an ID longer
+//	                than 512 bytes fails the search
 //
 // CreateDocument runs deleteDocument then createDocument in one transaction,
 // so createDocument only inserts. A session statement that returns columns
