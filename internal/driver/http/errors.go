@@ -22,6 +22,7 @@ const (
 	reasonNotFound      = "not found"
 	reasonMalformed     = "malformed response"
 	reasonTooLarge      = "response too large"
+	reasonBudget        = "reply budget exhausted"
 	reasonUnexpected    = "unexpected status"
 	reasonBodyReadFail  = "reading response failed"
 	reasonRedirect      = "redirect refused (redirects are never followed)"
@@ -85,12 +86,15 @@ func transportError(op string, err error) error {
 }
 
 // malformed classifies a 2xx reply that could not be understood. A body cut
-// short by the size limit or the deadline is reported as such, not as bad JSON.
+// short by the size limit, the reply budget or the deadline is reported as
+// such, not as bad JSON.
 func malformed(op string, status int, cause error) error {
 	var netErr net.Error
 	switch {
 	case errors.Is(cause, errTooLarge):
 		return driver.NewError(driver.Transient, op, status, reasonTooLarge, cause)
+	case errors.Is(cause, errBudgetExhausted):
+		return driver.NewError(driver.Transient, op, status, reasonBudget, cause)
 	case errors.Is(cause, context.DeadlineExceeded), errors.As(cause, &netErr) && netErr.Timeout():
 		return driver.NewError(driver.Transient, op, status, reasonTimeout, cause)
 	default:
@@ -103,8 +107,11 @@ func malformed(op string, status int, cause error) error {
 func drain(op string, resp *http.Response) error {
 	defer func() { _ = resp.Body.Close() }()
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		if errors.Is(err, errTooLarge) {
+		switch {
+		case errors.Is(err, errTooLarge):
 			return driver.NewError(driver.Transient, op, resp.StatusCode, reasonTooLarge, err)
+		case errors.Is(err, errBudgetExhausted):
+			return driver.NewError(driver.Transient, op, resp.StatusCode, reasonBudget, err)
 		}
 		return driver.NewError(driver.Transient, op, resp.StatusCode, reasonBodyReadFail, err)
 	}

@@ -36,10 +36,16 @@ type Config struct {
 	BaseURL string
 	// SourceToken is the bearer credential for source-side calls.
 	SourceToken string
-	// Timeout bounds each attempt of each call; DefaultTimeout when zero.
+	// Timeout bounds each attempt of each call, reading the reply body
+	// included; DefaultTimeout when zero.
 	Timeout time.Duration
 	// MaxResponseBytes bounds a reply body; DefaultMaxResponseBytes when zero.
 	MaxResponseBytes int64
+	// ReplyBudget, when set, bounds the reply bytes held at once by this
+	// driver's calls and every other driver sharing it; a body that finds
+	// it full fails at once with a transient "reply budget exhausted".
+	// Nil bounds each reply alone.
+	ReplyBudget ReplyBudget
 	// Retries is how many times a call failing with a transient error is
 	// retried; zero disables retries.
 	Retries int
@@ -76,7 +82,7 @@ func New(cfg Config) (*Driver, error) {
 	}
 	hc := withoutRedirects(cfg.HTTPClient)
 	limit := orDefault(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
-	client, err := contract.NewClient(cfg.BaseURL, contract.WithHTTPClient(&limitedDoer{doer: hc, limit: limit}))
+	client, err := contract.NewClient(cfg.BaseURL, contract.WithHTTPClient(&limitedDoer{doer: hc, limit: limit, budget: cfg.ReplyBudget}))
 	if err != nil {
 		return nil, errors.New("httpdriver: invalid base URL")
 	}
