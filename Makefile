@@ -119,6 +119,20 @@ build: ## Build the manager, ragcanary, ragtarget and kubectl-ragcanary binaries
 	$(GO) build -o $(BIN)/ragtarget ./cmd/ragtarget
 	$(GO) build -o $(BIN)/kubectl-ragcanary ./cmd/kubectl-ragcanary
 
+# make image builds the committed tree (HEAD), never uncommitted edits; two
+# runs on one commit give the same digests.
+IMAGE_DIR := $(BIN)/images
+
+.PHONY: image
+image: ## Build the manager and ragtarget images (linux/amd64+arm64, SBOM) into bin/images/ without a Docker engine.
+	hack/image/install-ca-certificates.sh
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./hack/image build --out $(IMAGE_DIR)
+
+.PHONY: image-push
+image-push: ## Push the manager image built by make image: make image-push IMAGE=host/repo:tag [RAGTARGET_IMAGE=host/repo:tag].
+	@test -n "$(IMAGE)" || { echo "usage: make image-push IMAGE=host/repo:tag"; exit 2; }
+	$(GO) run ./hack/image push --out $(IMAGE_DIR) --image $(IMAGE) $(if $(RAGTARGET_IMAGE),--ragtarget-image $(RAGTARGET_IMAGE))
+
 .PHONY: run
 run: manifests ## Run the manager against the cluster in $KUBECONFIG (default: the local control plane).
 	KUBECONFIG=$${KUBECONFIG:-$(abspath .local/kubeconfig)} $(GO) run ./cmd/manager --metrics-bind-address 127.0.0.1:8080 --metrics-secure=false --health-probe-bind-address 127.0.0.1:8081
