@@ -22,6 +22,9 @@ import (
 const (
 	ReasonStatementInvalid  = v1alpha1.ReasonStatementInvalid
 	ReasonReaderBypassesRLS = v1alpha1.ReasonReaderBypassesRLS
+	// ReasonReaderNotCaughtUp is a wait, not a refusal: a standby reader
+	// has not yet replayed the schema the writer holds.
+	ReasonReaderNotCaughtUp = postgres.ReasonReaderNotCaughtUp
 )
 
 // Spec fields named in messages about the two connection strings.
@@ -231,13 +234,18 @@ func (d *Door) postgresDriver(corpus string, r Recipe, timeout time.Duration, h 
 }
 
 // postgresCheck is the Corpus controller's check of a Postgres driver:
-// schema, statements, and a reader that row-level security filters.
+// schema, statements, and a reader that row-level security filters. A
+// standby reader still replaying the schema is Waiting, not the user's to fix.
 func postgresCheck(drv *postgres.Driver) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		err := drv.HealthCheck(ctx)
 		var ce *postgres.CheckError
 		if errors.As(err, &ce) {
-			return &Problem{Intent: Stalled, Reason: ce.Reason, Message: ce.Message, Err: err}
+			intent := Stalled
+			if ce.Wait {
+				intent = Waiting
+			}
+			return &Problem{Intent: intent, Reason: ce.Reason, Message: ce.Message, Err: err}
 		}
 		return err
 	}

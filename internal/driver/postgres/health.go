@@ -20,16 +20,27 @@ const (
 	// ReasonReaderBypassesRLS: the reader role is not filtered by row-level
 	// security, so every isolation result would be meaningless.
 	ReasonReaderBypassesRLS = "ReaderBypassesRLS"
+	// ReasonReaderNotCaughtUp: the reader is a standby that has not yet
+	// replayed the schema the writer holds; the check passes once it has.
+	ReasonReaderNotCaughtUp = "ReaderNotCaughtUp"
 )
 
-// CheckError is a configuration the user must fix. Message names the
-// statement, schema or role; it never holds a DSN or a password.
+// CheckError is a configuration the user must fix, or (Wait) a reader that
+// will be right once it catches up. Message names the statement, schema or
+// role; it never holds a DSN or a password.
 type CheckError struct {
 	Reason  string
 	Message string
+	// Wait: nothing to fix; check again shortly.
+	Wait bool
+	// Err is the server's error, for errors.As; its text is not shown.
+	Err error
 }
 
 func (e *CheckError) Error() string { return e.Message }
+
+// Unwrap exposes the cause.
+func (e *CheckError) Unwrap() error { return e.Err }
 
 // HealthCheck verifies what a Corpus check needs beyond reachability: the
 // reference schema (created when ManageSchema), every statement prepared on
@@ -79,6 +90,9 @@ func (d *Driver) prepareSide(ctx context.Context, reads bool) (*prepared, error)
 		pool, names = d.reader, readerStatements
 	}
 	if err := d.prepareOn(wctx, pool, p, names); err != nil {
+		if reads {
+			return nil, d.readerBehind(wctx, p, err)
+		}
 		return nil, err
 	}
 	d.mu.Lock()
@@ -174,7 +188,7 @@ func (d *Driver) statementError(name string, err error) error {
 	if !aboutTheStatement(code) {
 		return classify("Prepare", err)
 	}
-	return &CheckError{Reason: ReasonStatementInvalid, Message: fmt.Sprintf(
+	return &CheckError{Reason: ReasonStatementInvalid, Err: err, Message: fmt.Sprintf(
 		"%s does not prepare: %s (SQLSTATE %s)", d.describeStatement(name), safetext.Clean(pgErr.Message, maxServerText), code)}
 }
 

@@ -473,7 +473,11 @@ func (d *Driver) ready(ctx context.Context, op string, reads bool) (*prepared, e
 	if err != nil {
 		var ce *CheckError
 		if errors.As(err, &ce) {
-			return nil, driver.NewError(driver.Permanent, op, 0, ce.Reason, err)
+			kind := driver.Permanent
+			if ce.Wait {
+				kind = driver.Transient
+			}
+			return nil, driver.NewError(kind, op, 0, ce.Reason, err)
 		}
 		return nil, classify(op, err)
 	}
