@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -237,5 +238,122 @@ func TestChartPassesTargetAddressRanges(t *testing.T) {
 	}
 	if _, err := helm(t, append([]string{"template", "rc", chartDir, "--set", "operator.deniedTargetCIDRs={metadata}"}, requiredValues...)...); err == nil {
 		t.Error("a denied range that is not a CIDR was accepted")
+	}
+}
+
+// TestChartScrapesMetricsWithAToken: by default the manager serves metrics
+// over TLS, the ServiceMonitor scrapes https with a bearer token on the
+// Service's https port, the manager may review tokens and access, and
+// scrapers get a metrics-reader ClusterRole; a certificate Secret replaces
+// skipping verification with its CA; metrics.secure=false is plain HTTP.
+func TestChartScrapesMetricsWithAToken(t *testing.T) {
+	monitor := append([]string{"--set", "serviceMonitor.enabled=true"}, requiredValues...)
+	objs := renderedObjects(t, monitor...)
+	ep := firstEndpoint(t, objs)
+	for field, want := range map[string]any{
+		"scheme": "https", "port": "https", "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+	} {
+		if got := ep[field]; got != want {
+			t.Errorf("ServiceMonitor endpoint %s = %v, want %v", field, got, want)
+		}
+	}
+	if skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify"); !skip {
+		t.Error("the ServiceMonitor verifies the manager's self-signed certificate and would fail every scrape")
+	}
+	if name := servicePortName(t, objs); name != "https" {
+		t.Errorf("the metrics Service port is named %q, want https", name)
+	}
+	assertArg(t, objs, "--metrics-secure=true")
+	reader := object(t, objs, "ClusterRole", "rc-ragcanary-metrics-reader")
+	rules, _, _ := unstructured.NestedSlice(reader.Object, "rules")
+	if fmt.Sprint(rules) != fmt.Sprint([]any{map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}}) {
+		t.Errorf("metrics-reader rules = %v, want get on /metrics only", rules)
+	}
+	managerRules := fmt.Sprint(object(t, objs, "ClusterRole", "rc-ragcanary-manager").Object["rules"])
+	for _, want := range []string{"tokenreviews", "subjectaccessreviews"} {
+		if !strings.Contains(managerRules, want) {
+			t.Errorf("the manager's ClusterRole does not grant %s: %s", want, managerRules)
+		}
+	}
+
+	withCert := append([]string{"--set", "metrics.certSecret=rc-metrics-tls", "--set", "serviceMonitor.tokenSecret.name=prometheus-token"}, monitor...)
+	objs = renderedObjects(t, withCert...)
+	ep = firstEndpoint(t, objs)
+	if ca, _, _ := unstructured.NestedString(ep, "tlsConfig", "ca", "secret", "name"); ca != "rc-metrics-tls" {
+		t.Errorf("with metrics.certSecret the ServiceMonitor verifies against CA Secret %q", ca)
+	}
+	if skip, _, _ := unstructured.NestedBool(ep, "tlsConfig", "insecureSkipVerify"); skip {
+		t.Error("with metrics.certSecret the ServiceMonitor still skips verification")
+	}
+	if cred, _, _ := unstructured.NestedString(ep, "authorization", "credentials", "name"); cred != "prometheus-token" || ep["bearerTokenFile"] != nil {
+		t.Errorf("with serviceMonitor.tokenSecret the endpoint authorization is %v, bearerTokenFile %v", ep["authorization"], ep["bearerTokenFile"])
+	}
+	assertArg(t, objs, "--metrics-cert-path=/etc/ragcanary/metrics-certs")
+	installMonitoringCRDs(t)
+	ensureNamespace(t, releaseNamespace)
+	kubectl(t, strings.NewReader(render(t, withCert...)), "apply", "--dry-run=server", "-f", "-")
+
+	objs = renderedObjects(t, append([]string{"--set", "metrics.secure=false"}, monitor...)...)
+	ep = firstEndpoint(t, objs)
+	if ep["scheme"] == "https" || ep["bearerTokenFile"] != nil || ep["port"] != servicePortName(t, objs) {
+		t.Errorf("with metrics.secure=false the endpoint is %v", ep)
+	}
+	assertArg(t, objs, "--metrics-secure=false")
+}
+
+// renderedObjects renders the chart and decodes every object.
+func renderedObjects(t *testing.T, args ...string) []unstructured.Unstructured {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(render(t, args...)), 4096)
+	var objs []unstructured.Unstructured
+	for {
+		var obj unstructured.Unstructured
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obj.Object != nil {
+			objs = append(objs, obj)
+		}
+	}
+}
+
+func object(t *testing.T, objs []unstructured.Unstructured, kind, name string) unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+			return o
+		}
+	}
+	t.Fatalf("the rendered chart has no %s %s", kind, name)
+	return unstructured.Unstructured{}
+}
+
+func firstEndpoint(t *testing.T, objs []unstructured.Unstructured) map[string]any {
+	t.Helper()
+	eps, _, _ := unstructured.NestedSlice(object(t, objs, "ServiceMonitor", "").Object, "spec", "endpoints")
+	if len(eps) == 0 {
+		t.Fatal("the ServiceMonitor has no endpoint")
+	}
+	return eps[0].(map[string]any)
+}
+
+func servicePortName(t *testing.T, objs []unstructured.Unstructured) any {
+	t.Helper()
+	ports, _, _ := unstructured.NestedSlice(object(t, objs, "Service", "rc-ragcanary-metrics").Object, "spec", "ports")
+	if len(ports) != 1 {
+		t.Fatalf("the metrics Service has %d ports, want 1", len(ports))
+	}
+	return ports[0].(map[string]any)["name"]
+}
+
+func assertArg(t *testing.T, objs []unstructured.Unstructured, want string) {
+	t.Helper()
+	containers, _, _ := unstructured.NestedSlice(object(t, objs, "Deployment", "").Object, "spec", "template", "spec", "containers")
+	if !strings.Contains(fmt.Sprint(containers), want) {
+		t.Errorf("the manager is not started with %s", want)
 	}
 }

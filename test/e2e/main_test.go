@@ -37,6 +37,9 @@ var env struct {
 	// restartTarget serves, under ragtargetURL+restartTargetPath, the
 	// ragtarget a test mounts there (restart_test.go).
 	restartTarget mount
+	// scraperTokenFile holds the token Prometheus scrapes metricsURL with
+	// (scraper_test.go).
+	scraperTokenFile string
 }
 
 func TestMain(m *testing.M) {
@@ -94,7 +97,10 @@ func run(m *testing.M) int {
 	// The current incarnation: a test may have killed and restarted it.
 	defer func() { env.manager.stop() }()
 
-	stopPrometheus, err := startPrometheus(tmp)
+	if env.scraperTokenFile, err = grantScraper(ctx, tmp); err != nil {
+		return fail(err)
+	}
+	stopPrometheus, err := startPrometheus(tmp, env.scraperTokenFile)
 	if err != nil {
 		return fail(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,7 +108,7 @@ func startManager(tmp string) (*managerProcess, error) {
 	if err != nil {
 		return nil, err
 	}
-	env.metricsURL = "http://" + metricsAddr + "/metrics"
+	env.metricsURL = "https://" + metricsAddr + "/metrics"
 	m := &managerProcess{process: p, readyURL: "http://" + probeAddr + "/readyz"}
 	if err := waitHTTP(m.readyURL, 60*time.Second); err != nil {
 		m.stop()
@@ -130,21 +131,32 @@ func (m *managerProcess) restart() error {
 	return nil
 }
 
-// startPrometheus runs Debian's prometheus scraping the manager every second.
-func startPrometheus(tmp string) (func(), error) {
+// startPrometheus runs Debian's prometheus scraping the manager every
+// second as the chart's ServiceMonitor does: over TLS without verifying the
+// manager's self-signed certificate, with a ServiceAccount token the
+// manager has the API server check.
+func startPrometheus(tmp, tokenFile string) (func(), error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	metricsHost := env.metricsURL[len("http://") : len(env.metricsURL)-len("/metrics")]
+	metrics, err := url.Parse(env.metricsURL)
+	if err != nil {
+		return nil, err
+	}
 	config := fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
 scrape_configs:
   - job_name: ragcanary
+    scheme: https
+    tls_config:
+      insecure_skip_verify: true
+    authorization:
+      credentials_file: %q
     static_configs:
       - targets: [%q]
-`, metricsHost)
+`, tokenFile, metrics.Host)
 	cfgPath := filepath.Join(tmp, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		return nil, err
