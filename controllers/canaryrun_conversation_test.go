@@ -54,8 +54,8 @@ func TestConversationRunExcludedWithinACLLag(t *testing.T) {
 	if m.Probes.Positive == 0 || m.Probes.Errors != 0 {
 		t.Errorf("conversation: probes %+v, want sightings before the sync and no errors", m.Probes)
 	}
-	if got.Status.ConversationExclusion == "" || got.Status.ConversationExclusion == "?" {
-		t.Errorf("conversationExclusion = %q, want an interval", got.Status.ConversationExclusion)
+	if m.Exclusion == "" || m.Exclusion == "?" {
+		t.Errorf("the conversation surface's exclusion text = %q, want an interval", m.Exclusion)
 	}
 	// The control persona asks in conversations of its own and got replies.
 	assertControlAnswered(t, got, v1alpha1.SurfaceConversation)
@@ -90,8 +90,8 @@ func TestConversationRunNotExcludedWhenFollowUpsReuseHistory(t *testing.T) {
 	if m.Bounds.Lower.Duration < timeout-time.Second || m.Probes.Positive < 3 || m.Probes.Errors != 0 {
 		t.Errorf("conversation: lower bound %s, probes %+v; want sightings until about the %s timeout", m.Bounds.Lower.Duration, m.Probes, timeout)
 	}
-	if !strings.HasPrefix(got.Status.ConversationExclusion, ">") {
-		t.Errorf("conversationExclusion = %q, want a lower bound only", got.Status.ConversationExclusion)
+	if !strings.HasPrefix(m.Exclusion, ">") {
+		t.Errorf("the conversation surface's exclusion text = %q, want a lower bound only", m.Exclusion)
 	}
 	crAssertNoToken(t, got)
 }
@@ -196,14 +196,15 @@ func TestSummariseCarriesConversationText(t *testing.T) {
 			{Surface: v1alpha1.SurfaceConversation, Bounds: &v1alpha1.ExclusionBounds{Lower: d(30 * time.Second)}},
 		}}}
 	s := summarise(run)
-	if s.SearchExclusion != "1s–2s" || s.ConversationExclusion != ">30s" || s.AnswerExclusion != "" {
-		t.Errorf("summary text search %q conversation %q answer %q", s.SearchExclusion, s.ConversationExclusion, s.AnswerExclusion)
+	search, conv := s.Surface(v1alpha1.SurfaceSearch), s.Surface(v1alpha1.SurfaceConversation)
+	if search == nil || conv == nil || search.Exclusion != "1s–2s" || conv.Exclusion != ">30s" {
+		t.Fatalf("summary surfaces %+v, want search 1s–2s and conversation >30s", s.Surfaces)
 	}
 	// The bounds too, so the plugin shows them once the run is deleted.
-	if b := s.ConversationTimeToExclusion; b == nil || b.Lower == nil || b.Lower.Duration != 30*time.Second || b.Upper != nil {
-		t.Errorf("summary conversationTimeToExclusion %+v, want lower 30s and no upper", b)
+	if b := conv.Bounds; b == nil || b.Lower == nil || b.Lower.Duration != 30*time.Second || b.Upper != nil {
+		t.Errorf("summary conversation bounds %+v, want lower 30s and no upper", b)
 	}
-	if s.CacheInvalidation != nil {
-		t.Errorf("summary cacheInvalidation %+v for a run that did not probe answers", s.CacheInvalidation)
+	if s.Surface(v1alpha1.SurfaceAnswer) != nil || len(s.Surfaces) != 2 {
+		t.Errorf("summary surfaces %+v: a surface the run did not probe has an entry", s.Surfaces)
 	}
 }

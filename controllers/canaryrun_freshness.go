@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/format"
@@ -65,13 +67,17 @@ func runSLO(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus) func(v1alpha1.Surf
 }
 
 // finalizeSurfaces is the measurements as the verdict judges them: bounds
-// of the old content (or the revoked token) and of the new content.
-func finalizeSurfaces(run *v1alpha1.CanaryRun, surfaces []v1alpha1.SurfaceMeasurement, rev measure.Revocation) []v1alpha1.SurfaceMeasurement {
+// of the old content (or the revoked token) and of the new content, and the
+// SLO each surface is judged by (corpus may be nil: the defaults), kept so
+// no reader recomputes it from a Corpus changed since.
+func finalizeSurfaces(run *v1alpha1.CanaryRun, surfaces []v1alpha1.SurfaceMeasurement, rev measure.Revocation, corpus *v1alpha1.Corpus) []v1alpha1.SurfaceMeasurement {
 	final := make([]v1alpha1.SurfaceMeasurement, 0, len(surfaces))
 	for i := range surfaces {
 		m := *surfaces[i].DeepCopy()
 		measure.Finalize(&m, rev, exclusionTimeout(run))
 		measure.FinalizeContent(&m, rev)
+		slo, source := measure.JudgedSLO(&run.Spec.CanarySpec, corpus, m.Surface)
+		m.SLO, m.SLOSource = &metav1.Duration{Duration: slo}, source
 		final = append(final, m)
 	}
 	return final
@@ -91,20 +97,6 @@ func contentFreshnessText(st *v1alpha1.CanaryRunStatus) string {
 		return ""
 	}
 	return format.Interval(measure.Later(all...))
-}
-
-// contentFreshnessSummary is, per surface, what a canary's lastRun keeps of
-// a content-freshness run.
-func contentFreshnessSummary(run *v1alpha1.CanaryRun) []v1alpha1.SurfaceBounds {
-	var out []v1alpha1.SurfaceBounds
-	for i := range run.Status.Surfaces {
-		m := &run.Status.Surfaces[i]
-		if m.NewContent == nil {
-			continue
-		}
-		out = append(out, v1alpha1.SurfaceBounds{Surface: m.Surface, Bounds: measure.Freshness(m)})
-	}
-	return out
 }
 
 // newContentSeen reports whether a content-freshness surface has shown the

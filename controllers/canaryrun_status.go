@@ -154,16 +154,8 @@ func setMeasurementText(st *v1alpha1.CanaryRunStatus) {
 	if st.TimeToVisibility != nil {
 		st.VisibleAfter = format.HumanDuration(st.TimeToVisibility.Duration)
 	}
-	st.SearchExclusion, st.AnswerExclusion, st.ConversationExclusion = "", "", ""
 	for i := range st.Surfaces {
-		switch st.Surfaces[i].Surface {
-		case v1alpha1.SurfaceSearch:
-			st.SearchExclusion = format.Interval(st.Surfaces[i].Bounds)
-		case v1alpha1.SurfaceAnswer:
-			st.AnswerExclusion = format.Interval(st.Surfaces[i].Bounds)
-		case v1alpha1.SurfaceConversation:
-			st.ConversationExclusion = format.Interval(st.Surfaces[i].Bounds)
-		}
+		st.Surfaces[i].Exclusion = format.Interval(st.Surfaces[i].Bounds)
 	}
 	st.ContentFreshness = contentFreshnessText(st)
 }

@@ -354,8 +354,8 @@ func (r *CanaryRunReconciler) finalSnapshot(rc *runCtx) (probe.Snapshot, bool) {
 func (r *CanaryRunReconciler) decideExclusion(ctx context.Context, rc *runCtx, surfaces []v1alpha1.SurfaceMeasurement, deps *runDeps) (ctrl.Result, error) {
 	run := rc.run
 	rev := measure.Revocation{Requested: run.Status.RevokeRequestedTime.Time, Acknowledged: run.Status.RevokeAcknowledgedTime.Time}
-	final := finalizeSurfaces(run, surfaces, rev)
 	corpus := r.corpusForSLO(ctx, run, deps)
+	final := finalizeSurfaces(run, surfaces, rev, corpus)
 	verdict, msg := measure.Verdict(measure.RunOutcome{
 		Surfaces: final, IsolationViolations: run.Status.IsolationViolations,
 		SLO:        runSLO(run, corpus),

@@ -23,7 +23,16 @@ type measurementText struct {
 }
 
 func textOf(st *v1alpha1.CanaryRunStatus) measurementText {
-	return measurementText{st.VisibleAfter, st.SearchExclusion, st.AnswerExclusion, st.ConversationExclusion, st.ContentFreshness}
+	return measurementText{st.VisibleAfter, exclusionText(st, v1alpha1.SurfaceSearch), exclusionText(st, v1alpha1.SurfaceAnswer),
+		exclusionText(st, v1alpha1.SurfaceConversation), st.ContentFreshness}
+}
+
+// exclusionText is a surface's interval text, "" when it has no entry.
+func exclusionText(st *v1alpha1.CanaryRunStatus, s v1alpha1.Surface) string {
+	if m := st.Surface(s); m != nil {
+		return m.Exclusion
+	}
+	return ""
 }
 
 // TestSetMeasurementText: the rounded fields printer columns show say no
@@ -83,8 +92,7 @@ func TestSetMeasurementText(t *testing.T) {
 		want: measurementText{search: "?", content: "?"},
 	}, {
 		name: "stale text from an earlier write is cleared",
-		in: v1alpha1.CanaryRunStatus{VisibleAfter: "1s", SearchExclusion: "1s–2s", AnswerExclusion: "1s–2s",
-			ConversationExclusion: "1s–2s", ContentFreshness: "1s–2s"},
+		in: v1alpha1.CanaryRunStatus{VisibleAfter: "1s", ContentFreshness: "1s–2s"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.in
@@ -152,11 +160,17 @@ func TestCanaryRunWritesMeasurementText(t *testing.T) {
 		t.Fatalf("verdict %s (%s), want SLOMet", got.Status.Verdict, got.Status.Message)
 	}
 	search, answer := crSurface(t, got, v1alpha1.SurfaceSearch), crSurface(t, got, v1alpha1.SurfaceAnswer)
-	assertWidened(t, "searchExclusion", got.Status.SearchExclusion, search.Bounds)
-	assertWidened(t, "answerExclusion", got.Status.AnswerExclusion, answer.Bounds)
-	if got.Status.ConversationExclusion != "" || got.Status.ContentFreshness != "" {
+	assertWidened(t, "Search exclusion", search.Exclusion, search.Bounds)
+	assertWidened(t, "Answer exclusion", answer.Exclusion, answer.Bounds)
+	// The SLO each surface was judged by is kept with the verdict.
+	for _, m := range []v1alpha1.SurfaceMeasurement{search, answer} {
+		if m.SLO == nil || m.SLO.Duration <= 0 || m.SLOSource == "" {
+			t.Errorf("%s: slo %v from %q, want the judged SLO and its source", m.Surface, m.SLO, m.SLOSource)
+		}
+	}
+	if exclusionText(&got.Status, v1alpha1.SurfaceConversation) != "" || got.Status.ContentFreshness != "" {
 		t.Errorf("conversationExclusion %q contentFreshness %q, want both empty: neither was measured",
-			got.Status.ConversationExclusion, got.Status.ContentFreshness)
+			exclusionText(&got.Status, v1alpha1.SurfaceConversation), got.Status.ContentFreshness)
 	}
 	if got.Status.TimeToVisibility == nil {
 		t.Fatalf("no timeToVisibility")
@@ -181,7 +195,8 @@ func TestSummariseCarriesMeasurementText(t *testing.T) {
 			{Surface: v1alpha1.SurfaceSearch, Bounds: &v1alpha1.ExclusionBounds{Lower: dur(40 * time.Second), Upper: dur(41 * time.Second)}},
 		}}}
 	s := summarise(run)
-	if s.VisibleAfter != "850ms" || s.SearchExclusion != "40s–41s" || s.AnswerExclusion != "" {
-		t.Errorf("summary text %q %q %q", s.VisibleAfter, s.SearchExclusion, s.AnswerExclusion)
+	if s.VisibleAfter != "850ms" || s.Surface(v1alpha1.SurfaceSearch) == nil || s.Surface(v1alpha1.SurfaceSearch).Exclusion != "40s–41s" ||
+		s.Surface(v1alpha1.SurfaceAnswer) != nil {
+		t.Errorf("summary text %q %+v", s.VisibleAfter, s.Surfaces)
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/format"
+	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
@@ -273,23 +275,20 @@ func summarise(run *v1alpha1.CanaryRun) *v1alpha1.RunSummary {
 		CompletionTime:   run.Status.CompletionTime.DeepCopy(),
 		TimeToVisibility: run.Status.TimeToVisibility.DeepCopy(),
 	}
-	for _, m := range run.Status.Surfaces {
-		switch m.Surface {
-		case v1alpha1.SurfaceSearch:
-			s.TimeToExclusion = m.Bounds.DeepCopy()
-		case v1alpha1.SurfaceAnswer:
-			s.CacheInvalidation = m.Bounds.DeepCopy()
-		case v1alpha1.SurfaceConversation:
-			s.ConversationTimeToExclusion = m.Bounds.DeepCopy()
+	for i := range run.Status.Surfaces {
+		m := &run.Status.Surfaces[i]
+		sum := v1alpha1.SurfaceSummary{Surface: m.Surface, Bounds: m.Bounds.DeepCopy(),
+			// Recomputed from the bounds rather than copied, so a run that
+			// finished before runs kept the text is shown the same way.
+			Exclusion: format.Interval(m.Bounds), SLO: m.SLO.DeepCopy(), SLOSource: m.SLOSource}
+		if m.NewContent != nil {
+			sum.ContentFreshness = measure.Freshness(m)
 		}
+		s.Surfaces = append(s.Surfaces, sum)
 	}
-	// Recomputed from the bounds rather than copied, so runs that finished
-	// before the run kept these fields are shown the same way.
-	text := v1alpha1.CanaryRunStatus{TimeToVisibility: run.Status.TimeToVisibility, Surfaces: run.Status.Surfaces}
-	setMeasurementText(&text)
-	s.VisibleAfter, s.SearchExclusion, s.AnswerExclusion = text.VisibleAfter, text.SearchExclusion, text.AnswerExclusion
-	s.ConversationExclusion = text.ConversationExclusion
-	s.ContentFreshness = contentFreshnessSummary(run)
+	if s.TimeToVisibility != nil {
+		s.VisibleAfter = format.HumanDuration(s.TimeToVisibility.Duration)
+	}
 	return s
 }
 

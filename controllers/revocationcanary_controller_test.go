@@ -577,10 +577,12 @@ func TestRevocationCanaryLastRunAndSLOMet(t *testing.T) {
 		t.Errorf("lastRun.completionTime = %v, want %s", last.CompletionTime, completed)
 	case last.TimeToVisibility == nil || last.TimeToVisibility.Duration != 4*time.Second:
 		t.Errorf("lastRun.timeToVisibility = %v, want 4s", last.TimeToVisibility)
-	case last.TimeToExclusion == nil || last.TimeToExclusion.Upper.Duration != 12*time.Second || last.TimeToExclusion.Lower.Duration != 10*time.Second:
-		t.Errorf("lastRun.timeToExclusion = %+v, want the Search bounds [10s, 12s]", last.TimeToExclusion)
-	case last.CacheInvalidation == nil || last.CacheInvalidation.Upper.Duration != 55*time.Second:
-		t.Errorf("lastRun.cacheInvalidation = %+v, want the Answer bounds upper 55s", last.CacheInvalidation)
+	case len(last.Surfaces) != 2:
+		t.Errorf("lastRun.surfaces = %+v, want Search and Answer", last.Surfaces)
+	case last.Surface(v1alpha1.SurfaceSearch).Bounds.Upper.Duration != 12*time.Second || last.Surface(v1alpha1.SurfaceSearch).Bounds.Lower.Duration != 10*time.Second:
+		t.Errorf("lastRun Search bounds = %+v, want [10s, 12s]", last.Surface(v1alpha1.SurfaceSearch).Bounds)
+	case last.Surface(v1alpha1.SurfaceAnswer).Bounds.Upper.Duration != 55*time.Second || last.Surface(v1alpha1.SurfaceAnswer).Exclusion != "50s–55s":
+		t.Errorf("lastRun Answer = %+v, want upper 55s shown as 50s–55s", last.Surface(v1alpha1.SurfaceAnswer))
 	}
 
 	f.createOwnedRun("breached")

@@ -232,63 +232,50 @@ type RunSummary struct {
 	// +optional
 	TimeToVisibility *metav1.Duration `json:"timeToVisibility,omitempty"`
 
-	// timeToExclusion on the search surface.
-	// +optional
-	TimeToExclusion *ExclusionBounds `json:"timeToExclusion,omitempty"`
-
-	// cacheInvalidation is time-to-exclusion on the answer surface.
-	// +optional
-	CacheInvalidation *ExclusionBounds `json:"cacheInvalidation,omitempty"`
-
-	// conversationTimeToExclusion is time-to-exclusion on the conversation
-	// surface (follow-ups in a conversation started before the revocation);
-	// unset when the surface was not probed.
-	// +optional
-	ConversationTimeToExclusion *ExclusionBounds `json:"conversationTimeToExclusion,omitempty"`
-
 	// visibleAfter is timeToVisibility rounded for people, e.g. "5.9s".
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
 	VisibleAfter string `json:"visibleAfter,omitempty"`
 
-	// searchExclusion is timeToExclusion as an interval rounded outwards for
-	// people: "1.2s–1.7s", ">30m" when right-censored, "?" when not established.
-	// +optional
-	// +kubebuilder:validation:MaxLength=32
-	SearchExclusion string `json:"searchExclusion,omitempty"`
-
-	// answerExclusion is cacheInvalidation as an interval rounded outwards
-	// for people; unset when the answer surface was not probed.
-	// +optional
-	// +kubebuilder:validation:MaxLength=32
-	AnswerExclusion string `json:"answerExclusion,omitempty"`
-
-	// conversationExclusion is the conversation surface's time-to-exclusion
-	// (follow-ups in a conversation started before the revocation) as an
-	// interval rounded outwards; unset when the surface was not probed.
-	// +optional
-	// +kubebuilder:validation:MaxLength=32
-	ConversationExclusion string `json:"conversationExclusion,omitempty"`
-
-	// contentFreshness is, for an UpdateContent run, per surface the time
-	// until the surface served only the new content: the later of the new
-	// content appearing and the old content going.
+	// surfaces are the run's results per probed surface, one entry each,
+	// the same shape for every surface.
 	// +optional
 	// +listType=map
 	// +listMapKey=surface
-	// +kubebuilder:validation:MaxItems=4
-	ContentFreshness []SurfaceBounds `json:"contentFreshness,omitempty"`
+	// +kubebuilder:validation:MaxItems=8
+	Surfaces []SurfaceSummary `json:"surfaces,omitempty"`
 }
 
-// SurfaceBounds is an interval-censored duration on one surface.
-type SurfaceBounds struct {
+// SurfaceSummary is a finished run's result on one surface.
+type SurfaceSummary struct {
 	// surface measured.
 	// +required
 	Surface Surface `json:"surface"`
 
-	// bounds of the duration; lower only when right-censored.
+	// bounds is the interval-censored time-to-exclusion (for an
+	// UpdateContent run: of the old content).
 	// +optional
 	Bounds *ExclusionBounds `json:"bounds,omitempty"`
+
+	// exclusion is bounds as an interval rounded outwards for people:
+	// "1.2s–1.7s", ">30m" when right-censored, "?" when not established.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Exclusion string `json:"exclusion,omitempty"`
+
+	// contentFreshness is, for an UpdateContent run, the time until the
+	// surface served only the new content: the later of the new content
+	// appearing and the old content going.
+	// +optional
+	ContentFreshness *ExclusionBounds `json:"contentFreshness,omitempty"`
+
+	// slo is what the run was judged by on this surface, and sloSource
+	// where it came from.
+	// +optional
+	SLO *metav1.Duration `json:"slo,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	SLOSource string `json:"sloSource,omitempty"`
 }
 
 // RevocationCanaryStatus is the observed state of a RevocationCanary.
@@ -338,9 +325,9 @@ type RevocationCanaryStatus struct {
 // +kubebuilder:printcolumn:name="Persona",type=string,JSONPath=`.spec.personaRef.name`,priority=1
 // +kubebuilder:printcolumn:name="SLO Met",type=string,JSONPath=`.status.conditions[?(@.type=="SLOMet")].status`
 // +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.lastRun.verdict`
-// +kubebuilder:printcolumn:name="Search Exclusion",type=string,JSONPath=`.status.lastRun.searchExclusion`
-// +kubebuilder:printcolumn:name="Cache Invalidation",type=string,JSONPath=`.status.lastRun.answerExclusion`
-// +kubebuilder:printcolumn:name="Conversation Exclusion",type=string,JSONPath=`.status.lastRun.conversationExclusion`
+// +kubebuilder:printcolumn:name="Search Exclusion",type=string,JSONPath=`.status.lastRun.surfaces[?(@.surface=="Search")].exclusion`
+// +kubebuilder:printcolumn:name="Cache Invalidation",type=string,JSONPath=`.status.lastRun.surfaces[?(@.surface=="Answer")].exclusion`
+// +kubebuilder:printcolumn:name="Conversation Exclusion",type=string,JSONPath=`.status.lastRun.surfaces[?(@.surface=="Conversation")].exclusion`
 // +kubebuilder:printcolumn:name="Visible After",type=string,JSONPath=`.status.lastRun.visibleAfter`,priority=1
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.probing.schedule`,priority=1
 // +kubebuilder:printcolumn:name="Last Run",type=date,JSONPath=`.status.lastRun.completionTime`

@@ -93,6 +93,23 @@ type SurfaceMeasurement struct {
 	// measure the old content: its exclusion is the old payload gone.
 	// +optional
 	NewContent *ContentMeasurement `json:"newContent,omitempty"`
+
+	// slo is what the verdict judged this surface by (set with the
+	// verdict), and sloSource where it came from, so readers never
+	// recompute it from a Corpus that may have changed since.
+	// +optional
+	SLO *metav1.Duration `json:"slo,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	SLOSource string `json:"sloSource,omitempty"`
+
+	// exclusion is bounds as an interval rounded outwards for people:
+	// "1.2s–1.7s"; ">30m" when only a lower bound is known (still visible
+	// at the timeout); "?" when nothing was established. Set with the
+	// verdict; a printer column.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Exclusion string `json:"exclusion,omitempty"`
 }
 
 // ContentMeasurement is the persisted measurement of when new content
@@ -242,27 +259,6 @@ type CanaryRunStatus struct {
 	// +kubebuilder:validation:MaxLength=32
 	VisibleAfter string `json:"visibleAfter,omitempty"`
 
-	// searchExclusion is the search surface's time-to-exclusion as an
-	// interval, rounded outwards: "1.2s–1.7s"; ">30m" when only a lower bound
-	// is known (still visible at the timeout); "?" when nothing was
-	// established. Unset when the surface was not probed.
-	// +optional
-	// +kubebuilder:validation:MaxLength=32
-	SearchExclusion string `json:"searchExclusion,omitempty"`
-
-	// answerExclusion is the same for the answer surface: how long answers
-	// and their cache kept serving revoked content (cache invalidation).
-	// +optional
-	// +kubebuilder:validation:MaxLength=32
-	AnswerExclusion string `json:"answerExclusion,omitempty"`
-
-	// conversationExclusion is the same for the conversation surface: how
-	// long follow-ups in a conversation started before the revocation kept
-	// serving revoked content.
-	// +optional
-	// +kubebuilder:validation:MaxLength=32
-	ConversationExclusion string `json:"conversationExclusion,omitempty"`
-
 	// contentFreshness is, for an UpdateContent run, the time until every
 	// probed surface served only the new content (new content visible and
 	// old content gone), as an interval rounded outwards like the fields
@@ -281,9 +277,9 @@ type CanaryRunStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.verdict`
 // +kubebuilder:printcolumn:name="Visible After",type=string,JSONPath=`.status.visibleAfter`
-// +kubebuilder:printcolumn:name="Search Exclusion",type=string,JSONPath=`.status.searchExclusion`
-// +kubebuilder:printcolumn:name="Cache Invalidation",type=string,JSONPath=`.status.answerExclusion`
-// +kubebuilder:printcolumn:name="Conversation Exclusion",type=string,JSONPath=`.status.conversationExclusion`
+// +kubebuilder:printcolumn:name="Search Exclusion",type=string,JSONPath=`.status.surfaces[?(@.surface=="Search")].exclusion`
+// +kubebuilder:printcolumn:name="Cache Invalidation",type=string,JSONPath=`.status.surfaces[?(@.surface=="Answer")].exclusion`
+// +kubebuilder:printcolumn:name="Conversation Exclusion",type=string,JSONPath=`.status.surfaces[?(@.surface=="Conversation")].exclusion`
 // +kubebuilder:printcolumn:name="Content Freshness",type=string,JSONPath=`.status.contentFreshness`
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.probing.schedule`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -11,12 +11,10 @@ import (
 	"github.com/ragcanary/ragcanary/internal/cli"
 )
 
-// conversationFixture is a namespace with four canaries: chat-grant probes
+// conversationFixture is a namespace with three canaries: chat-grant probes
 // Search and Conversation (three kept runs, the middle one still visible in
 // the conversation at the timeout); search-only probes Search alone;
-// chat-old-summary's lastRun was written before the summary kept the
-// conversation's bounds (its run is still kept); chat-unmeasured's last run
-// established nothing on the conversation.
+// chat-unmeasured's last run established nothing on the conversation.
 func conversationFixture(t *testing.T, ns string) {
 	t.Helper()
 	fixtureNamespace(t, ns)
@@ -41,16 +39,6 @@ func conversationFixture(t *testing.T, ns string) {
 	only := createCanary(t, ns, "search-only", canarySpec("docs", S))
 	met(only, finishedRun(t, only, "search-only-1772436600", -30*time.Minute, v1alpha1.VerdictSLOMet, time.Second, "",
 		measured(S, 1400*time.Millisecond, 2210*time.Millisecond, 0, 0)))
-
-	old := createCanary(t, ns, "chat-old-summary", canarySpec("docs", S, C))
-	oldRun := finishedRun(t, old, "chat-old-summary-1772436600", -30*time.Minute, v1alpha1.VerdictSLOMet, time.Second, "",
-		measured(S, time.Second, 2*time.Second, 0, 0), measured(C, 5*time.Second, 6100*time.Millisecond, 0, 0))
-	setCanaryStatus(t, old, func(s *v1alpha1.RevocationCanaryStatus) {
-		s.Conditions = append(ready(metav1.ConditionTrue, "Scheduled", ""), condition("SLOMet", metav1.ConditionTrue, "SLOMet"))
-		s.LastRun = summaryOf(oldRun)
-		s.LastRun.ConversationTimeToExclusion = nil
-		s.LastRun.ConversationExclusion = "5s–6.1s"
-	})
 
 	// Inconclusive: the conversation's follow-ups only failed, so the run
 	// holds no conversation measurement at all.
@@ -106,10 +94,6 @@ func TestStatusShowsConversation(t *testing.T) {
 	}
 	if s := surfaceOf(t, &f, "search-only", C); s != nil {
 		t.Errorf("search-only shows a conversation it never probed: %+v", s)
-	}
-	// From the kept run when the summary predates the conversation bounds.
-	if s := surfaceOf(t, &f, "chat-old-summary", C); s == nil || !near(s.LowerSeconds, 5) || !near(s.UpperSeconds, 6.1) {
-		t.Errorf("chat-old-summary conversation %+v, want the run's 5–6.1", s)
 	}
 	if s := surfaceOf(t, &f, "chat-unmeasured", C); s == nil || s.LowerSeconds != nil || s.UpperSeconds != nil || s.SLOSeconds != 30 {
 		t.Errorf("chat-unmeasured conversation %+v, want probed with no bounds (null, not 0) against SLO 30", s)

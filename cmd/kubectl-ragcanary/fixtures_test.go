@@ -188,14 +188,7 @@ func summaryOf(run *v1alpha1.CanaryRun) *v1alpha1.RunSummary {
 	s := &v1alpha1.RunSummary{Name: run.Name, Verdict: run.Status.Verdict, CompletionTime: run.Status.CompletionTime,
 		TimeToVisibility: run.Status.TimeToVisibility}
 	for _, m := range run.Status.Surfaces {
-		switch m.Surface {
-		case v1alpha1.SurfaceSearch:
-			s.TimeToExclusion = m.Bounds
-		case v1alpha1.SurfaceAnswer:
-			s.CacheInvalidation = m.Bounds
-		case v1alpha1.SurfaceConversation:
-			s.ConversationTimeToExclusion = m.Bounds
-		}
+		s.Surfaces = append(s.Surfaces, v1alpha1.SurfaceSummary{Surface: m.Surface, Bounds: m.Bounds, SLO: m.SLO, SLOSource: m.SLOSource})
 	}
 	return s
 }

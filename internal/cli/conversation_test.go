@@ -59,9 +59,10 @@ func TestFollowShowsConversation(t *testing.T) {
 // ("?"), never as 0.
 func TestUnprobedConversationIsAbsent(t *testing.T) {
 	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
-	last := &v1alpha1.RunSummary{Name: "r", TimeToExclusion: &v1alpha1.ExclusionBounds{Lower: d(time.Second), Upper: d(2 * time.Second)}}
+	last := &v1alpha1.RunSummary{Name: "r", Surfaces: []v1alpha1.SurfaceSummary{{Surface: v1alpha1.SurfaceSearch,
+		Bounds: &v1alpha1.ExclusionBounds{Lower: d(time.Second), Upper: d(2 * time.Second)}}}}
 	searchOnly := &v1alpha1.CanarySpec{Probing: v1alpha1.Probing{Surfaces: []v1alpha1.Surface{v1alpha1.SurfaceSearch}}}
-	got := summarySurfaces(searchOnly, nil, last, nil)
+	got := summarySurfaces(searchOnly, nil, last)
 	if len(got) != 1 || got[0].Surface != "Search" {
 		t.Errorf("search-only surfaces %+v, want Search alone", got)
 	}
@@ -69,7 +70,7 @@ func TestUnprobedConversationIsAbsent(t *testing.T) {
 		t.Errorf("search-only conversation column %q, want -", text)
 	}
 	both := &v1alpha1.CanarySpec{Probing: v1alpha1.Probing{Surfaces: []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation}}}
-	got = summarySurfaces(both, nil, last, nil)
+	got = summarySurfaces(both, nil, last)
 	if len(got) != 2 || got[1].Surface != "Conversation" || got[1].LowerSeconds != nil || got[1].UpperSeconds != nil {
 		t.Fatalf("surfaces %+v, want Conversation probed with no bounds", got)
 	}

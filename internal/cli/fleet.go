@@ -158,17 +158,9 @@ func LoadFleet(ctx context.Context, c client.Reader, ns string, now time.Time) (
 		byCorpus[co.Namespace+"/"+co.Name] = co
 		f.Corpora = append(f.Corpora, corpusState(co))
 	}
-	keptRuns := map[string]*v1alpha1.CanaryRun{}
-	for i := range runs.Items {
-		keptRuns[runs.Items[i].Namespace+"/"+runs.Items[i].Name] = &runs.Items[i]
-	}
 	for i := range canaries.Items {
 		ca := &canaries.Items[i]
-		var lastRun *v1alpha1.CanaryRun
-		if ca.Status.LastRun != nil {
-			lastRun = keptRuns[ca.Namespace+"/"+ca.Status.LastRun.Name]
-		}
-		f.Canaries = append(f.Canaries, canaryState(ca, byCorpus[ca.Namespace+"/"+ca.Spec.CorpusRef.Name], lastRun))
+		f.Canaries = append(f.Canaries, canaryState(ca, byCorpus[ca.Namespace+"/"+ca.Spec.CorpusRef.Name]))
 	}
 	f.InFlight, f.Recent = runStates(runs.Items, byCorpus, now)
 	keptSuiteRuns := map[string]*v1alpha1.SuiteRun{}
@@ -210,9 +202,9 @@ func corpusState(co *v1alpha1.Corpus) CorpusState {
 	return s
 }
 
-// canaryState is the canary and its last finished run; lastRun is that
-// run when it is still kept, else nil.
-func canaryState(ca *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus, lastRun *v1alpha1.CanaryRun) CanaryState {
+// canaryState is the canary and its last finished run, as its summary
+// keeps it (the run itself may be gone).
+func canaryState(ca *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus) CanaryState {
 	s := CanaryState{
 		Namespace: ca.Namespace, Name: ca.Name,
 		Corpus: ca.Spec.CorpusRef.Name, Persona: ca.Spec.PersonaRef.Name,
@@ -225,7 +217,7 @@ func canaryState(ca *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus, lastRun
 			Name: last.Name, Verdict: string(last.Verdict),
 			CompletionTime:          timeOf(last.CompletionTime),
 			TimeToVisibilitySeconds: secondsOf(last.TimeToVisibility),
-			Surfaces:                summarySurfaces(&ca.Spec.CanarySpec, corpus, last, lastRun),
+			Surfaces:                summarySurfaces(&ca.Spec.CanarySpec, corpus, last),
 		}
 	}
 	return s
@@ -236,37 +228,40 @@ func canaryState(ca *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus, lastRun
 var surfaceOrder = []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation}
 
 // summarySurfaces are the bounds of the surfaces the canary probes, plus
-// any the summary holds beyond them (the spec may have changed since).
-// run is the summarised run when it is still kept, else nil.
-func summarySurfaces(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, last *v1alpha1.RunSummary, run *v1alpha1.CanaryRun) []SurfaceBounds {
-	held := map[v1alpha1.Surface]*v1alpha1.ExclusionBounds{
-		v1alpha1.SurfaceSearch:       last.TimeToExclusion,
-		v1alpha1.SurfaceAnswer:       last.CacheInvalidation,
-		v1alpha1.SurfaceConversation: last.ConversationTimeToExclusion,
-	}
-	// A summary written before it kept the conversation's bounds has only
-	// their text; the run, while kept, still has the bounds themselves.
-	if held[v1alpha1.SurfaceConversation] == nil && run != nil && run.Name == last.Name {
-		for _, m := range run.Status.Surfaces {
-			if m.Surface == v1alpha1.SurfaceConversation {
-				held[m.Surface] = m.Bounds
-			}
-		}
-	}
-	if spec.Revocation.Method == v1alpha1.RevokeUpdateContent {
-		// A content-freshness canary is judged by each surface's freshness
-		// (new content visible and old gone), not by the old content alone.
-		held = map[v1alpha1.Surface]*v1alpha1.ExclusionBounds{}
-		for _, f := range last.ContentFreshness {
-			held[f.Surface] = f.Bounds
+// any the summary holds beyond them (the spec may have changed since), each
+// against the SLO the run was judged by (the current spec's and corpus's
+// when the summary does not say).
+func summarySurfaces(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, last *v1alpha1.RunSummary) []SurfaceBounds {
+	held := map[v1alpha1.Surface]*v1alpha1.SurfaceSummary{}
+	order := slices.Clone(surfaceOrder)
+	for i := range last.Surfaces {
+		m := &last.Surfaces[i]
+		held[m.Surface] = m
+		if !slices.Contains(order, m.Surface) {
+			order = append(order, m.Surface)
 		}
 	}
 	var out []SurfaceBounds
-	for _, s := range surfaceOrder {
-		if held[s] == nil && !slices.Contains(probedSurfaces(spec), s) {
+	for _, s := range order {
+		m := held[s]
+		if m == nil && !slices.Contains(probedSurfaces(spec), s) {
 			continue
 		}
-		out = append(out, surfaceBounds(s, held[s], SurfaceSLO(spec, corpus, s)))
+		slo := SurfaceSLO(spec, corpus, s)
+		var b *v1alpha1.ExclusionBounds
+		if m != nil {
+			// A content-freshness canary is judged by each surface's
+			// freshness (new content visible and old gone), not by the old
+			// content alone.
+			b = m.Bounds
+			if spec.Revocation.Method == v1alpha1.RevokeUpdateContent {
+				b = m.ContentFreshness
+			}
+			if m.SLO != nil {
+				slo = m.SLO.Duration
+			}
+		}
+		out = append(out, surfaceBounds(s, b, slo))
 	}
 	return out
 }

@@ -142,7 +142,7 @@ func historyRun(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus) HistoryRun {
 			b = measure.Freshness(&m)
 		}
 		hr.Surfaces = append(hr.Surfaces, RunSurface{
-			SurfaceBounds: surfaceBounds(s, b, SurfaceSLO(&run.Spec.CanarySpec, corpus, s)),
+			SurfaceBounds: surfaceBounds(s, b, RunSLO(run, corpus, &m)),
 			Reappearances: m.Reappearances, Probes: m.Probes,
 		})
 	}

@@ -45,3 +45,13 @@ func relation(b *v1alpha1.ExclusionBounds, slo time.Duration) string {
 	}
 	return "≰"
 }
+
+// RunSLO is what a run was judged by on a surface: the SLO its status
+// kept with the verdict, else (a run still measuring) the rule applied to
+// the current spec and corpus.
+func RunSLO(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus, m *v1alpha1.SurfaceMeasurement) time.Duration {
+	if m != nil && m.SLO != nil {
+		return m.SLO.Duration
+	}
+	return SurfaceSLO(&run.Spec.CanarySpec, corpus, m.Surface)
+}

@@ -1,8 +1,14 @@
 package measure
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
@@ -214,5 +220,43 @@ func TestJudgedSLO(t *testing.T) {
 	}
 	if got, _ := JudgedSLO(grant, corpus, v1alpha1.SurfaceAnswer); got != time.Minute {
 		t.Errorf("RemoveGrant judged by %s, want the 1m exclusion SLO", got)
+	}
+}
+
+// TestSLOSourcesFitStatus: every source text the SLO rules give fits the
+// sloSource fields runs and summaries keep it in (their maxLength in the
+// generated CRDs), or the API server would refuse the status write that
+// carries the verdict.
+func TestSLOSourcesFitStatus(t *testing.T) {
+	limit := 0
+	for _, crd := range []string{"ragcanary.dev_canaryruns.yaml", "ragcanary.dev_revocationcanaries.yaml"} {
+		raw, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", crd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`sloSource:\n(?:\s+[a-z]+:.*\n)*?\s+maxLength: (\d+)`).FindSubmatch(raw)
+		if m == nil {
+			t.Fatalf("%s has no sloSource maxLength", crd)
+		}
+		n, _ := strconv.Atoi(string(m[1]))
+		if limit == 0 || n < limit {
+			limit = n
+		}
+	}
+	d := &metav1.Duration{Duration: time.Minute}
+	corpora := []*v1alpha1.Corpus{nil, {}, {Spec: v1alpha1.CorpusSpec{Freshness: v1alpha1.Freshness{
+		ExclusionSLO: d, CacheInvalidationSLO: d}}}, {Spec: v1alpha1.CorpusSpec{Freshness: v1alpha1.Freshness{VisibilitySLO: d}}},
+		{Spec: v1alpha1.CorpusSpec{Freshness: v1alpha1.Freshness{ContentFreshnessSLO: d}}}}
+	for _, method := range []v1alpha1.RevocationMethod{v1alpha1.RevokeRemoveGrant, v1alpha1.RevokeUpdateContent} {
+		for _, spec := range []v1alpha1.CanarySpec{{}, {ExclusionSLO: d}} {
+			spec.Revocation.Method = method
+			for _, c := range corpora {
+				for _, s := range []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation} {
+					if _, source := JudgedSLO(&spec, c, s); len(source) > limit || source == "" {
+						t.Errorf("source %q (%d bytes) does not fit sloSource (maxLength %d)", source, len(source), limit)
+					}
+				}
+			}
+		}
 	}
 }

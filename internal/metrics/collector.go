@@ -218,13 +218,14 @@ func canarySamples(canary *v1alpha1.RevocationCanary, o objects, now time.Time) 
 		corpusName = canary.Spec.CorpusRef.Name
 	}
 	r := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpusName}
-	bounds := []surfaceBounds{{surfaceSearch, last.TimeToExclusion}, {surfaceAnswer, last.CacheInvalidation},
-		{surfaceConversation, last.ConversationTimeToExclusion}}
-	out = append(out, lastRunSamples(r, last.CompletionTime, bounds)...)
-	var fresh []surfaceBounds
-	for _, f := range last.ContentFreshness {
-		fresh = append(fresh, surfaceBounds{string(f.Surface), f.Bounds})
+	var bounds, fresh []surfaceBounds
+	for _, m := range last.Surfaces {
+		bounds = append(bounds, surfaceBounds{string(m.Surface), m.Bounds})
+		if m.ContentFreshness != nil {
+			fresh = append(fresh, surfaceBounds{string(m.Surface), m.ContentFreshness})
+		}
 	}
+	out = append(out, lastRunSamples(r, last.CompletionTime, bounds)...)
 	return append(out, freshnessSamples(r, fresh)...)
 }
 

@@ -87,12 +87,14 @@ func newReader(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) cl
 func fixture() []client.Object {
 	lastRun := &v1alpha1.RunSummary{
 		Name: "hourly-1", Verdict: v1alpha1.VerdictSLOMet, CompletionTime: at(1000),
-		TimeToExclusion: &v1alpha1.ExclusionBounds{Lower: dur(10 * time.Second), Upper: dur(12 * time.Second)},
-		// The answer surface never confirmed exclusion: a lower bound only.
-		CacheInvalidation: &v1alpha1.ExclusionBounds{Lower: dur(50 * time.Second)},
-		// The conversation surface breached: RagcanaryRevocationSLOBreached
-		// reads these series for every surface.
-		ConversationTimeToExclusion: &v1alpha1.ExclusionBounds{Lower: dur(70 * time.Second), Upper: dur(75 * time.Second)},
+		Surfaces: []v1alpha1.SurfaceSummary{
+			{Surface: v1alpha1.SurfaceSearch, Bounds: &v1alpha1.ExclusionBounds{Lower: dur(10 * time.Second), Upper: dur(12 * time.Second)}},
+			// The answer surface never confirmed exclusion: a lower bound only.
+			{Surface: v1alpha1.SurfaceAnswer, Bounds: &v1alpha1.ExclusionBounds{Lower: dur(50 * time.Second)}},
+			// The conversation surface breached: RagcanaryRevocationSLOBreached
+			// reads these series for every surface.
+			{Surface: v1alpha1.SurfaceConversation, Bounds: &v1alpha1.ExclusionBounds{Lower: dur(70 * time.Second), Upper: dur(75 * time.Second)}},
+		},
 	}
 	return []client.Object{
 		corpus("kb", time.Minute),
@@ -348,7 +350,8 @@ func BenchmarkDerive(b *testing.B) {
 		name := fmt.Sprintf("canary-%d", i)
 		o.canaries = append(o.canaries, *canary(name, func(c *v1alpha1.RevocationCanary) {
 			c.Status.LastRun = &v1alpha1.RunSummary{Name: name + "-5", CompletionTime: at(1000),
-				TimeToExclusion: &v1alpha1.ExclusionBounds{Lower: dur(time.Second), Upper: dur(2 * time.Second)}}
+				Surfaces: []v1alpha1.SurfaceSummary{{Surface: v1alpha1.SurfaceSearch,
+					Bounds: &v1alpha1.ExclusionBounds{Lower: dur(time.Second), Upper: dur(2 * time.Second)}}}}
 		}))
 		for j := range 6 {
 			r := run(fmt.Sprintf("%s-%d", name, j), name, v1alpha1.PhaseSucceeded, at(int64(1000+j)))

@@ -104,8 +104,8 @@ func TestCollectorFreshnessSeries(t *testing.T) {
 	content := canary("fresh", func(c *v1alpha1.RevocationCanary) {
 		c.Spec.Revocation.Method = v1alpha1.RevokeUpdateContent
 		c.Status.LastRun = &v1alpha1.RunSummary{Name: "fresh-1", CompletionTime: at(1000),
-			ContentFreshness: []v1alpha1.SurfaceBounds{{Surface: v1alpha1.SurfaceSearch,
-				Bounds: &v1alpha1.ExclusionBounds{Lower: dur(2 * time.Second), Upper: dur(5 * time.Second)}}}}
+			Surfaces: []v1alpha1.SurfaceSummary{{Surface: v1alpha1.SurfaceSearch,
+				ContentFreshness: &v1alpha1.ExclusionBounds{Lower: dur(2 * time.Second), Upper: dur(5 * time.Second)}}}}
 	})
 	grant := canary("grant", func(c *v1alpha1.RevocationCanary) {
 		c.Spec.Probing.Surfaces = []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer}

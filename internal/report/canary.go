@@ -216,7 +216,12 @@ func canaryTimeline(run *v1alpha1.CanaryRun) []Event {
 }
 
 func surface(m v1alpha1.SurfaceMeasurement, run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus) SurfaceEvidence {
+	// The SLO the verdict judged by, as the run kept it; a run that has
+	// no verdict yet is shown against the rule applied now.
 	slo, source := measure.JudgedSLO(&run.Spec.CanarySpec, corpus, m.Surface)
+	if m.SLO != nil {
+		slo, source = m.SLO.Duration, m.SLOSource
+	}
 	s := SurfaceEvidence{
 		Surface:           string(m.Surface),
 		SLO:               Seconds(slo),

@@ -85,9 +85,9 @@ func TestConversationSurface(t *testing.T) {
 
 	// People see the conversation's interval next to search's.
 	out := kubectl(t, nil, "get", "canaryruns", "-n", ns)
-	if !strings.Contains(out, "CONVERSATION EXCLUSION") || !strings.Contains(out, history.Status.ConversationExclusion) ||
-		!strings.HasPrefix(history.Status.ConversationExclusion, ">") {
-		t.Errorf("kubectl get canaryruns:\n%s\nwant a Conversation Exclusion column showing %q (a lower bound)", out, history.Status.ConversationExclusion)
+	shown := surface(history, v1alpha1.SurfaceConversation).Exclusion
+	if !strings.Contains(out, "CONVERSATION EXCLUSION") || !strings.Contains(out, shown) || !strings.HasPrefix(shown, ">") {
+		t.Errorf("kubectl get canaryruns:\n%s\nwant a Conversation Exclusion column showing %q (a lower bound)", out, shown)
 	}
 	t.Logf("kubectl get canaryruns:\n%s", out)
 }
