@@ -199,7 +199,9 @@ func corpusSecretNames(c *v1alpha1.Corpus) []string {
 	return out
 }
 
-// SetupWithManager registers the controller; Secrets are watched as metadata only.
+// SetupWithManager registers the controller. Secrets are watched as
+// metadata only, and only in the namespaces the cache options allow
+// (ScopeSecrets): the chart may grant Secret access in those alone.
 func (r *CorpusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Corpus{}, corpusSecretIndex,
 		func(o client.Object) []string {

@@ -75,7 +75,8 @@ func (r *PersonaReconciler) credentialCondition(ctx context.Context, p *v1alpha1
 
 // SetupWithManager registers the controller. Secrets are watched as metadata
 // only: a change to a referenced Secret re-evaluates its Personas without the
-// operator caching any Secret data.
+// operator caching any Secret data. The watch covers the namespaces the
+// cache options allow (ScopeSecrets).
 func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Persona{}, personaSecretIndex,
 		func(o client.Object) []string {

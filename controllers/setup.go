@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/probe"
@@ -72,9 +73,23 @@ func (d Defaults) withFallbacks() Defaults {
 	return d
 }
 
-// SetupAll registers every reconciler with the manager. Both the manager
-// binary and the envtest suite call it, so tests exercise the same wiring.
+// SetupAll registers every reconciler and the object collector with the
+// manager. Both the manager binary and the envtest suite call it, so tests
+// exercise the same wiring.
 func SetupAll(mgr ctrl.Manager, opts Options) error {
+	opts, err := completeOptions(mgr, opts)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(newObjectCollector(mgr, opts)); err != nil {
+		return err
+	}
+	return setupReconcilers(mgr, opts)
+}
+
+// completeOptions fills in what SetupAll's callers may leave unset, adding
+// a probe engine to the manager when opts has none.
+func completeOptions(mgr ctrl.Manager, opts Options) (Options, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -88,38 +103,45 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	if opts.Probes == nil {
 		opts.Probes = probe.NewEngine(opts.Clock, target.NewLimiters(opts.Clock))
 		if err := mgr.Add(opts.Probes); err != nil {
-			return err
+			return opts, err
 		}
 	}
 	if opts.Door == nil {
-		return errors.New("controllers: Options.Door is required")
+		return opts, errors.New("controllers: Options.Door is required")
 	}
 	door := *opts.Door
 	door.Limiters = opts.Probes.Limiters()
 	door.DefaultLimit = opts.Defaults.RateLimit
 	opts.Door = &door
+	return opts, nil
+}
+
+// setupReconcilers registers every reconciler, without the object
+// collector: that one registers on the process-wide metrics registry, so a
+// test running a second manager in the process sets up only these.
+func setupReconcilers(mgr ctrl.Manager, opts Options) error {
+	c := mgr.GetClient()
 	setups := []func() error{
-		func() error { return mgr.Add(newObjectCollector(mgr, opts)) },
 		func() error {
-			return (&PersonaReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+			return (&PersonaReconciler{Client: c, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&RevocationCanaryReconciler{newParentReconciler(mgr, opts, "revocationcanary-controller")}).SetupWithManager(mgr)
+			return (&RevocationCanaryReconciler{newParentReconciler(mgr, c, opts, "revocationcanary-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&CorpusReconciler{Client: mgr.GetClient(), Door: opts.Door, Clock: opts.Clock}).SetupWithManager(mgr)
+			return (&CorpusReconciler{Client: c, Door: opts.Door, Clock: opts.Clock}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Door: opts.Door,
+			return (&CanaryRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Door: opts.Door,
 				Clock: opts.Clock, Probes: opts.Probes, Heartbeat: opts.ProbeHeartbeat,
 				Recorder: mgr.GetEventRecorder("canaryrun-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&EvalSuiteReconciler{newParentReconciler(mgr, opts, "evalsuite-controller")}).SetupWithManager(mgr)
+			return (&EvalSuiteReconciler{newParentReconciler(mgr, c, opts, "evalsuite-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
 			// Suites draw from the same per-corpus limiters as the canary probes.
-			return (&SuiteRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Door: opts.Door, Clock: opts.Clock,
+			return (&SuiteRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Door: opts.Door, Clock: opts.Clock,
 				Recorder: mgr.GetEventRecorder("suiterun-controller")}).SetupWithManager(mgr)
 		},
 	}
@@ -133,8 +155,8 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 
 // newParentReconciler wires a scheduling reconciler: schedules run on the
 // schedule clock, history limits default to the operator's.
-func newParentReconciler(mgr ctrl.Manager, opts Options, recorderName string) parentReconciler {
-	return parentReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock,
+func newParentReconciler(mgr ctrl.Manager, c client.Client, opts Options, recorderName string) parentReconciler {
+	return parentReconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock,
 		Recorder: mgr.GetEventRecorder(recorderName), History: opts.Defaults.history(), held: &sync.Map{},
 		created: newCreatedRuns()}
 }
