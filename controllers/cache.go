@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -69,4 +70,33 @@ func checkNamespaceNames(namespaces []string) error {
 		}
 	}
 	return nil
+}
+
+// uncachedConfigMaps is the reconcilers' client, with ConfigMap reads going
+// to the API server. The cache holds ConfigMaps as metadata only (the suite
+// watch needs no more): a cached read of a full ConfigMap would start an
+// informer holding every ConfigMap in the cluster with its data, which any
+// tenant can inflate. A suite reads its few case and fixture ConfigMaps when
+// it is reconciled, so they are fresh without being cached.
+type uncachedConfigMaps struct {
+	client.Client
+	server client.Reader
+}
+
+func newUncachedConfigMaps(c client.Client, server client.Reader) client.Client {
+	return uncachedConfigMaps{Client: c, server: server}
+}
+
+func (c uncachedConfigMaps) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.ConfigMap); ok {
+		return c.server.Get(ctx, key, obj, opts...)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c uncachedConfigMaps) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.ConfigMapList); ok {
+		return c.server.List(ctx, list, opts...)
+	}
+	return c.Client.List(ctx, list, opts...)
 }

@@ -283,7 +283,9 @@ func truncateMessage(s string) string {
 // SetupWithManager registers the controller. The suite is reconciled on
 // spec and annotation (run-now) changes, not its own status writes; on its
 // runs changing phase; on a case ConfigMap changing; and on a Corpus or
-// Persona appearing or disappearing.
+// Persona appearing or disappearing. ConfigMaps are watched as metadata
+// only, so the cache never holds a ConfigMap's data; the suite reads its
+// ConfigMaps from the API server when it is reconciled.
 func (r *EvalSuiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.indexReferences(mgr); err != nil {
 		return err
@@ -292,7 +294,8 @@ func (r *EvalSuiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.EvalSuite{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&v1alpha1.SuiteRun{}, builder.WithPredicates(phaseChanged(func(r *v1alpha1.SuiteRun) string { return string(r.Status.Phase) }))).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newSuiteList, suiteConfigMapIndex))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newSuiteList, suiteConfigMapIndex)),
+			builder.OnlyMetadata).
 		Watches(&v1alpha1.Corpus{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newSuiteList, suiteCorpusIndex)),
 			builder.WithPredicates(existenceChanged())).
 		// Personas named inside ConfigMaps cannot be indexed, so a Persona

@@ -118,9 +118,10 @@ func completeOptions(mgr ctrl.Manager, opts Options) (Options, error) {
 
 // setupReconcilers registers every reconciler, without the object
 // collector: that one registers on the process-wide metrics registry, so a
-// test running a second manager in the process sets up only these.
+// test running a second manager in the process sets up only these. Every
+// reconciler reads ConfigMaps from the API server (see uncachedConfigMaps).
 func setupReconcilers(mgr ctrl.Manager, opts Options) error {
-	c := mgr.GetClient()
+	c := newUncachedConfigMaps(mgr.GetClient(), mgr.GetAPIReader())
 	setups := []func() error{
 		func() error {
 			return (&PersonaReconciler{Client: c, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
