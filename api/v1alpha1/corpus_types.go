@@ -333,6 +333,11 @@ const (
 	RevokeUpdateContent RevocationMethod = "UpdateContent"
 )
 
+// RevocationMethods is the driver contract's vocabulary of revocation
+// methods, in the contract's order; the enum marker above and the
+// contract's RevocationMethod schema must list the same (a test checks).
+var RevocationMethods = []RevocationMethod{RevokeRemoveGrant, RevokeRemoveFromGroup, RevokeDeleteDocument, RevokeUpdateContent}
+
 // CorpusCapabilities is what the driver reported it supports.
 type CorpusCapabilities struct {
 	// contractVersion the target implements.

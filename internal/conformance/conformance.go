@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 )
 
@@ -195,7 +196,7 @@ func (r *runner) capabilities(ctx context.Context) error {
 	if caps.ContractVersion != driver.ContractVersion {
 		return fmt.Errorf("contract version %q, want %q", caps.ContractVersion, driver.ContractVersion)
 	}
-	if !caps.Supports(driver.RevokeRemoveGrant) {
+	if !caps.Supports(v1alpha1.RevokeRemoveGrant) {
 		return errors.New("RemoveGrant is not a supported revocation method")
 	}
 	return nil

@@ -12,6 +12,8 @@ package driver
 import (
 	"context"
 	"slices"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
 
 // ContractVersion is the version of the driver contract this package speaks.
@@ -19,22 +21,10 @@ import (
 const ContractVersion = "v1"
 
 // RevocationMethod names a way access to a document can be taken away.
-type RevocationMethod string
-
-// Revocation methods a RevocationCanary can exercise.
-const (
-	// RevokeRemoveGrant removes a direct grant of the principal on the document.
-	RevokeRemoveGrant RevocationMethod = "RemoveGrant"
-	// RevokeRemoveFromGroup removes the principal from a group that holds the grant.
-	RevokeRemoveFromGroup RevocationMethod = "RemoveFromGroup"
-	// RevokeDeleteDocument deletes the document at the source.
-	RevokeDeleteDocument RevocationMethod = "DeleteDocument"
-	// RevokeUpdateContent replaces the document's body (CreateDocument on
-	// the same ID, same principals) for a content-freshness canary. A
-	// driver lists it when a replaced body reaches its surfaces like a new
-	// document does.
-	RevokeUpdateContent RevocationMethod = "UpdateContent"
-)
+// The vocabulary is the driver contract's (api/contract/driver.v1.yaml),
+// defined once in Go as v1alpha1.RevocationMethods; a test holds the two,
+// the generated contract client and the CRD enum equal.
+type RevocationMethod = v1alpha1.RevocationMethod
 
 // Token is a persona's bearer credential. Its String and GoString methods
 // redact the value so a token passed to a logger or formatted into an error by

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
 
 func TestErrorClassification(t *testing.T) {
@@ -48,8 +50,8 @@ func TestTokenRedacted(t *testing.T) {
 }
 
 func TestCapabilitiesSupports(t *testing.T) {
-	c := Capabilities{RevocationMethods: []RevocationMethod{RevokeRemoveGrant}}
-	if !c.Supports(RevokeRemoveGrant) || c.Supports(RevokeDeleteDocument) {
+	c := Capabilities{RevocationMethods: []RevocationMethod{v1alpha1.RevokeRemoveGrant}}
+	if !c.Supports(v1alpha1.RevokeRemoveGrant) || c.Supports(v1alpha1.RevokeDeleteDocument) {
 		t.Fatalf("Supports wrong for %v", c.RevocationMethods)
 	}
 }

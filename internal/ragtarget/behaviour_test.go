@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
@@ -197,7 +198,7 @@ func TestContractValidation(t *testing.T) {
 	}
 	caps, err := e.drv.Capabilities(ctx)
 	must(t, err)
-	if caps.ContractVersion != driver.ContractVersion || !caps.Answer || !caps.Supports(driver.RevokeRemoveFromGroup) {
+	if caps.ContractVersion != driver.ContractVersion || !caps.Answer || !caps.Supports(v1alpha1.RevokeRemoveFromGroup) {
 		t.Fatalf("capabilities = %+v", caps)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/spicedb"
 )
@@ -176,7 +177,7 @@ func (s *Service) AnswerCacheExpiry(principal, question string) (time.Time, bool
 func (s *Service) Capabilities() driver.Capabilities {
 	return driver.Capabilities{
 		ContractVersion:   driver.ContractVersion,
-		RevocationMethods: []driver.RevocationMethod{driver.RevokeRemoveGrant, driver.RevokeRemoveFromGroup, driver.RevokeDeleteDocument, driver.RevokeUpdateContent},
+		RevocationMethods: []driver.RevocationMethod{v1alpha1.RevokeRemoveGrant, v1alpha1.RevokeRemoveFromGroup, v1alpha1.RevokeDeleteDocument, v1alpha1.RevokeUpdateContent},
 		Answer:            true,
 		Conversation:      true,
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
@@ -20,7 +21,7 @@ func TestUpdateContentAppliesAtContentSync(t *testing.T) {
 	ctx := context.Background()
 	caps, err := e.drv.Capabilities(ctx)
 	must(t, err)
-	if !caps.Supports(driver.RevokeUpdateContent) {
+	if !caps.Supports(v1alpha1.RevokeUpdateContent) {
 		t.Fatalf("capabilities %v do not list UpdateContent", caps.RevocationMethods)
 	}
 	e.create("doc-1", "the zebrafinch canary says oldpayload", "user:alice")

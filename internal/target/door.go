@@ -320,10 +320,14 @@ func CheckCapabilities(c driver.Capabilities) error {
 	return nil
 }
 
-var knownMethods = map[driver.RevocationMethod]bool{
-	driver.RevokeRemoveGrant: true, driver.RevokeRemoveFromGroup: true, driver.RevokeDeleteDocument: true,
-	driver.RevokeUpdateContent: true,
-}
+// knownMethods is the contract's vocabulary (v1alpha1.RevocationMethods).
+var knownMethods = func() map[driver.RevocationMethod]bool {
+	m := map[driver.RevocationMethod]bool{}
+	for _, x := range v1alpha1.RevocationMethods {
+		m[x] = true
+	}
+	return m
+}()
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

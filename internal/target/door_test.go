@@ -139,7 +139,7 @@ func TestCorpusOutsideAllowlistSendsNothing(t *testing.T) {
 }
 
 func TestCheckCapabilities(t *testing.T) {
-	ok := driver.Capabilities{ContractVersion: "v1", RevocationMethods: []driver.RevocationMethod{driver.RevokeRemoveGrant}}
+	ok := driver.Capabilities{ContractVersion: "v1", RevocationMethods: []driver.RevocationMethod{v1alpha1.RevokeRemoveGrant}}
 	if err := CheckCapabilities(ok); err != nil {
 		t.Fatalf("valid capabilities refused: %v", err)
 	}

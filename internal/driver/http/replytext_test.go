@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/safetext"
@@ -68,7 +69,7 @@ func TestCapabilityWordsAreShowable(t *testing.T) {
 				t.Errorf("%s: word %q is not printable and short", tc.name, w)
 			}
 		}
-		if c.ContractVersion == driver.ContractVersion || c.RevocationMethods[0] == driver.RevokeRemoveGrant {
+		if c.ContractVersion == driver.ContractVersion || c.RevocationMethods[0] == v1alpha1.RevokeRemoveGrant {
 			t.Errorf("%s: a malformed word passed for a valid one: %q", tc.name, words)
 		}
 	}

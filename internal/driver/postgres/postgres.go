@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 )
 
@@ -243,7 +244,7 @@ func (d *Driver) Close() {
 // stores and retrieves; answering is the application's).
 func (d *Driver) Capabilities(context.Context) (driver.Capabilities, error) {
 	return driver.Capabilities{ContractVersion: driver.ContractVersion,
-		RevocationMethods: []driver.RevocationMethod{driver.RevokeRemoveGrant, driver.RevokeRemoveFromGroup, driver.RevokeDeleteDocument}}, nil
+		RevocationMethods: []driver.RevocationMethod{v1alpha1.RevokeRemoveGrant, v1alpha1.RevokeRemoveFromGroup, v1alpha1.RevokeDeleteDocument}}, nil
 }
 
 // CreateDocument replaces the document in one transaction: delete, insert.
