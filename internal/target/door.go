@@ -225,6 +225,12 @@ func (d *Door) build(obj *v1alpha1.Corpus, r Recipe, live bool) (*Corpus, error)
 func (d *Door) buildHeld(obj *v1alpha1.Corpus, r Recipe, live bool, h *holds) (*Corpus, error) {
 	timeout := CorpusTimeout(obj)
 	key := LimiterKey(obj.Namespace, obj.Name)
+	limiters := d.Limiters
+	if limiters == nil {
+		limiters = NewLimiters(clock.RealClock{})
+	}
+	limit := CorpusLimit(obj, d.DefaultLimit)
+	limiters.Set(key, limit)
 	current := ""
 	if live {
 		current = key
@@ -245,18 +251,12 @@ func (d *Door) buildHeld(obj *v1alpha1.Corpus, r Recipe, live bool, h *holds) (*
 		if u.Scheme != "http" && u.Scheme != "https" {
 			return nil, Stall(ReasonInvalidURL, "spec.driver.http.url must be an absolute http or https URL")
 		}
-		if drv, err = d.HTTPDriver(u.String(), string(r.Credential), timeout); err != nil {
+		if drv, err = d.httpDriver(u.String(), string(r.Credential), timeout, limiters.Replies(key)); err != nil {
 			return nil, err
 		}
 	}
-	limiters := d.Limiters
-	if limiters == nil {
-		limiters = NewLimiters(clock.RealClock{})
-	}
-	c := &Corpus{Object: obj, Driver: drv, Timeout: timeout,
-		Key: key, Limit: CorpusLimit(obj, d.DefaultLimit),
+	c := &Corpus{Object: obj, Driver: drv, Timeout: timeout, Key: key, Limit: limit,
 		CheckDriver: checkDriver, limiters: limiters, recipe: r, holds: h}
-	limiters.Set(c.Key, c.Limit)
 	if r.Permissions != nil {
 		if err := d.attachPermissions(c, current, r); err != nil {
 			return nil, err
@@ -269,10 +269,17 @@ func (d *Door) buildHeld(obj *v1alpha1.Corpus, r Recipe, live bool, h *holds) (*
 // The per-call timeout lives in the driver and nowhere else. No driver-level
 // retries: a retried probe would stretch the probe's window and widen every
 // measured bound; lifecycle steps are retried by the controllers' backoff.
+// Its replies draw on a reply budget of its own.
 func (d *Door) HTTPDriver(baseURL, sourceToken string, timeout time.Duration) (driver.Driver, error) {
+	return d.httpDriver(baseURL, sourceToken, timeout, NewReplyBudget(d.DefaultLimit.ReplyBytes))
+}
+
+// httpDriver builds an HTTP driver whose replies draw on replies, the
+// corpus's budget when it is built for a corpus.
+func (d *Door) httpDriver(baseURL, sourceToken string, timeout time.Duration, replies *ReplyBudget) (driver.Driver, error) {
 	drv, err := httpdriver.New(httpdriver.Config{
 		BaseURL: baseURL, SourceToken: sourceToken, Timeout: timeout,
-		HTTPClient: NoRedirects(d.httpClient()), Retries: 0,
+		HTTPClient: NoRedirects(d.httpClient()), Retries: 0, ReplyBudget: replies,
 	})
 	if err != nil {
 		return nil, Stall(ReasonInvalidURL, "spec.driver.http.url: %v", err)

@@ -17,14 +17,20 @@ type Limit struct {
 	RequestsPerSecond int32
 	// Burst is the largest number of requests sent at once; at least 1.
 	Burst int32
+	// ReplyBytes bounds the reply bytes held at once over all the corpus's
+	// calls in flight (see ReplyBudget); DefaultReplyBytes when not
+	// positive. Only the operator sets it: a tenant's Corpus cannot raise
+	// what it may make the operator hold.
+	ReplyBytes int64
 }
 
 func (l Limit) normalized() Limit {
-	return Limit{RequestsPerSecond: max(l.RequestsPerSecond, 1), Burst: max(l.Burst, 1)}
+	return Limit{RequestsPerSecond: max(l.RequestsPerSecond, 1), Burst: max(l.Burst, 1),
+		ReplyBytes: replyBytes(l.ReplyBytes)}
 }
 
 // DefaultLimit applies when neither a corpus nor the operator sets a limit.
-var DefaultLimit = Limit{RequestsPerSecond: 10, Burst: 20}
+var DefaultLimit = Limit{RequestsPerSecond: 10, Burst: 20, ReplyBytes: DefaultReplyBytes}
 
 // CorpusLimit is the corpus's own rate limit, with def for any value the
 // corpus leaves unset and DefaultLimit where def is unset too, so a caller
@@ -36,7 +42,8 @@ func CorpusLimit(c *v1alpha1.Corpus, def Limit) Limit {
 	if def.Burst <= 0 {
 		def.Burst = DefaultLimit.Burst
 	}
-	limit := Limit{RequestsPerSecond: c.Spec.RateLimit.RequestsPerSecond, Burst: c.Spec.RateLimit.Burst}
+	limit := Limit{RequestsPerSecond: c.Spec.RateLimit.RequestsPerSecond, Burst: c.Spec.RateLimit.Burst,
+		ReplyBytes: replyBytes(def.ReplyBytes)}
 	if limit.RequestsPerSecond <= 0 {
 		limit.RequestsPerSecond = def.RequestsPerSecond
 	}
@@ -46,9 +53,10 @@ func CorpusLimit(c *v1alpha1.Corpus, def Limit) Limit {
 	return limit
 }
 
-// Limiters is a registry of token buckets, one per corpus. Every probe loop
-// and suite run against a corpus draws from the same bucket, so the corpus
-// limit holds however many canaries target it. It is safe for concurrent use.
+// Limiters is a registry of token buckets and reply budgets, one of each per
+// corpus. Every probe loop and suite run against a corpus draws from the
+// same bucket and budget, so the corpus limit holds however many canaries
+// target it. It is safe for concurrent use.
 type Limiters struct {
 	clock clock.WithTicker
 
@@ -59,6 +67,7 @@ type Limiters struct {
 type bucket struct {
 	limit   Limit
 	limiter *rate.Limiter
+	replies *ReplyBudget
 }
 
 // NewLimiters returns an empty registry; time comes from c.
@@ -74,8 +83,7 @@ func (l *Limiters) Set(corpus string, limit Limit) {
 	defer l.mu.Unlock()
 	b, ok := l.buckets[corpus]
 	if !ok {
-		l.buckets[corpus] = &bucket{limit: limit,
-			limiter: rate.NewLimiter(rate.Limit(limit.RequestsPerSecond), int(limit.Burst))}
+		l.buckets[corpus] = newBucket(limit)
 		return
 	}
 	if b.limit == limit {
@@ -84,10 +92,32 @@ func (l *Limiters) Set(corpus string, limit Limit) {
 	now := l.clock.Now()
 	b.limiter.SetLimitAt(now, rate.Limit(limit.RequestsPerSecond))
 	b.limiter.SetBurstAt(now, int(limit.Burst))
+	b.replies.resize(limit.ReplyBytes)
 	b.limit = limit
 }
 
-// Forget drops a corpus's bucket, for example when the Corpus is deleted.
+func newBucket(limit Limit) *bucket {
+	return &bucket{limit: limit,
+		limiter: rate.NewLimiter(rate.Limit(limit.RequestsPerSecond), int(limit.Burst)),
+		replies: NewReplyBudget(limit.ReplyBytes)}
+}
+
+// Replies is the corpus's reply budget, shared by every driver built for
+// the corpus. A corpus not Set yet gets DefaultLimit, which its first Set
+// then adjusts in place.
+func (l *Limiters) Replies(corpus string) *ReplyBudget {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[corpus]
+	if !ok {
+		b = newBucket(DefaultLimit.normalized())
+		l.buckets[corpus] = b
+	}
+	return b.replies
+}
+
+// Forget drops a corpus's bucket and reply budget, for example when the
+// Corpus is deleted.
 func (l *Limiters) Forget(corpus string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
