@@ -2,6 +2,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -63,6 +64,7 @@ func parseFlags(args []string) (settings, error) {
 	s.defaults = def
 	fs.Func("default-requests-per-second", fmt.Sprintf("Rate limit for corpora that set none (default %d).", def.RateLimit.RequestsPerSecond), positiveInt32(&s.defaults.RateLimit.RequestsPerSecond))
 	fs.Func("default-burst", fmt.Sprintf("Burst for corpora that set none (default %d).", def.RateLimit.Burst), positiveInt32(&s.defaults.RateLimit.Burst))
+	fs.Func("max-reply-bytes-per-corpus", fmt.Sprintf("Reply bytes the operator holds at once for one corpus, over all its calls in flight; a call whose reply finds them taken fails as a probe error (default %d).", def.RateLimit.ReplyBytes), positiveInt64(&s.defaults.RateLimit.ReplyBytes))
 	fs.Func("default-successful-runs-history-limit", fmt.Sprintf("Successful runs kept for canaries and suites that set no limit (default %d).", def.SuccessfulRunsHistoryLimit), nonNegativeInt32(&s.defaults.SuccessfulRunsHistoryLimit))
 	fs.Func("default-failed-runs-history-limit", fmt.Sprintf("Failed runs kept for canaries and suites that set no limit (default %d).", def.FailedRunsHistoryLimit), nonNegativeInt32(&s.defaults.FailedRunsHistoryLimit))
 	s.zapOptions.BindFlags(fs)
@@ -145,6 +147,18 @@ func run(s settings) error {
 // positiveInt32 parses a flag value that must be at least 1.
 func positiveInt32(into *int32) func(string) error {
 	return boundedInt32(into, 1)
+}
+
+// positiveInt64 parses a flag value that must be at least 1.
+func positiveInt64(into *int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return errors.New("must be an integer of at least 1")
+		}
+		*into = n
+		return nil
+	}
 }
 
 // nonNegativeInt32 parses a flag value that must be at least 0.
