@@ -206,13 +206,16 @@ func (g groups) add(c *caseRec, s *scored) {
 }
 
 // personaTallies sums the groups of each persona over all strata; with
-// stratum set, over that stratum only.
+// stratum set, over that stratum only. Groups are added in sorted order:
+// floating-point sums depend on the order of their terms, and the report
+// must not change from one run to the next.
 func (g groups) personaTallies(stratum *string) map[string]*tally {
 	out := map[string]*tally{}
-	for k, t := range g {
+	for _, k := range sortedKeys(g) {
 		if stratum != nil && k.stratum != *stratum {
 			continue
 		}
+		t := g[k]
 		p := out[k.persona]
 		if p == nil {
 			p = &tally{}
