@@ -20,6 +20,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/reconcile"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -74,12 +75,13 @@ func (r *CorpusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 // interval. Only API-server failures are returned as errors.
 func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (ctrl.Result, error) {
 	resolved, err := r.Door.Corpus(ctx, corpus)
-	if p, ok := target.IsUserProblem(err); ok {
-		r.setReady(corpus, metav1.ConditionFalse, p.Reason, p.Message)
-		return ctrl.Result{}, nil
-	}
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("resolving corpus: %w", err)
+		out := reconcile.Compute(err, reconcile.Policy{})
+		if out.Err != nil {
+			return ctrl.Result{}, fmt.Errorf("resolving corpus: %w", out.Err)
+		}
+		r.setFailed(corpus, out)
+		return out.Result, nil
 	}
 	defer resolved.Release()
 	d := resolved.Driver
@@ -90,14 +92,10 @@ func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (
 	now := metav1.NewTime(r.Clock.Now())
 	corpus.Status.LastCheckTime = &now
 	if err != nil {
-		reason := v1alpha1.ReasonUnreachable
-		if driver.IsUnauthorized(err) {
-			reason = v1alpha1.ReasonCredentialRejected
-		}
-		// driver errors are sanitized: operation, kind and status code only.
-		r.setReady(corpus, metav1.ConditionFalse, reason, fmt.Sprintf("capabilities check failed: %v", err))
-		log.FromContext(ctx).Info("corpus target check failed", "reason", reason)
-		return ctrl.Result{RequeueAfter: interval}, nil
+		out := reconcile.Compute(err, targetCall("capabilities check", interval))
+		r.setFailed(corpus, out)
+		log.FromContext(ctx).Info("corpus target check failed", "reason", out.Condition.Reason)
+		return out.Result, nil
 	}
 	// A reply is checked before it reaches status: a hostile or broken one
 	// must not stand in status as the target's capabilities.
@@ -115,12 +113,9 @@ func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (
 		return res, nil
 	}
 	if err := checkSourceCredential(ctx, d); err != nil {
-		reason := v1alpha1.ReasonUnreachable
-		if driver.IsUnauthorized(err) {
-			reason = v1alpha1.ReasonCredentialRejected
-		}
-		r.setReady(corpus, metav1.ConditionFalse, reason, fmt.Sprintf("source credential check failed: %v", err))
-		return ctrl.Result{RequeueAfter: interval}, nil
+		out := reconcile.Compute(err, targetCall("source credential check", interval))
+		r.setFailed(corpus, out)
+		return out.Result, nil
 	}
 	r.setReady(corpus, metav1.ConditionTrue, v1alpha1.ReasonReachable,
 		fmt.Sprintf("target answered with driver contract %s", caps.ContractVersion))
@@ -139,17 +134,24 @@ func (r *CorpusReconciler) checkHook(ctx context.Context, corpus *v1alpha1.Corpu
 	if err == nil {
 		return ctrl.Result{}, false
 	}
-	if p, ok := target.IsUserProblem(err); ok {
-		r.setReady(corpus, metav1.ConditionFalse, p.Reason, p.Message)
-		return ctrl.Result{RequeueAfter: interval}, true
+	out := reconcile.Compute(err, targetCall(what+" check", interval))
+	if _, user := target.IsUserProblem(err); user {
+		// The user's problem speaks for itself, without the call's name.
+		out = reconcile.Compute(err, reconcile.Policy{StalledRequeue: interval, WaitingRequeue: interval})
 	}
-	reason := v1alpha1.ReasonUnreachable
-	if driver.IsUnauthorized(err) {
-		reason = v1alpha1.ReasonCredentialRejected
-	}
-	// Driver errors are sanitized: operation, kind and gRPC code or SQLSTATE only.
-	r.setReady(corpus, metav1.ConditionFalse, reason, fmt.Sprintf("%s check failed: %v", what, err))
-	return ctrl.Result{RequeueAfter: interval}, true
+	r.setFailed(corpus, out)
+	return out.Result, true
+}
+
+// targetCall is the policy for a check that calls the target: what it
+// refuses or fails is shown and re-checked on the health interval.
+func targetCall(what string, interval time.Duration) reconcile.Policy {
+	return reconcile.Policy{StalledRequeue: interval, WaitingRequeue: interval, TargetRequeue: interval, What: what}
+}
+
+// setFailed shows a failure as the Ready condition.
+func (r *CorpusReconciler) setFailed(corpus *v1alpha1.Corpus, out reconcile.Outcome) {
+	r.setReady(corpus, metav1.ConditionFalse, out.Condition.Reason, out.Condition.Message)
 }
 
 func (r *CorpusReconciler) setReady(corpus *v1alpha1.Corpus, status metav1.ConditionStatus, reason, message string) {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/reconcile"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -61,12 +62,12 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 func (r *PersonaReconciler) credentialCondition(ctx context.Context, p *v1alpha1.Persona) (metav1.Condition, error) {
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: p.Generation}
 	_, err := target.Credential(ctx, r.APIReader, p.Namespace, p.Spec.CredentialSecretRef)
-	problem, user := target.IsUserProblem(err)
+	out := reconcile.Compute(err, reconcile.Policy{})
 	switch {
-	case user:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, problem.Reason, problem.Message
-	case err != nil:
-		return cond, err
+	case out.Err != nil:
+		return cond, out.Err
+	case out.Condition != nil:
+		cond.Status, cond.Reason, cond.Message = out.Condition.Status, out.Condition.Reason, out.Condition.Message
 	default:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ReasonSecretFound, "credential Secret and key are present"
 	}

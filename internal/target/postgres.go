@@ -233,6 +233,10 @@ func (d *Door) postgresDriver(corpus string, r Recipe, timeout time.Duration, h 
 	return d.openPostgres(corpus, r, timeout, cfg, h)
 }
 
+// readerRecheck is how soon a reader still replaying the schema is checked
+// again: replay takes seconds, the health-check interval minutes.
+const readerRecheck = 5 * time.Second
+
 // postgresCheck is the Corpus controller's check of a Postgres driver:
 // schema, statements, and a reader that row-level security filters. A
 // standby reader still replaying the schema is Waiting, not the user's to fix.
@@ -241,11 +245,10 @@ func postgresCheck(drv *postgres.Driver) func(ctx context.Context) error {
 		err := drv.HealthCheck(ctx)
 		var ce *postgres.CheckError
 		if errors.As(err, &ce) {
-			intent := Stalled
 			if ce.Wait {
-				intent = Waiting
+				return &Problem{Intent: Waiting, Reason: ce.Reason, Message: cleanMessage(ce.Message), Err: err, RequeueAfter: readerRecheck}
 			}
-			return &Problem{Intent: intent, Reason: ce.Reason, Message: ce.Message, Err: err}
+			return &Problem{Intent: Stalled, Reason: ce.Reason, Message: ce.Message, Err: err}
 		}
 		return err
 	}

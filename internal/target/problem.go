@@ -3,6 +3,7 @@ package target
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/safetext"
@@ -57,6 +58,10 @@ type Problem struct {
 	Message string
 	// Err is the cause, for errors.Is/As; its text is never shown.
 	Err error
+	// RequeueAfter is, for a Waiting problem that knows it, when to look
+	// again (a standby replaying what the operator just wrote); 0 leaves it
+	// to the caller's policy.
+	RequeueAfter time.Duration
 }
 
 func (p *Problem) Error() string { return cleanMessage(p.Message) }
