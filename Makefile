@@ -69,8 +69,22 @@ verify: generate manifests ## Regenerate everything and fail if anything differs
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 
 .PHONY: test
-test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) prometheus-tools chromium-tools postgres-tools pglite-tools python-tools test-alerts ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python (builds or installs its tools on first use).
+test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) prometheus-tools chromium-tools postgres-tools pglite-tools python-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser (builds or installs its tools on first use).
 	$(GO) test ./... -count=1 -timeout 30m
+
+# Every parser of what a target or a tenant sends, fuzzed for a bounded
+# time on top of the seed corpora go test runs: HTTP driver replies,
+# PostgreSQL server errors, connection strings, text shown from targets.
+FUZZ_TIME ?= 8s
+FUZZ_TARGETS := ./internal/driver/http:FuzzDecodeReplies ./internal/driver/postgres:FuzzServerErrorMessages \
+	./internal/driver/postgres:FuzzDSNSettingsAgreeWithPgx ./internal/safetext:FuzzClean
+
+.PHONY: test-fuzz
+test-fuzz: ## Fuzz every reply and input parser for FUZZ_TIME each (a bounded part of make test).
+	@for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzzing $$fn in $$pkg for $(FUZZ_TIME)"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZ_TIME) -parallel 2 || exit 1; \
+	done
 
 .PHONY: test-alerts
 test-alerts: prometheus-tools ## Unit-test the alert rules with promtool.

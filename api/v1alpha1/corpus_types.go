@@ -81,6 +81,10 @@ const (
 	// BYPASSRLS, or owns the reference tables without forced row-level
 	// security, so every isolation result would be meaningless.
 	ReasonReaderBypassesRLS = "ReaderBypassesRLS"
+	// ReasonReaderNotCaughtUp: the reader is a standby still replaying
+	// what the writer holds (the schema the operator just created); a
+	// wait, re-checked within seconds, not a statement to fix.
+	ReasonReaderNotCaughtUp = "ReaderNotCaughtUp"
 )
 
 // PostgresStatements are parameterised SQL statements, one per operation;

@@ -22,7 +22,11 @@ import (
 // keeps every rune.
 func Clean(s string, max int) string {
 	var b strings.Builder
-	b.Grow(min(len(s), 4*max+4))
+	if max > 0 {
+		b.Grow(min(len(s), 4*max+4))
+	} else {
+		b.Grow(len(s))
+	}
 	n, space := 0, false
 	for i, w := 0, 0; i < len(s); i += w {
 		var r rune
@@ -36,7 +40,11 @@ func Clean(s string, max int) string {
 		case unsafeRune(r):
 			continue
 		}
-		if max > 0 && n >= max {
+		need := 1
+		if space {
+			need = 2
+		}
+		if max > 0 && n+need > max {
 			b.WriteString("…")
 			return b.String()
 		}

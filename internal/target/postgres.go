@@ -24,7 +24,7 @@ const (
 	ReasonReaderBypassesRLS = v1alpha1.ReasonReaderBypassesRLS
 	// ReasonReaderNotCaughtUp is a wait, not a refusal: a standby reader
 	// has not yet replayed the schema the writer holds.
-	ReasonReaderNotCaughtUp = postgres.ReasonReaderNotCaughtUp
+	ReasonReaderNotCaughtUp = v1alpha1.ReasonReaderNotCaughtUp
 )
 
 // Spec fields named in messages about the two connection strings.

@@ -132,7 +132,8 @@ func TestPersonaForPostgresIsTheSubject(t *testing.T) {
 // TestPostgresReasonsMatchTheAPI: the driver's check reasons are the
 // documented condition reasons.
 func TestPostgresReasonsMatchTheAPI(t *testing.T) {
-	if postgres.ReasonStatementInvalid != ReasonStatementInvalid || postgres.ReasonReaderBypassesRLS != ReasonReaderBypassesRLS {
+	if postgres.ReasonStatementInvalid != ReasonStatementInvalid || postgres.ReasonReaderBypassesRLS != ReasonReaderBypassesRLS ||
+		postgres.ReasonReaderNotCaughtUp != ReasonReaderNotCaughtUp {
 		t.Fatal("the postgres driver's reasons differ from api/v1alpha1's")
 	}
 }
