@@ -269,10 +269,10 @@ type SurfaceSummary struct {
 	// +optional
 	ContentFreshness *ExclusionBounds `json:"contentFreshness,omitempty"`
 
-	// slo is what the run was judged by on this surface, and sloSource
-	// where it came from.
+	// slo is what the run was judged by on this surface.
 	// +optional
 	SLO *metav1.Duration `json:"slo,omitempty"`
+	// sloSource says where slo came from, e.g. "corpus freshness.exclusionSLO".
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	SLOSource string `json:"sloSource,omitempty"`

@@ -94,11 +94,12 @@ type SurfaceMeasurement struct {
 	// +optional
 	NewContent *ContentMeasurement `json:"newContent,omitempty"`
 
-	// slo is what the verdict judged this surface by (set with the
-	// verdict), and sloSource where it came from, so readers never
-	// recompute it from a Corpus that may have changed since.
+	// slo is what the verdict judged this surface by, set with the
+	// verdict, so readers never recompute it from a Corpus that may have
+	// changed since.
 	// +optional
 	SLO *metav1.Duration `json:"slo,omitempty"`
+	// sloSource says where slo came from, e.g. "corpus freshness.exclusionSLO".
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	SLOSource string `json:"sloSource,omitempty"`
