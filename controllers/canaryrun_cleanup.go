@@ -63,8 +63,9 @@ func (r *CanaryRunReconciler) finalize(ctx context.Context, rc *runCtx) (ctrl.Re
 	return ctrl.Result{}, r.removeFinalizer(ctx, rc)
 }
 
-// removeCanary revokes and deletes the canary document, through the live
-// Corpus or, when that no longer resolves, the run's kept copy. While the
+// removeCanary revokes and deletes the canary document where it was
+// planted: through the live Corpus while it names that target, else
+// (another target, or no Corpus that resolves) the run's kept copy. While the
 // target errs it sets CleanupPending and retries with backoff; a rejection
 // that a retry cannot change (permanent or refused credential) is reported
 // as CleanupPending/CleanupRejected and re-checked rarely instead of in a
@@ -77,7 +78,7 @@ func (r *CanaryRunReconciler) removeCanary(ctx context.Context, rc *runCtx, dele
 	if run.Status.DocumentID == "" {
 		return ctrl.Result{}, true, r.releaseCleanupRecipe(ctx, run)
 	}
-	corpus, subject, err := r.cleanupTarget(ctx, run)
+	corpus, subject, err := r.cleanupTarget(ctx, rc)
 	if p, user := target.IsUserProblem(err); user {
 		if deleting {
 			// Logged too: events are refused in a namespace being deleted.

@@ -6,10 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,7 +103,8 @@ func sameData(a, b map[string][]byte) bool {
 // place and report the document gone. Without a copy (a run planted by an
 // earlier build) the live Corpus is all there is. subject is the persona's,
 // "" when neither knows it. The caller releases the corpus.
-func (r *CanaryRunReconciler) cleanupTarget(ctx context.Context, run *v1alpha1.CanaryRun) (*target.Corpus, string, error) {
+func (r *CanaryRunReconciler) cleanupTarget(ctx context.Context, rc *runCtx) (*target.Corpus, string, error) {
+	run := rc.run
 	subject := r.personaSubject(ctx, run)
 	kept, keptSubject, err := r.keptRecipe(ctx, run)
 	if err != nil {
@@ -112,10 +114,11 @@ func (r *CanaryRunReconciler) cleanupTarget(ctx context.Context, run *v1alpha1.C
 		subject = keptSubject
 	}
 	live, liveErr := r.resolveCorpus(ctx, run)
-	if liveErr == nil && (kept == nil || sameTarget(live.Recipe(), *kept)) {
+	if liveErr == nil && (kept == nil || sameTarget(live, *kept)) {
 		return live, subject, nil
 	}
 	if liveErr == nil {
+		r.noteTargetChanged(rc, live, *kept, nil)
 		live.Release()
 	}
 	if kept == nil {
@@ -129,6 +132,99 @@ func (r *CanaryRunReconciler) cleanupTarget(ctx context.Context, run *v1alpha1.C
 		return nil, "", target.Named("kept copy of Corpus", run.Spec.CorpusRef.Name, err)
 	}
 	return c, subject, nil
+}
+
+// resolvePlanted resolves the run's corpus, pinned from planting on to the
+// target its kept copy names: the live Corpus while it names that target,
+// the kept copy when it names another. The share, every probe, the
+// revocation and cleanup then reach where the canary is, also after a
+// restart (the copy outlives the operator), and another target's silence
+// is never read as exclusion. A run without a copy (not planted yet, or
+// planted by an earlier build) uses the live Corpus. When the copy cannot
+// reach the planted target the error is a *targetChangedError. The caller
+// releases the corpus.
+func (r *CanaryRunReconciler) resolvePlanted(ctx context.Context, rc *runCtx) (*target.Corpus, error) {
+	live, err := r.resolveCorpus(ctx, rc.run)
+	if err != nil {
+		return nil, err
+	}
+	kept, _, err := r.keptRecipe(ctx, rc.run)
+	if err != nil {
+		live.Release()
+		return nil, err
+	}
+	if kept == nil || sameTarget(live, *kept) {
+		return live, nil
+	}
+	defer live.Release()
+	planted, err := r.keptCorpus(rc.run, live.Object, *kept)
+	r.noteTargetChanged(rc, live, *kept, err)
+	if p, user := target.IsUserProblem(err); user {
+		return nil, &targetChangedError{problem: p}
+	}
+	return planted, err
+}
+
+// keptCorpus rebuilds the planted target from the run's kept copy. Its
+// object is the live Corpus (SLOs, probing, limits) with the kept driver
+// and backend; the live status describes another target and is dropped.
+func (r *CanaryRunReconciler) keptCorpus(run *v1alpha1.CanaryRun, live *v1alpha1.Corpus, kept target.Recipe) (*target.Corpus, error) {
+	c, err := r.Door.FromRecipe(run.Namespace, run.Spec.CorpusRef.Name, kept)
+	if err != nil {
+		return nil, target.Named("kept copy of Corpus", run.Spec.CorpusRef.Name, err)
+	}
+	obj := live.DeepCopy()
+	obj.Spec.Driver, obj.Spec.Permissions, obj.Spec.RateLimit = *kept.Driver.DeepCopy(), kept.Permissions.DeepCopy(), kept.RateLimit
+	obj.Status = v1alpha1.CorpusStatus{}
+	c.Object = obj
+	return c, nil
+}
+
+// ConditionTargetChanged is True once the run's Corpus named another target
+// than the one the canary was planted in; the run then probes, revokes and
+// cleans up through its kept copy, or, when that copy cannot reach the
+// planted target, ends Inconclusive. Its reason, ReasonTargetChanged, is
+// also the reason of the Warning event sent when the change is first seen.
+const (
+	ConditionTargetChanged = "TargetChanged"
+	ReasonTargetChanged    = "TargetChanged"
+)
+
+// targetChangedError: the Corpus names another target and the kept copy
+// cannot reach the planted one, so nothing the run could still observe is
+// about its canary.
+type targetChangedError struct{ problem *target.Problem }
+
+func (e *targetChangedError) Error() string {
+	return "the Corpus now names another target than the one the canary was planted in, and the run's kept copy cannot reach " +
+		"the planted target (" + e.problem.Message + "); no probe of another target counts as exclusion"
+}
+
+// noteTargetChanged sets ConditionTargetChanged and sends the Warning
+// event, once per run: the condition, persisted with the step, remembers
+// across restarts that it was sent. keptErr is why the kept copy cannot be
+// used, nil when it is.
+func (r *CanaryRunReconciler) noteTargetChanged(rc *runCtx, live *target.Corpus, kept target.Recipe, keptErr error) {
+	if meta.IsStatusConditionTrue(rc.run.Status.Conditions, ConditionTargetChanged) {
+		return
+	}
+	msg := fmt.Sprintf("Corpus %q now names %s; the canary was planted in %s, ", rc.run.Spec.CorpusRef.Name,
+		identityText(live.Identity()), identityText(kept.Identity()))
+	if keptErr != nil {
+		msg += "which the run's kept copy cannot reach: " + target.AsProblem(keptErr).Message
+	} else {
+		msg += "where the run keeps probing and cleaning up through its kept copy"
+	}
+	setCondition(rc.run, ConditionTargetChanged, metav1.ConditionTrue, ReasonTargetChanged, msg)
+	r.Recorder.Eventf(rc.run, nil, "Warning", ReasonTargetChanged, "Resolve", "%s", msg)
+}
+
+// identityText shows a target identity, or says it cannot be read.
+func identityText(id target.TargetIdentity, err error) string {
+	if err != nil {
+		return "a target whose configuration cannot be read"
+	}
+	return id.String()
 }
 
 // keptRecipe reads the run's cleanup copy; nil when the run has none.
@@ -148,10 +244,14 @@ func (r *CanaryRunReconciler) keptRecipe(ctx context.Context, run *v1alpha1.Cana
 	return &recipe, string(secret.Data[recipeSubjectKey]), nil
 }
 
-// sameTarget reports whether two recipes reach the same place: the same
-// driver configuration and permissions backend, credentials aside.
-func sameTarget(a, b target.Recipe) bool {
-	return equality.Semantic.DeepEqual(a.Driver, b.Driver) && equality.Semantic.DeepEqual(a.Permissions, b.Permissions)
+// sameTarget reports whether the live corpus reaches the target the kept
+// copy names: equal identities, read from the resolved configurations (a
+// Postgres database lives in the Secret, not the spec). A configuration
+// whose identity cannot be read is never the same.
+func sameTarget(live *target.Corpus, kept target.Recipe) bool {
+	a, errA := live.Identity()
+	b, errB := kept.Identity()
+	return errA == nil && errB == nil && a == b
 }
 
 // releaseCleanupRecipe lets the run's cleanup copy go: the finalizer comes

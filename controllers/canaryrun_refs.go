@@ -50,14 +50,15 @@ func (r *CanaryRunReconciler) resolveCorpus(ctx context.Context, run *v1alpha1.C
 	return c, nil
 }
 
-// resolveRefs resolves the corpus, the persona and every control persona
-// with their credentials; the caller releases them.
-func (r *CanaryRunReconciler) resolveRefs(ctx context.Context, run *v1alpha1.CanaryRun) (*runDeps, error) {
-	c, err := r.resolveCorpus(ctx, run)
+// resolveRefs resolves the corpus, pinned to the target the run planted
+// in (resolvePlanted), the persona and every control persona with their
+// credentials; the caller releases them.
+func (r *CanaryRunReconciler) resolveRefs(ctx context.Context, rc *runCtx) (*runDeps, error) {
+	c, err := r.resolvePlanted(ctx, rc)
 	if err != nil {
 		return nil, err
 	}
-	deps, err := r.resolvePersonas(ctx, run, c)
+	deps, err := r.resolvePersonas(ctx, rc.run, c)
 	if err != nil {
 		c.Release()
 		return nil, err

@@ -26,7 +26,7 @@ func (r *CanaryRunReconciler) start(ctx context.Context, rc *runCtx) (ctrl.Resul
 	if run.Status.StartTime == nil {
 		run.Status.StartTime = floorSecond(rc.now)
 	}
-	deps, err := r.resolveRefs(ctx, run)
+	deps, err := r.resolveRefs(ctx, rc)
 	if err != nil {
 		return r.onProblem(rc, err, r.setupDeadline(run))
 	}
@@ -56,7 +56,7 @@ func (r *CanaryRunReconciler) setupDeadline(run *v1alpha1.CanaryRun) time.Time {
 // written to the target that deletion would not clean up.
 func (r *CanaryRunReconciler) plant(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	run := rc.run
-	deps, err := r.resolveRefs(ctx, run)
+	deps, err := r.resolveRefs(ctx, rc)
 	if err != nil {
 		return r.onProblem(rc, err, r.setupDeadline(run))
 	}
@@ -91,7 +91,7 @@ func (r *CanaryRunReconciler) plant(ctx context.Context, rc *runCtx) (ctrl.Resul
 // share request time is persisted before the request is sent.
 func (r *CanaryRunReconciler) share(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	run := rc.run
-	deps, err := r.resolveRefs(ctx, run)
+	deps, err := r.resolveRefs(ctx, rc)
 	if err != nil {
 		return r.onProblem(rc, err, r.setupDeadline(run))
 	}
@@ -174,7 +174,7 @@ func (r *CanaryRunReconciler) ensureProbing(ctx context.Context, rc *runCtx, sta
 	if st, ok := r.Probes.StateAt(rc.key, stage); ok {
 		return st, ctrl.Result{}, nil
 	}
-	deps, err := r.resolveRefs(ctx, rc.run)
+	deps, err := r.resolveRefs(ctx, rc)
 	if err != nil {
 		res, err := r.onProblem(rc, err, deadline)
 		return nil, res, err
@@ -250,7 +250,7 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 	// loop's last rounds are kept.
 	r.stopProbing(rc)
 	deadline := r.revokeDeadline(run)
-	deps, err := r.resolveRefs(ctx, run)
+	deps, err := r.resolveRefs(ctx, rc)
 	if err != nil {
 		return r.onProblem(rc, err, deadline)
 	}
@@ -440,10 +440,14 @@ const sourceRetry = 2 * time.Second
 // until the phase deadline.
 const ReasonSourceRetrying = "SourceRetrying"
 
-// onProblem is where a run maps a failure from the door: the user's
-// problems (Stalled or Waiting) become a Waiting condition until the phase
+// onProblem is where a run maps a failure from the door: a planted target
+// no longer reachable ends the run Inconclusive; the user's problems
+// (Stalled or Waiting) become a Waiting condition until the phase
 // deadline; transient errors are returned for backoff, but never past it.
 func (r *CanaryRunReconciler) onProblem(rc *runCtx, err error, deadline time.Time) (ctrl.Result, error) {
+	if tc := (*targetChangedError)(nil); errors.As(err, &tc) {
+		return r.conclude(rc, v1alpha1.VerdictInconclusive, tc.Error())
+	}
 	if p, ok := target.IsUserProblem(err); ok {
 		return r.waitUntil(rc, p, deadline)
 	}
