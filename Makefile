@@ -133,14 +133,15 @@ build: ## Build the manager, ragcanary, ragtarget and kubectl-ragcanary binaries
 	$(GO) build -o $(BIN)/ragtarget ./cmd/ragtarget
 	$(GO) build -o $(BIN)/kubectl-ragcanary ./cmd/kubectl-ragcanary
 
-# make image builds the committed tree (HEAD), never uncommitted edits; two
-# runs on one commit give the same digests.
+# make image builds a committed tree (IMAGE_REV, default HEAD), never
+# uncommitted edits; two runs on one commit give the same digests.
 IMAGE_DIR := $(BIN)/images
+IMAGE_REV ?= HEAD
 
 .PHONY: image
 image: ## Build the manager and ragtarget images (linux/amd64+arm64, SBOM) into bin/images/ without a Docker engine.
 	hack/image/install-ca-certificates.sh
-	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) $(GO) run ./hack/image build --out $(IMAGE_DIR)
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct $(IMAGE_REV) --) $(GO) run ./hack/image build --out $(IMAGE_DIR) --rev $(IMAGE_REV)
 
 .PHONY: image-push
 image-push: ## Push the manager image built by make image: make image-push IMAGE=host/repo:tag [RAGTARGET_IMAGE=host/repo:tag].

@@ -126,13 +126,13 @@ func (b *Built) writeOCIArchive(out string) error {
 
 // tarDir archives dir's files sorted by path, with the owner, modes and
 // times fixed, so the archive depends only on the files' content.
-func tarDir(dir, out string, m Meta) error {
+func tarDir(root, out string, m Meta) error {
 	var names []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || path == dir {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == root {
 			return err
 		}
-		rel, err := filepath.Rel(dir, path)
+		rel, err := filepath.Rel(root, path)
 		if d.IsDir() {
 			rel += "/"
 		}
@@ -151,7 +151,7 @@ func tarDir(dir, out string, m Meta) error {
 	w := bufio.NewWriter(f)
 	tw := tar.NewWriter(w)
 	for _, n := range names {
-		if err := tarFile(tw, dir, n, m); err != nil {
+		if err := tarFile(tw, root, n, m); err != nil {
 			return err
 		}
 	}
@@ -164,15 +164,13 @@ func tarDir(dir, out string, m Meta) error {
 	return f.Close()
 }
 
-func tarFile(tw *tar.Writer, dir, rel string, m Meta) error {
+func tarFile(tw *tar.Writer, root, rel string, m Meta) error {
 	if rel[len(rel)-1] == '/' {
-		return writeEntry(tw, dir0755(rel), m.Created)
+		return writeEntry(tw, dir(rel, 0o755, 0, 0), m.Created)
 	}
-	body, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	body, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
 	if err != nil {
 		return err
 	}
 	return writeEntry(tw, file(rel, 0o644, body), m.Created)
 }
-
-func dir0755(name string) entry { return dir(name, 0o755, 0, 0) }
