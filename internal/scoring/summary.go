@@ -9,17 +9,16 @@ import (
 // tally is the running sums behind one Stats. Tallies add up, so the summary
 // of a persona is the sum of its strata.
 type tally struct {
-	answerable, requiredBlock                       int
-	supported, unsupported, stale                   int
-	falseBlocks, mistakenNotFound, wrongStatus      int
-	disclosed, justified, failedToAbstain           int
-	leaks, invalidCitationCases                     int
-	statusCases, statusCorrect                      [4]int
-	citedAnswer, citedSupporting, citedAll, citedOK int
-	recallSum, rrSum, precSum, ndcgSum              float64
-	recallN, rrN, precN, ndcgN                      int
-	latencies                                       []float64
+	// counts are by Figure slot.
+	counts []int
+	// sums and ns are each measure's numerator and denominator.
+	sums                       [numMeasures]float64
+	ns                         [numMeasures]int
+	statusCases, statusCorrect [4]int
+	latencies                  []float64
 }
+
+func newTally() *tally { return &tally{counts: make([]int, len(countFigures))} }
 
 // statusIndex maps a status action to its slot in the per-status arrays.
 func statusIndex(a Action) int {
@@ -31,145 +30,100 @@ func statusIndex(a Action) int {
 	return -1
 }
 
-// add folds one scored case into the tally. Rank metrics only average
-// answerable cases with a defined value: a required-block case has no
-// evidence to find, and an undefined value is not a zero.
+// add folds one scored case into the tally: every count row that counts it,
+// then the measures. Rank metrics only average answerable cases with a
+// defined value: a required-block case has no evidence to find, and an
+// undefined value is not a zero.
 func (t *tally) add(action Action, s *scored) {
-	if s.leaked() {
-		t.leaks++
+	for i, f := range countFigures {
+		if f.counts(action, s) {
+			t.counts[i]++
+		}
 	}
-	if len(s.l().invalidCitations) > 0 {
-		t.invalidCitationCases++
-	}
-	t.citedAll += s.citedN
-	t.citedOK += s.citedOK
+	t.measure(measureCitedValid, float64(s.citedOK), s.citedN)
 	if s.hasLatency {
 		t.latencies = append(t.latencies, s.latency)
 	}
-	switch {
-	case action == ActionBlock:
-		t.requiredBlock++
-		switch s.outcome {
-		case OutcomeDisclosure:
-			t.disclosed++
-		case OutcomeFailedToAbstain:
-			t.failedToAbstain++
-		case OutcomeJustifiedBlock:
-			t.justified++
-		}
-		return
-	case action.IsStatus():
+	if action.IsStatus() {
 		i := statusIndex(action)
 		t.statusCases[i]++
 		if s.outcome == OutcomeCorrectStatus {
 			t.statusCorrect[i]++
 		}
+	}
+	if action != ActionAnswer {
 		return
 	}
-	t.answerable++
-	switch s.outcome {
-	case OutcomeSupported:
-		t.supported++
-	case OutcomeUnsupported:
-		t.unsupported++
-	case OutcomeStale:
-		t.stale++
-	case OutcomeFalseBlock:
-		t.falseBlocks++
-	case OutcomeMistakenNotFound:
-		t.mistakenNotFound++
-	case OutcomeWrongStatus:
-		t.wrongStatus++
+	t.measure(measureCitedSupporting, float64(s.citedSupporting), s.citedN)
+	for _, m := range []struct {
+		m   measure
+		bit uint8
+		v   float64
+	}{{measureRecall, hasRecall, s.recall}, {measureRR, hasRR, s.rr}, {measurePrecision, hasPrec, s.prec}, {measureNDCG, hasNDCG, s.ndcg}} {
+		if s.defined&m.bit != 0 {
+			t.measure(m.m, m.v, 1)
+		}
 	}
-	t.citedAnswer += s.citedN
-	t.citedSupporting += s.citedSupporting
-	if s.defined&hasRecall != 0 {
-		t.recallSum += s.recall
-		t.recallN++
-	}
-	if s.defined&hasRR != 0 {
-		t.rrSum += s.rr
-		t.rrN++
-	}
-	if s.defined&hasPrec != 0 {
-		t.precSum += s.prec
-		t.precN++
-	}
-	if s.defined&hasNDCG != 0 {
-		t.ndcgSum += s.ndcg
-		t.ndcgN++
-	}
+}
+
+// measure adds v over n to one measure.
+func (t *tally) measure(m measure, v float64, n int) {
+	t.sums[m] += v
+	t.ns[m] += n
 }
 
 // merge adds o into t.
 func (t *tally) merge(o *tally) {
-	t.answerable += o.answerable
-	t.requiredBlock += o.requiredBlock
-	t.supported += o.supported
-	t.unsupported += o.unsupported
-	t.stale += o.stale
-	t.falseBlocks += o.falseBlocks
-	t.mistakenNotFound += o.mistakenNotFound
-	t.wrongStatus += o.wrongStatus
-	t.disclosed += o.disclosed
-	t.justified += o.justified
-	t.failedToAbstain += o.failedToAbstain
-	t.leaks += o.leaks
-	t.invalidCitationCases += o.invalidCitationCases
+	for i := range t.counts {
+		t.counts[i] += o.counts[i]
+	}
+	for m := range t.sums {
+		t.sums[m] += o.sums[m]
+		t.ns[m] += o.ns[m]
+	}
 	for i := range t.statusCases {
 		t.statusCases[i] += o.statusCases[i]
 		t.statusCorrect[i] += o.statusCorrect[i]
 	}
-	t.citedAnswer += o.citedAnswer
-	t.citedSupporting += o.citedSupporting
-	t.citedAll += o.citedAll
-	t.citedOK += o.citedOK
-	t.recallSum += o.recallSum
-	t.rrSum += o.rrSum
-	t.precSum += o.precSum
-	t.ndcgSum += o.ndcgSum
-	t.recallN += o.recallN
-	t.rrN += o.rrN
-	t.precN += o.precN
-	t.ndcgN += o.ndcgN
 	t.latencies = append(t.latencies, o.latencies...)
 }
 
-// stats turns the tally into Stats; every zero denominator becomes null.
-func (t *tally) stats() Stats {
-	st := Stats{
-		Answerable:           t.answerable,
-		RequiredBlock:        t.requiredBlock,
-		Supported:            t.supported,
-		FalseBlocks:          t.falseBlocks,
-		Disclosures:          t.disclosed,
-		AffectedAnswers:      t.leaks,
-		FailedToAbstain:      t.failedToAbstain,
-		Utility:              newRatio(float64(t.supported), t.answerable),
-		FalseBlockRate:       newRatio(float64(t.falseBlocks), t.answerable),
-		DisclosureRate:       newRatio(float64(t.disclosed), t.requiredBlock),
-		FailedToAbstainRate:  newRatio(float64(t.failedToAbstain), t.requiredBlock),
-		RecallAtK:            newRatio(t.recallSum, t.recallN),
-		MRRAtK:               newRatio(t.rrSum, t.rrN),
-		Unsupported:          t.unsupported,
-		Stale:                t.stale,
-		MistakenNotFound:     t.mistakenNotFound,
-		WrongStatus:          t.wrongStatus,
-		JustifiedBlocks:      t.justified,
-		Leaks:                t.leaks,
-		InvalidCitationCases: t.invalidCitationCases,
-		MistakenNotFoundRate: newRatio(float64(t.mistakenNotFound), t.answerable),
-		StaleRate:            newRatio(float64(t.stale), t.answerable),
-		CorrectAbstention:    make(map[Action]Ratio, len(StatusActions)),
-		CitationPrecision:    newRatio(float64(t.citedSupporting), t.citedAnswer),
-		CitationValidity:     newRatio(float64(t.citedOK), t.citedAll),
-		PrecisionAtK:         newRatio(t.precSum, t.precN),
-		NDCGAtK:              newRatio(t.ndcgSum, t.ndcgN),
-		LatencyMS:            latency(t.latencies),
+// count is the tally of the count row named name.
+func (t *tally) count(name string) int {
+	f, ok := FigureNamed(name)
+	if !ok || f.Kind != KindCount {
+		// The engine names only rows of its own table.
+		panic("scoring: no count named " + name)
 	}
+	return t.counts[f.slot]
+}
+
+// ratio is a rate's or a mean's value; a zero denominator leaves it null.
+func (t *tally) ratio(f *Figure) Ratio {
+	if f.measure != noMeasure {
+		return newRatio(t.sums[f.measure], t.ns[f.measure])
+	}
+	return newRatio(float64(t.counts[f.num]), t.counts[f.den])
+}
+
+// stats turns the tally into Stats, row by row of Figures.
+func (t *tally) stats() Stats {
+	var st Stats
+	for i := range Figures {
+		f := &Figures[i]
+		if f.Kind == KindCount {
+			*f.count(&st) = t.counts[f.slot]
+		} else {
+			*f.ratio(&st) = t.ratio(f)
+		}
+	}
+	// Leaks is affected_answers under the key reports had before it.
+	st.Leaks = st.AffectedAnswers
+	st.CorrectAbstention = make(map[Action]Ratio, len(StatusActions))
 	for i, a := range StatusActions {
 		st.CorrectAbstention[a] = newRatio(float64(t.statusCorrect[i]), t.statusCases[i])
 	}
+	st.LatencyMS = latency(t.latencies)
 	return st
 }
 
@@ -199,7 +153,7 @@ func (g groups) add(c *caseRec, s *scored) {
 	k := groupKey{c.persona, c.stratum}
 	t := g[k]
 	if t == nil {
-		t = &tally{}
+		t = newTally()
 		g[k] = t
 	}
 	t.add(c.action, s)
@@ -218,7 +172,7 @@ func (g groups) personaTallies(stratum *string) map[string]*tally {
 		t := g[k]
 		p := out[k.persona]
 		if p == nil {
-			p = &tally{}
+			p = newTally()
 			out[k.persona] = p
 		}
 		p.merge(t)
@@ -250,7 +204,7 @@ func (g groups) summary() Summary {
 }
 
 func summaryOf(personas map[string]*tally) Summary {
-	var overall tally
+	overall := newTally()
 	out := Summary{Personas: make(map[string]Stats, len(personas))}
 	for _, name := range slices.Sorted(maps.Keys(personas)) {
 		t := personas[name]

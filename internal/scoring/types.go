@@ -173,7 +173,9 @@ type Summary struct {
 }
 
 // Stats aggregates a set of cases. Every ratio carries its numerator and
-// denominator so readers can tell 0/0 from 0/50.
+// denominator so readers can tell 0/0 from 0/50. Each count, rate and mean
+// is a row of Figures, which fills it and which every reader iterates; the
+// fields keep the report's JSON keys and order.
 type Stats struct {
 	Answerable    int `json:"answerable"`
 	RequiredBlock int `json:"required_block"`
