@@ -357,9 +357,17 @@ func writeText(w io.Writer, r scoring.Report, s *scoring.Session) error {
 	return err
 }
 
+// writeSummaryTable has a column per row of scoring.Figures with a text
+// header, in the table's order.
 func writeSummaryTable(w io.Writer, s scoring.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PERSONA\tANSWERABLE\tREQUIRED_BLOCK\tUTILITY\tFALSE_BLOCK_RATE\tMISTAKEN_NOT_FOUND\tSTALE_RATE\tDISCLOSURE_RATE\tAFFECTED_ANSWERS\tFAILED_TO_ABSTAIN\tRECALL@K\tMRR@K")
+	fmt.Fprint(tw, "PERSONA")
+	for _, f := range scoring.Figures {
+		if f.Text != "" {
+			fmt.Fprintf(tw, "\t%s", f.Text)
+		}
+	}
+	fmt.Fprintln(tw)
 	writeStatsRows(tw, "", s)
 	for _, name := range slices.Sorted(maps.Keys(s.Strata)) {
 		writeStatsRows(tw, name+": ", s.Strata[name])
@@ -377,9 +385,25 @@ func writeStatsRows(w io.Writer, prefix string, s scoring.Summary) {
 }
 
 func writeStatsRow(w io.Writer, label string, st scoring.Stats) {
-	fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", label, st.Answerable, st.RequiredBlock,
-		fmtRatio(st.Utility), fmtRatio(st.FalseBlockRate), fmtRatio(st.MistakenNotFoundRate), fmtRatio(st.StaleRate),
-		fmtRatio(st.DisclosureRate), st.AffectedAnswers, fmtRatio(st.FailedToAbstainRate), fmtMean(st.RecallAtK), fmtMean(st.MRRAtK))
+	fmt.Fprint(w, label)
+	for _, f := range scoring.Figures {
+		if f.Text != "" {
+			fmt.Fprintf(w, "\t%s", fmtFigure(f, &st))
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// fmtFigure shows a count as a number, a rate with its counts and a mean
+// with the number of cases it averages.
+func fmtFigure(f scoring.Figure, st *scoring.Stats) string {
+	switch f.Kind {
+	case scoring.KindCount:
+		return strconv.Itoa(f.Count(st))
+	case scoring.KindMean:
+		return fmtMean(f.Ratio(st))
+	}
+	return fmtRatio(f.Ratio(st))
 }
 
 // writeStatusTable shows the per-status correct-abstention rates, only when
