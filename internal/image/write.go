@@ -25,16 +25,29 @@ const LayoutDir = "oci"
 func (b *Built) RefName() string { return b.Spec.Name + "-" + b.Meta.Version }
 
 // annotations are the index's descriptor annotations in a layout.
-func (b *Built) annotations() map[string]string {
-	full, err := name.ParseReference(b.Spec.Reference(b.Meta))
-	containerd := b.Spec.Reference(b.Meta)
-	if err == nil {
-		containerd = full.Name()
+func (b *Built) annotations() (map[string]string, error) {
+	full, err := containerdName(b.Spec.Reference(b.Meta))
+	if err != nil {
+		return nil, err
 	}
 	return map[string]string{
 		AnnotationRefName:        b.RefName(),
-		AnnotationContainerdName: containerd,
+		AnnotationContainerdName: full,
+	}, nil
+}
+
+// containerdName is ref as containerd names images: the registry always
+// written, Docker Hub as docker.io (ggcr says index.docker.io).
+func containerdName(ref string) (string, error) {
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return "", err
 	}
+	registry := tag.RegistryStr()
+	if registry == name.DefaultRegistry {
+		registry = "docker.io"
+	}
+	return registry + "/" + tag.RepositoryStr() + ":" + tag.TagStr(), nil
 }
 
 // Write replaces outDir with the images' outputs:
@@ -69,7 +82,11 @@ func writeLayout(dir string, built []*Built) error {
 		return err
 	}
 	for _, b := range built {
-		if err := p.AppendIndex(b.Index, layout.WithAnnotations(b.annotations())); err != nil {
+		annotations, err := b.annotations()
+		if err != nil {
+			return err
+		}
+		if err := p.AppendIndex(b.Index, layout.WithAnnotations(annotations)); err != nil {
 			return fmt.Errorf("layout %s: %w", b.Spec.Name, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
 func TestLayoutNamesEachIndex(t *testing.T) {
@@ -29,6 +30,9 @@ func assertLayoutHolds(t *testing.T, p layout.Path, b *Built) {
 	root, err := p.ImageIndex()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := validate.Index(root); err != nil {
+		t.Errorf("layout does not hold what its manifests say: %v", err)
 	}
 	m, err := root.IndexManifest()
 	if err != nil {
@@ -112,5 +116,18 @@ func assertSameConfig(t *testing.T, what string, got, want v1.Image) {
 	}
 	if g != w {
 		t.Errorf("%s: config %s, want %s", what, g, w)
+	}
+}
+
+func TestContainerdNameAlwaysHasARegistry(t *testing.T) {
+	for ref, want := range map[string]string{
+		"ragcanary/manager:0.1.0":             "docker.io/ragcanary/manager:0.1.0",
+		"registry.example.test/team/hello:v1": "registry.example.test/team/hello:v1",
+		"127.0.0.1:5000/hello:0.0.0-test":     "127.0.0.1:5000/hello:0.0.0-test",
+	} {
+		got, err := containerdName(ref)
+		if err != nil || got != want {
+			t.Errorf("containerdName(%q) = %q, %v; want %q", ref, got, err, want)
+		}
 	}
 }
