@@ -164,6 +164,14 @@ func layerFiles(t *testing.T, l v1.Layer) []layerFile {
 	}
 }
 
+func fileNames(files []layerFile) []string {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.hdr.Name
+	}
+	return names
+}
+
 func TestBaseLayerIsDistrolessStaticNonroot(t *testing.T) {
 	b, _ := builtHello(t)
 	layers, err := b.Images[0].Layers()
@@ -228,7 +236,7 @@ func TestBinaryLayerHoldsTheStaticBinaryForItsPlatform(t *testing.T) {
 		}
 		files := layerFiles(t, layers[len(layers)-1])
 		if len(files) != 1 || files[0].hdr.Name != "hello" || files[0].hdr.Mode != 0o755 || files[0].hdr.Uid != 0 {
-			t.Fatalf("binary layer %+v", files)
+			t.Fatalf("binary layer holds %q, want hello alone, mode 0755, owned by root", fileNames(files))
 		}
 		f, err := elf.NewFile(bytes.NewReader(files[0].body))
 		if err != nil {
