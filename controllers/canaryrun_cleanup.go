@@ -2,9 +2,7 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,6 +17,7 @@ import (
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/metrics"
+	"github.com/ragcanary/ragcanary/internal/revocation"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -28,11 +27,8 @@ import (
 func (r *CanaryRunReconciler) cleanUp(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	run := rc.run
 	_, _ = r.stopProbing(rc)
-	if run.Status.IsolationViolations > 0 && run.Status.Verdict != v1alpha1.VerdictIsolationViolation {
-		// A control sighting in the loop's last rounds outranks the verdict.
-		v, msg := measure.Verdict(measure.RunOutcome{IsolationViolations: run.Status.IsolationViolations})
-		run.Status.Verdict, run.Status.Message = v, msg
-	}
+	// A control sighting in the loop's last rounds outranks the verdict.
+	run.Status.Verdict, run.Status.Message = measure.Amend(run.Status.Verdict, run.Status.Message, run.Status.IsolationViolations)
 	setMeasurementText(&run.Status)
 	if controllerutil.ContainsFinalizer(run, CanaryRunFinalizer) {
 		if res, done, err := r.removeCanary(ctx, rc, false); !done {
@@ -124,37 +120,20 @@ const cleanupRecheck = 10 * time.Minute
 // by a failure) and deletes the document. Both are idempotent, and a target
 // answering 404 (nothing there to remove) has nothing left to clean up.
 func removeDocument(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string) error {
-	if subject != "" {
-		var err error
-		if revocationMethod(run) == v1alpha1.RevokeRemoveFromGroup {
-			err = d.RemoveMember(ctx, run.Spec.Revocation.Group, subject)
-		} else {
-			err = d.Revoke(ctx, run.Status.DocumentID, subject)
-		}
-		// A rejection (e.g. the document is already gone) does not matter:
-		// the delete below is what must succeed.
-		if err != nil && !driver.IsPermanent(err) {
+	// The strategy undoes every grant and membership it made (a rejection
+	// such as "already gone" does not matter); the delete below is what
+	// must succeed.
+	if s, err := strategyOf(run); err == nil {
+		if err := s.Undo(ctx, d, canaryOf(run, subject)); err != nil {
 			return err
 		}
 	}
-	// A separate permissions backend keeps the group's grant after the
-	// document is gone: remove it too, so no relationship outlives the run.
-	if g, ok := d.(driver.GroupGranter); ok && revocationMethod(run) == v1alpha1.RevokeRemoveFromGroup {
-		if err := g.RevokeGroup(ctx, run.Status.DocumentID, run.Spec.Revocation.Group); err != nil && !driver.IsPermanent(err) {
-			return err
-		}
-	}
-	if err := d.DeleteDocument(ctx, run.Status.DocumentID); err != nil && !isNotFound(err) {
+	if err := d.DeleteDocument(ctx, run.Status.DocumentID); err != nil && !revocation.IsNotFound(err) {
 		return err
 	}
 	return nil
 }
 
-// isNotFound is a target answering 404: the thing is not there.
-func isNotFound(err error) bool {
-	var de *driver.Error
-	return errors.As(err, &de) && de.Kind == driver.Permanent && de.StatusCode == http.StatusNotFound
-}
 
 // personaSubject is the probed persona's subject, or "" when the Persona is
 // gone; deleting the document is then all cleanup can do.

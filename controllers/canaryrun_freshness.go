@@ -25,23 +25,28 @@ func isContentRun(run *v1alpha1.CanaryRun) bool {
 	return revocationMethod(run) == v1alpha1.RevokeUpdateContent
 }
 
-// revokeBy sends the run's revocation. For UpdateContent it is the
-// replaced document, which needs the run's second payload; every other
-// method is revokeCanary's.
+// revokeBy sends the run's revocation by its strategy. UpdateContent's
+// is the replaced document, which needs the run's second payload, read
+// only when that strategy asks for it.
 func (r *CanaryRunReconciler) revokeBy(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string) error {
-	if !isContentRun(run) {
-		return revokeCanary(ctx, d, run, subject)
-	}
-	token, problem, err := r.readToken(ctx, run)
+	s, err := strategyOf(run)
 	if err != nil {
-		return err
+		return driver.NewError(driver.Permanent, "Revoke", 0, "unknown revocation method", err)
 	}
-	if problem != "" {
-		// The Secret was written with the updated payload at planting;
-		// without it the update cannot be sent. Retried until the deadline.
-		return fmt.Errorf("cannot replace the canary's content: %s", problem)
+	c := canaryOf(run, subject)
+	c.Updated = func() (driver.Document, error) {
+		token, problem, err := r.readToken(ctx, run)
+		if err != nil {
+			return driver.Document{}, err
+		}
+		if problem != "" {
+			// The Secret was written with the updated payload at planting;
+			// without it the update cannot be sent. Retried until the deadline.
+			return driver.Document{}, fmt.Errorf("cannot replace the canary's content: %s", problem)
+		}
+		return updatedDocument(run, token, subject), nil
 	}
-	return d.CreateDocument(ctx, updatedDocument(run, token, subject))
+	return s.Revoke(ctx, d, c)
 }
 
 // updatedDocument is the canary document with its payload replaced. The

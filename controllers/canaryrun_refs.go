@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/revocation"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -127,18 +128,18 @@ func setupProblem(run *v1alpha1.CanaryRun, deps *runDeps, caps *v1alpha1.CorpusC
 		return fmt.Sprintf("Corpus %q does not support revocation method %s (it supports %s)",
 			deps.corpus.Object.Name, m, methodList(caps.RevocationMethods))
 	}
-	for _, c := range deps.controls {
-		// A control persona sharing the subject or the revocation group would
-		// be granted access by the canary itself: no valid isolation test.
-		if c.Object.Spec.Subject == deps.persona.Object.Spec.Subject {
-			return fmt.Sprintf("control Persona %q has the same subject as the probed persona", c.Object.Name)
-		}
-		if g := run.Spec.Revocation.Group; revocationMethod(run) == v1alpha1.RevokeRemoveFromGroup &&
-			slices.Contains(c.Object.Spec.Groups, g) {
-			return fmt.Sprintf("control Persona %q is a member of the revocation group %q", c.Object.Name, g)
-		}
+	s, err := strategyOf(run)
+	if err != nil {
+		return err.Error()
 	}
-	return ""
+	// A control persona the canary itself would grant (same subject, or a
+	// member of the revocation group) makes no valid isolation test.
+	persona := revocation.Control{Name: deps.persona.Object.Name, Subject: deps.persona.Object.Spec.Subject}
+	controls := make([]revocation.Control, len(deps.controls))
+	for i, c := range deps.controls {
+		controls[i] = revocation.Control{Name: c.Object.Name, Subject: c.Object.Spec.Subject, Groups: c.Object.Spec.Groups}
+	}
+	return s.Problem(canaryOf(run, persona.Subject), persona, controls)
 }
 
 func methodList(ms []v1alpha1.RevocationMethod) string {

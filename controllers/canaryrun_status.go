@@ -12,6 +12,7 @@ import (
 	"github.com/ragcanary/ragcanary/internal/format"
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/metrics"
+	"github.com/ragcanary/ragcanary/internal/revocation"
 )
 
 // CanaryRun condition types.
@@ -203,6 +204,19 @@ func revocationMethod(run *v1alpha1.CanaryRun) v1alpha1.RevocationMethod {
 		return m
 	}
 	return v1alpha1.RevokeRemoveGrant
+}
+
+// strategyOf is the run's revocation strategy, chosen once from its spec;
+// the CRD admits only the contract's methods, so a method without one is
+// refused before anything is planted (setupProblem).
+func strategyOf(run *v1alpha1.CanaryRun) (revocation.Strategy, error) {
+	return revocation.For(revocationMethod(run))
+}
+
+// canaryOf is what the strategy acts on; subject is the persona's, "" when
+// nobody knows it any more.
+func canaryOf(run *v1alpha1.CanaryRun, subject string) revocation.Canary {
+	return revocation.Canary{DocumentID: run.Status.DocumentID, Subject: subject, Group: run.Spec.Revocation.Group}
 }
 
 // persistNow reports whether probing changed a surface measurement in a

@@ -111,22 +111,14 @@ func (r *CanaryRunReconciler) share(ctx context.Context, rc *runCtx) (ctrl.Resul
 	return ctrl.Result{}, nil
 }
 
-// shareCanary grants the persona (or, for RemoveFromGroup, adds it to the
-// group and grants the group). Control personas are never granted.
+// shareCanary gives the persona access by the run's strategy. Control
+// personas are never granted.
 func shareCanary(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string) error {
-	doc := run.Status.DocumentID
-	if revocationMethod(run) == v1alpha1.RevokeRemoveFromGroup {
-		group := run.Spec.Revocation.Group
-		if err := d.AddMember(ctx, group, subject); err != nil {
-			return err
-		}
-		// A backend with typed principals grants the group's members.
-		if g, ok := d.(driver.GroupGranter); ok {
-			return g.GrantGroup(ctx, doc, group)
-		}
-		return d.Grant(ctx, doc, group)
+	s, err := strategyOf(run)
+	if err != nil {
+		return driver.NewError(driver.Permanent, "Share", 0, "unknown revocation method", err)
 	}
-	return d.Grant(ctx, doc, subject)
+	return s.Share(ctx, d, canaryOf(run, subject))
 }
 
 // awaitVisibility (AwaitingVisibility) lets the probe engine probe until the
@@ -281,17 +273,6 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-func revokeCanary(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string) error {
-	switch revocationMethod(run) {
-	case v1alpha1.RevokeRemoveFromGroup:
-		return d.RemoveMember(ctx, run.Spec.Revocation.Group, subject)
-	case v1alpha1.RevokeDeleteDocument:
-		return d.DeleteDocument(ctx, run.Status.DocumentID)
-	default:
-		return d.Revoke(ctx, run.Status.DocumentID, subject)
-	}
-}
-
 // awaitExclusion (AwaitingExclusion) persists what probing learned that
 // cannot be re-observed when it changes, and counters on the heartbeat
 // (recordExclusionProgress), until every surface confirmed exclusion or
@@ -398,9 +379,7 @@ func (r *CanaryRunReconciler) corpusForSLO(ctx context.Context, run *v1alpha1.Ca
 
 // conclude records the verdict and moves to CleaningUp, which always runs.
 func (r *CanaryRunReconciler) conclude(rc *runCtx, verdict v1alpha1.Verdict, message string) (ctrl.Result, error) {
-	if verdict == v1alpha1.VerdictSetupFailed && rc.run.Status.IsolationViolations > 0 {
-		verdict, message = measure.Verdict(measure.RunOutcome{IsolationViolations: rc.run.Status.IsolationViolations})
-	}
+	verdict, message = measure.Amend(verdict, message, rc.run.Status.IsolationViolations)
 	rc.run.Status.Verdict = verdict
 	rc.run.Status.Message = truncate(message, 1024)
 	rc.run.Status.Phase = v1alpha1.PhaseCleaningUp

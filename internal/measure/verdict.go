@@ -107,3 +107,14 @@ func firstInState(ms []v1alpha1.SurfaceMeasurement, rev Revocation, s State) (v1
 	}
 	return "", false
 }
+
+// Amend revises a verdict already decided by the isolation violations
+// counted since (a control sighting in a probe loop's last rounds): a
+// control persona's sighting outranks every other verdict. The run's
+// steps decide with Verdict and amend with this, and nowhere else.
+func Amend(verdict v1alpha1.Verdict, message string, violations int32) (v1alpha1.Verdict, string) {
+	if violations > 0 && verdict != v1alpha1.VerdictIsolationViolation {
+		return Verdict(RunOutcome{IsolationViolations: violations})
+	}
+	return verdict, message
+}

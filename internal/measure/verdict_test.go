@@ -69,3 +69,25 @@ func TestVerdict(t *testing.T) {
 		})
 	}
 }
+
+func TestAmend(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		verdict    v1alpha1.Verdict
+		violations int32
+		// want is the amended verdict; kept is whether the message stays.
+		want v1alpha1.Verdict
+		kept bool
+	}{
+		{"no violation keeps the verdict", v1alpha1.VerdictSLOMet, 0, v1alpha1.VerdictSLOMet, true},
+		{"a violation outranks SLOMet", v1alpha1.VerdictSLOMet, 1, v1alpha1.VerdictIsolationViolation, false},
+		{"a violation outranks SetupFailed", v1alpha1.VerdictSetupFailed, 2, v1alpha1.VerdictIsolationViolation, false},
+		{"a violation outranks Inconclusive", v1alpha1.VerdictInconclusive, 1, v1alpha1.VerdictIsolationViolation, false},
+		{"an isolation verdict keeps its message", v1alpha1.VerdictIsolationViolation, 3, v1alpha1.VerdictIsolationViolation, true},
+	} {
+		got, msg := Amend(tc.verdict, "decided", tc.violations)
+		if got != tc.want || (msg == "decided") != tc.kept {
+			t.Errorf("%s: %s %q, want %s (message kept: %v)", tc.name, got, msg, tc.want, tc.kept)
+		}
+	}
+}
