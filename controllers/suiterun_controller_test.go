@@ -235,6 +235,26 @@ func personaRow(t *testing.T, run *v1alpha1.SuiteRun, persona, stratum string) v
 	return v1alpha1.PersonaResult{}
 }
 
+// rateOf is a status row's rate or mean, which every run records.
+func rateOf(t *testing.T, p v1alpha1.PersonaResult, name string) v1alpha1.Ratio {
+	t.Helper()
+	r, ok := p.Rate(name)
+	if !ok {
+		t.Fatalf("%s/%q has no rate %s: %+v", p.Persona, p.Stratum, name, p.Rates)
+	}
+	return r
+}
+
+// countOf is a status row's count, which every run records.
+func countOf(t *testing.T, p v1alpha1.PersonaResult, name string) int32 {
+	t.Helper()
+	n, ok := p.Count(name)
+	if !ok {
+		t.Fatalf("%s/%q has no count %s: %+v", p.Persona, p.Stratum, name, p.Counts)
+	}
+	return n
+}
+
 func requireCondition(t *testing.T, conds []metav1.Condition, condType string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
 	c := meta.FindStatusCondition(conds, condType)
@@ -267,32 +287,31 @@ func TestSuiteRunPassesWhenEveryPersonaSeesItsEvidence(t *testing.T) {
 	}
 
 	alice := personaRow(t, run, "alice", "")
-	if alice.MeanRecall.Value == nil || *alice.MeanRecall.Value != "1" || alice.MeanRecall.Denominator != 2 {
-		t.Errorf("alice recall = %+v, want 1 over 2 cases", alice.MeanRecall)
+	if r := rateOf(t, alice, "recall_at_k"); r.Value == nil || *r.Value != "1" || r.Denominator != 2 {
+		t.Errorf("alice recall = %+v, want 1 over 2 cases", r)
 	}
-	if alice.Utility.Numerator != "2" || alice.Utility.Denominator != 2 {
-		t.Errorf("alice utility = %+v, want 2/2", alice.Utility)
+	if r := rateOf(t, alice, scoring.FigureUtility); r.Numerator != "2" || r.Denominator != 2 {
+		t.Errorf("alice utility = %+v, want 2/2", r)
 	}
 	// alice has no required-block case: her disclosure rate is undefined.
-	if alice.DisclosureRate.Value != nil || alice.DisclosureRate.Denominator != 0 {
-		t.Errorf("alice disclosure rate = %+v, want undefined (no value, 0 denominator)", alice.DisclosureRate)
+	if r := rateOf(t, alice, scoring.FigureDisclosureRate); r.Value != nil || r.Denominator != 0 {
+		t.Errorf("alice disclosure rate = %+v, want undefined (no value, 0 denominator)", r)
 	}
 	// Her affected answers are counted all the same: zero, not unset.
 	for _, p := range run.Status.Personas {
-		if p.AffectedAnswers == nil || *p.AffectedAnswers != 0 {
-			t.Errorf("%s/%q affectedAnswers = %v, want 0", p.Persona, p.Stratum, p.AffectedAnswers)
+		if n := countOf(t, p, scoring.FigureAffectedAnswers); n != 0 {
+			t.Errorf("%s/%q affected_answers = %d, want 0", p.Persona, p.Stratum, n)
 		}
 	}
 	// Within the hr stratum mallory only has a required-block case: every
 	// answerable ratio is undefined, the disclosure rate is 0/1.
 	malloryHR := personaRow(t, run, "mallory", "hr")
-	for name, r := range map[string]v1alpha1.Ratio{"utility": malloryHR.Utility, "falseBlockRate": malloryHR.FalseBlockRate,
-		"meanRecall": malloryHR.MeanRecall, "meanMRR": malloryHR.MeanMRR} {
-		if r.Value != nil {
+	for _, name := range []string{scoring.FigureUtility, "false_block_rate", "recall_at_k", "mrr_at_k"} {
+		if r := rateOf(t, malloryHR, name); r.Value != nil {
 			t.Errorf("mallory/hr %s = %q, want unset (undefined)", name, *r.Value)
 		}
 	}
-	if r := malloryHR.DisclosureRate; r.Value == nil || *r.Value != "0" || r.Denominator != 1 {
+	if r := rateOf(t, malloryHR, scoring.FigureDisclosureRate); r.Value == nil || *r.Value != "0" || r.Denominator != 1 {
 		t.Errorf("mallory/hr disclosure rate = %+v, want 0/1", r)
 	}
 
@@ -387,7 +406,7 @@ func TestSuiteRunFailsWhenTheTargetLeaks(t *testing.T) {
 		t.Errorf("disclosures = %d, want ≥ 1", got)
 	}
 	mallory := personaRow(t, run, "mallory", "")
-	if r := mallory.DisclosureRate; r.Value == nil || *r.Value != "1" || r.Numerator != "1" || r.Denominator != 1 {
+	if r := rateOf(t, mallory, scoring.FigureDisclosureRate); r.Value == nil || *r.Value != "1" || r.Numerator != "1" || r.Denominator != 1 {
 		t.Errorf("mallory disclosure rate = %+v, want 1/1", r)
 	}
 	found := false
@@ -407,8 +426,8 @@ func TestSuiteRunFailsWhenTheTargetLeaks(t *testing.T) {
 			disclosed++
 		}
 	}
-	if got := ptr.Deref(mallory.AffectedAnswers, -1); got < 1 || got != disclosed {
-		t.Errorf("mallory affectedAnswers = %d, want the %d failing cases flagged disclosed (at least 1)", got, disclosed)
+	if got := countOf(t, mallory, scoring.FigureAffectedAnswers); got < 1 || got != disclosed {
+		t.Errorf("mallory affected_answers = %d, want the %d failing cases flagged disclosed (at least 1)", got, disclosed)
 	}
 	checkPersonaGauge(t, "ragcanary_suite_affected_answers", f.ns, "mallory", ptr.To(float64(disclosed)))
 	if g := gate(run, "no_forbidden"); g == nil || g.Passed {

@@ -101,7 +101,7 @@ func TestMatchedCasesClusterLiveReplay(t *testing.T) {
 	// Status rows per persona and stratum carry the v2 rates with counts;
 	// correct abstention is per expected status, never pooled.
 	temporal := personaRow(t, run, "employee", "temporal")
-	if r := temporal.StaleRate; r == nil || r.Denominator != 1 {
+	if r := rateOf(t, temporal, "stale_rate"); r.Denominator != 1 {
 		t.Errorf("employee/temporal staleRate = %+v, want a ratio over the one answerable case", r)
 	}
 	abstention := personaRow(t, run, "employee", "abstention")
@@ -115,7 +115,7 @@ func TestMatchedCasesClusterLiveReplay(t *testing.T) {
 	if !slices.Equal(statuses, []string{"not_found", "clarify"}) {
 		t.Errorf("employee/abstention correctAbstention statuses %v, want not_found and clarify", statuses)
 	}
-	if r := personaRow(t, run, "contractor", "private").FailedToAbstainRate; r.Denominator != 2 {
+	if r := rateOf(t, personaRow(t, run, "contractor", "private"), "failed_to_abstain_rate"); r.Denominator != 2 {
 		t.Errorf("contractor/private failedToAbstainRate = %+v, want over 2 required-block cases", r)
 	}
 

@@ -187,33 +187,11 @@ func recordSuiteMetrics(run *v1alpha1.SuiteRun, s *v1alpha1.EvalSuite, out *runO
 	metrics.RecordSuiteCompletion(metrics.Suite{Namespace: run.Namespace, Suite: run.Spec.SuiteRef.Name, Corpus: corpus}, c)
 }
 
-// personaScores are the per-persona values over all strata, with each
-// persona's counts of executions that leaked, failed to abstain or were
-// supported only by superseded evidence.
+// personaScores are the per-persona statistics over all strata.
 func personaScores(res suite.Result) []metrics.PersonaScores {
 	var out []metrics.PersonaScores
 	for persona, st := range res.Report.Summary.Personas {
-		ps := metrics.PersonaScores{
-			Persona:              persona,
-			Utility:              st.Utility.Value,
-			DisclosureRate:       st.DisclosureRate.Value,
-			FalseBlockRate:       st.FalseBlockRate.Value,
-			Recall:               st.RecallAtK.Value,
-			MRR:                  st.MRRAtK.Value,
-			FailedToAbstainRate:  st.FailedToAbstainRate.Value,
-			StaleRate:            st.StaleRate.Value,
-			MistakenNotFoundRate: st.MistakenNotFoundRate.Value,
-			CitationPrecision:    st.CitationPrecision.Value,
-			CitationValidity:     st.CitationValidity.Value,
-			CorrectAbstention:    map[string]*float64{},
-			AffectedAnswers:      st.AffectedAnswers,
-			FailedToAbstain:      st.FailedToAbstain,
-			Stale:                st.Stale,
-		}
-		for status, ratio := range st.CorrectAbstention {
-			ps.CorrectAbstention[string(status)] = ratio.Value
-		}
-		out = append(out, ps)
+		out = append(out, metrics.PersonaScores{Persona: persona, Stats: st})
 	}
 	return out
 }

@@ -41,7 +41,9 @@ type Ratio struct {
 	Value *string `json:"value,omitempty"`
 }
 
-// PersonaResult summarises a suite run for one persona and stratum.
+// PersonaResult summarises a suite run for one persona and stratum: the
+// counts and rates of the scoring engine's statistics table, each by name
+// (docs/eval.md, "Summary").
 type PersonaResult struct {
 	// persona name.
 	// +required
@@ -51,50 +53,26 @@ type PersonaResult struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Stratum string `json:"stratum,omitempty"`
-	// utility is supported / answerable.
+	// counts of executions by name: answerable and required_block (by
+	// expected action), each outcome (supported, false_blocks,
+	// disclosures, failed_to_abstain, …), affected_answers (executions of
+	// any expected action that exposed anything forbidden) and
+	// invalid_citation_cases. 0 is listed; a name the run did not record
+	// is absent.
 	// +optional
-	Utility Ratio `json:"utility"`
-	// falseBlockRate is false blocks / answerable.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Counts []NamedCount `json:"counts,omitempty"`
+	// rates and means by name, each with its numerator and denominator:
+	// utility, false_block_rate, disclosure_rate (disclosures /
+	// required_block), failed_to_abstain_rate, recall_at_k, mrr_at_k, …
+	// A value is unset when its denominator is zero.
 	// +optional
-	FalseBlockRate Ratio `json:"falseBlockRate"`
-	// disclosureRate is disclosures / required-block cases.
-	// +optional
-	DisclosureRate Ratio `json:"disclosureRate"`
-	// affectedAnswers counts the executions, of any expected action, that
-	// exposed forbidden evidence, a forbidden marker or a forbidden
-	// document's text: reported beside disclosureRate, whose denominator
-	// stays the required-block cases. Unset on a run that did not record it.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	AffectedAnswers *int32 `json:"affectedAnswers,omitempty"`
-	// failedToAbstainRate is required-block cases answered without a leak /
-	// required-block cases: the policy said refuse and the persona got an answer.
-	// +optional
-	FailedToAbstainRate Ratio `json:"failedToAbstainRate"`
-	// meanRecall is the mean recall@k over answerable cases where it is defined.
-	// +optional
-	MeanRecall Ratio `json:"meanRecall"`
-	// meanMRR is the mean reciprocal rank over answerable cases where it is defined.
-	// +optional
-	MeanMRR Ratio `json:"meanMRR"`
-	// staleRate is answers supported only by superseded evidence / answerable.
-	// +optional
-	StaleRate *Ratio `json:"staleRate,omitempty"`
-	// mistakenNotFoundRate is answerable cases declared not found / answerable.
-	// +optional
-	MistakenNotFoundRate *Ratio `json:"mistakenNotFoundRate,omitempty"`
-	// citationPrecision is cited IDs that are eligible and supporting / all cited.
-	// +optional
-	CitationPrecision *Ratio `json:"citationPrecision,omitempty"`
-	// citationValidity is cited IDs that were retrieved / all cited.
-	// +optional
-	CitationValidity *Ratio `json:"citationValidity,omitempty"`
-	// meanPrecision is the mean precision@k.
-	// +optional
-	MeanPrecision *Ratio `json:"meanPrecision,omitempty"`
-	// meanNDCG is the mean nDCG@k (binary relevance).
-	// +optional
-	MeanNDCG *Ratio `json:"meanNDCG,omitempty"`
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Rates []NamedRatio `json:"rates,omitempty"`
 	// correctAbstention is, per expected status (not_found, not_applicable,
 	// clarify, conflict), the cases answered with that status / the cases
 	// expecting it; never pooled across statuses.
@@ -103,6 +81,49 @@ type PersonaResult struct {
 	// +listMapKey=status
 	// +kubebuilder:validation:MaxItems=4
 	CorrectAbstention []StatusRatio `json:"correctAbstention,omitempty"`
+}
+
+// NamedCount is one count of a suite run's statistics.
+type NamedCount struct {
+	// name of the count, as in the JSON report's summary.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]*$`
+	Name string `json:"name"`
+	// count of executions.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
+}
+
+// NamedRatio is one rate or mean of a suite run's statistics.
+type NamedRatio struct {
+	// name of the rate or mean, as in the JSON report's summary.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]*$`
+	Name  string `json:"name"`
+	Ratio `json:",inline"`
+}
+
+// Count is the count named name, and whether the run recorded it.
+func (p *PersonaResult) Count(name string) (int32, bool) {
+	for _, c := range p.Counts {
+		if c.Name == name {
+			return c.Count, true
+		}
+	}
+	return 0, false
+}
+
+// Rate is the rate or mean named name, and whether the run recorded it.
+func (p *PersonaResult) Rate(name string) (Ratio, bool) {
+	for _, r := range p.Rates {
+		if r.Name == name {
+			return r.Ratio, true
+		}
+	}
+	return Ratio{}, false
 }
 
 // StatusRatio is a rate for one expected status.

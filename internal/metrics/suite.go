@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ragcanary/ragcanary/internal/scoring"
 )
 
 // Label names of the suite metrics, in addition to LabelNamespace and
@@ -41,68 +43,28 @@ var (
 
 // Suite metrics. Per-persona gauges hold the latest finished run's value and
 // exist only while the value is defined: an undefined ratio (zero
-// denominator) deletes the series rather than reporting 0 or 1.
+// denominator) deletes the series rather than reporting 0 or 1. The
+// per-persona families come from the scoring engine's table of counts and
+// rates (scoring.Figures): one series of SuiteCases per count, one family
+// ragcanary_suite_<rate>_ratio per rate and mean, and the families of their
+// own that some counts name.
 var (
-	SuiteUtility = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_utility_ratio",
-		Help: "Supported answers / answerable cases per persona in the suite's last finished run; absent when undefined.",
-	}, personaLabels)
-	SuiteDisclosureRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_disclosure_rate_ratio",
-		Help: "Disclosures / required-block cases per persona in the suite's last finished run; absent when undefined.",
-	}, personaLabels)
-	SuiteAffectedAnswers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_affected_answers",
-		Help: "Executions of any expected action that exposed forbidden evidence, a forbidden marker or a forbidden document's text, per persona in the suite's last finished run: the count reported beside the disclosure rate.",
-	}, personaLabels)
-	SuiteFalseBlockRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_false_block_rate_ratio",
-		Help: "False blocks / answerable cases per persona in the suite's last finished run; absent when undefined.",
-	}, personaLabels)
-	SuiteRecall = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_recall_at_k_ratio",
-		Help: "Mean recall@k per persona in the suite's last finished run; absent when undefined.",
-	}, personaLabels)
-	SuiteMRR = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_mrr_at_k_ratio",
-		Help: "Mean reciprocal rank at k per persona in the suite's last finished run; absent when undefined.",
-	}, personaLabels)
-	SuiteFailedToAbstainRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_failed_to_abstain_rate_ratio",
-		Help: "Required-block cases answered without a leak / required-block cases per persona in the suite's last finished run; absent when undefined.",
-	}, personaLabels)
-	SuiteStaleRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_stale_rate_ratio",
-		Help: "Answers supported only by superseded evidence / answerable cases per persona in the suite's last finished run; absent when undefined.",
-	}, personaLabels)
-	SuiteMistakenNotFoundRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_mistaken_not_found_rate_ratio",
-		Help: "Answerable cases declared not found / answerable cases per persona in the suite's last finished run; absent when undefined.",
-	}, personaLabels)
-	SuiteCitationPrecision = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_citation_precision_ratio",
-		Help: "Cited IDs that are eligible and supporting / all cited IDs per persona in the suite's last finished run; absent when undefined.",
-	}, personaLabels)
-	SuiteCitationValidity = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "suite_citation_validity_ratio",
-		Help: "Cited IDs inside retrieved ∩ allowed / all cited IDs per persona in the suite's last finished run; absent when undefined.",
-	}, personaLabels)
-	SuiteCorrectAbstention = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	// SuiteCases has LabelOutcome set to a count of the table: an outcome
+	// (supported, disclosures, …), an expected action's total (answerable,
+	// required_block) or a flag (affected_answers, invalid_citation_cases).
+	SuiteCases = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "suite_cases",
+		Help: "Executions per persona in the suite's last finished run, one series per count of the scoring table (label outcome: an outcome, answerable, required_block, affected_answers, invalid_citation_cases), 0 included.",
+	}, append(slices.Clone(personaLabels), LabelOutcome))
+	// suiteRates are the rate and mean families by figure name.
+	suiteRates = rateFamilies()
+	// suiteCountGauges and suiteCountTotals are the families of a count's
+	// own (scoring.Figure Gauge and Total) by figure name.
+	suiteCountGauges, suiteCountTotals = countFamilies()
+	SuiteCorrectAbstention             = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "suite_correct_abstention_ratio",
 		Help: "Per expected status (not_found, not_applicable, clarify, conflict): cases declared with it / cases expecting it, per persona in the suite's last finished run; absent when undefined.",
 	}, append(slices.Clone(personaLabels), LabelStatus))
-	SuiteFailedToAbstainTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "suite_failed_to_abstain_total",
-		Help: "Suite executions where policy required a refusal and the persona got an answer.",
-	}, personaLabels)
-	SuiteStaleTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "suite_stale_total",
-		Help: "Suite executions answered with support only from superseded evidence.",
-	}, personaLabels)
-	SuiteDisclosuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "suite_disclosures_total",
-		Help: "Suite executions that exposed forbidden evidence (returned or cited outside the persona's allowed set), a forbidden marker or a forbidden document's text.",
-	}, personaLabels)
 	SuiteRunsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "suite_runs_total",
 		Help: "Finished suite runs by result (passed, failed).",
@@ -114,24 +76,80 @@ var (
 	}, suiteLabels)
 )
 
+// RateFamily is the metric name of a rate or mean of the scoring table.
+func RateFamily(figure string) string { return namespace + "_suite_" + figure + "_ratio" }
+
+func rateFamilies() map[string]*prometheus.GaugeVec {
+	out := map[string]*prometheus.GaugeVec{}
+	for _, f := range scoring.Figures {
+		if f.Kind == scoring.KindCount {
+			continue
+		}
+		out[f.Name] = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: RateFamily(f.Name),
+			Help: f.Doc + " per persona in the suite's last finished run; absent when undefined.",
+		}, personaLabels)
+	}
+	return out
+}
+
+func countFamilies() (gauges map[string]*prometheus.GaugeVec, totals map[string]*prometheus.CounterVec) {
+	gauges, totals = map[string]*prometheus.GaugeVec{}, map[string]*prometheus.CounterVec{}
+	for _, f := range scoring.Figures {
+		if f.Gauge != "" {
+			gauges[f.Name] = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+				Namespace: namespace, Name: f.Gauge,
+				Help: f.Doc + ", per persona in the suite's last finished run, 0 included (the " + f.Name + " series of ragcanary_suite_cases).",
+			}, personaLabels)
+		}
+		if f.Total != "" {
+			totals[f.Name] = prometheus.NewCounterVec(prometheus.CounterOpts{
+				Namespace: namespace, Name: f.Total,
+				Help: f.Doc + ", per persona, summed over the suite's finished runs.",
+			}, personaLabels)
+		}
+	}
+	return gauges, totals
+}
+
 // SuiteDurationBuckets span 0.1 s to 1 h: a handful of cases against a local
 // target finishes in well under a second, thousands of executions at a
 // corpus's rate limit take minutes to an hour.
 var SuiteDurationBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600}
 
-// suiteVecs lists every suite vector for registration and ForgetSuite.
-var suiteVecs = []interface {
+// deletable is a vector whose series ForgetSuite and a new run delete.
+type deletable interface {
 	prometheus.Collector
 	DeletePartialMatch(prometheus.Labels) int
-}{
-	SuiteUtility, SuiteDisclosureRate, SuiteAffectedAnswers, SuiteFalseBlockRate, SuiteRecall, SuiteMRR,
-	SuiteFailedToAbstainRate, SuiteStaleRate, SuiteMistakenNotFoundRate, SuiteCitationPrecision,
-	SuiteCitationValidity, SuiteCorrectAbstention, SuiteFailedToAbstainTotal, SuiteStaleTotal,
-	SuiteDisclosuresTotal, SuiteRunsTotal, SuiteRunDuration,
+}
+
+// personaGauges are the vectors holding the last run's per-persona values.
+func personaGauges() []deletable {
+	out := []deletable{SuiteCases, SuiteCorrectAbstention}
+	for _, f := range scoring.Figures {
+		if g, ok := suiteRates[f.Name]; ok {
+			out = append(out, g)
+		}
+		if g, ok := suiteCountGauges[f.Name]; ok {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// suiteVecs are every suite vector, for registration and ForgetSuite.
+func suiteVecs() []deletable {
+	out := append(personaGauges(), SuiteRunsTotal, SuiteRunDuration)
+	for _, f := range scoring.Figures {
+		if c, ok := suiteCountTotals[f.Name]; ok {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func init() {
-	for _, c := range suiteVecs {
+	for _, c := range suiteVecs() {
 		crmetrics.Registry.MustRegister(c)
 	}
 }
@@ -159,22 +177,10 @@ func (s Suite) withPersona(persona string) prometheus.Labels {
 	return l
 }
 
-// PersonaScores are one persona's results over all strata; nil is undefined.
+// PersonaScores are one persona's statistics over all strata.
 type PersonaScores struct {
-	Persona                                 string
-	Utility, DisclosureRate, FalseBlockRate *float64
-	Recall, MRR                             *float64
-	FailedToAbstainRate, StaleRate          *float64
-	MistakenNotFoundRate                    *float64
-	CitationPrecision, CitationValidity     *float64
-	// CorrectAbstention is keyed by expected status; a missing or nil
-	// entry is undefined.
-	CorrectAbstention map[string]*float64
-	// AffectedAnswers counts the run's executions, of any expected action,
-	// that exposed anything forbidden.
-	AffectedAnswers int
-	// FailedToAbstain and Stale count the run's executions with those outcomes.
-	FailedToAbstain, Stale int
+	Persona string
+	Stats   scoring.Stats
 }
 
 // SuiteCompletion is what a finished suite run reports.
@@ -202,7 +208,7 @@ func RecordSuiteCompletion(s Suite, c SuiteCompletion) {
 	SuiteRunsTotal.With(l).Inc()
 	disclosures := 0
 	for _, p := range c.Personas {
-		disclosures += max(p.AffectedAnswers, 0)
+		disclosures += max(p.Stats.AffectedAnswers, 0)
 	}
 	IsolationViolationsTotal.With(s.isolationLabels()).Add(float64(disclosures))
 	// A start after the completion (clock skew across an operator restart)
@@ -218,40 +224,40 @@ func RecordSuiteCompletion(s Suite, c SuiteCompletion) {
 	}
 }
 
-func personaGauges() []*prometheus.GaugeVec {
-	return []*prometheus.GaugeVec{SuiteUtility, SuiteDisclosureRate, SuiteAffectedAnswers, SuiteFalseBlockRate, SuiteRecall, SuiteMRR,
-		SuiteFailedToAbstainRate, SuiteStaleRate, SuiteMistakenNotFoundRate, SuiteCitationPrecision,
-		SuiteCitationValidity, SuiteCorrectAbstention}
-}
-
+// recordPersona sets every figure of the table for one persona: a count is
+// defined for every persona the run scored, 0 included; a rate or mean only
+// when its denominator is not zero.
 func recordPersona(s Suite, p PersonaScores) {
 	l := s.withPersona(p.Persona)
-	setDefined(SuiteUtility, l, p.Utility)
-	setDefined(SuiteDisclosureRate, l, p.DisclosureRate)
-	// A count is defined for every persona the run scored, 0 included.
-	SuiteAffectedAnswers.With(l).Set(float64(max(p.AffectedAnswers, 0)))
-	setDefined(SuiteFalseBlockRate, l, p.FalseBlockRate)
-	setDefined(SuiteRecall, l, p.Recall)
-	setDefined(SuiteMRR, l, p.MRR)
-	setDefined(SuiteFailedToAbstainRate, l, p.FailedToAbstainRate)
-	setDefined(SuiteStaleRate, l, p.StaleRate)
-	setDefined(SuiteMistakenNotFoundRate, l, p.MistakenNotFoundRate)
-	setDefined(SuiteCitationPrecision, l, p.CitationPrecision)
-	setDefined(SuiteCitationValidity, l, p.CitationValidity)
-	for _, status := range CorrectAbstentionStatuses {
-		sl := s.withPersona(p.Persona)
-		sl[LabelStatus] = status
-		setDefined(SuiteCorrectAbstention, sl, p.CorrectAbstention[status])
+	st := &p.Stats
+	for _, f := range scoring.Figures {
+		if f.Kind != scoring.KindCount {
+			setDefined(suiteRates[f.Name], l, f.Ratio(st).Value)
+			continue
+		}
+		n := float64(max(f.Count(st), 0))
+		cl := s.withPersona(p.Persona)
+		cl[LabelOutcome] = f.Name
+		SuiteCases.With(cl).Set(n)
+		if g, ok := suiteCountGauges[f.Name]; ok {
+			g.With(l).Set(n)
+		}
+		// Add touches the counter, so a persona with none still has a 0
+		// series that increase() and alerts can see.
+		if c, ok := suiteCountTotals[f.Name]; ok {
+			c.With(l).Add(n)
+		}
 	}
-	// Touch the counters so a persona with none still has a 0 series that
-	// increase() and alerts can see.
-	SuiteDisclosuresTotal.With(l).Add(float64(max(p.AffectedAnswers, 0)))
-	SuiteFailedToAbstainTotal.With(l).Add(float64(max(p.FailedToAbstain, 0)))
-	SuiteStaleTotal.With(l).Add(float64(max(p.Stale, 0)))
+	for _, status := range scoring.StatusActions {
+		sl := s.withPersona(p.Persona)
+		sl[LabelStatus] = string(status)
+		var v *float64
+		if r, ok := st.CorrectAbstention[status]; ok {
+			v = r.Value
+		}
+		setDefined(SuiteCorrectAbstention, sl, v)
+	}
 }
-
-// CorrectAbstentionStatuses are the values of LabelStatus.
-var CorrectAbstentionStatuses = []string{"not_found", "not_applicable", "clarify", "conflict"}
 
 // setDefined sets the gauge, or deletes its series when v is undefined.
 func setDefined(g *prometheus.GaugeVec, l prometheus.Labels, v *float64) {
@@ -266,7 +272,7 @@ func setDefined(g *prometheus.GaugeVec, l prometheus.Labels, v *float64) {
 // deleted so its series do not linger.
 func ForgetSuite(namespace, suite string) {
 	match := prometheus.Labels{LabelNamespace: namespace, LabelSuite: suite}
-	for _, c := range suiteVecs {
+	for _, c := range suiteVecs() {
 		c.DeletePartialMatch(match)
 	}
 	IsolationViolationsTotal.DeletePartialMatch(match)

@@ -7,15 +7,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ragcanary/ragcanary/internal/scoring"
 )
+
+// ratio is a defined rate of v.
+func ratio(v float64) scoring.Ratio { return scoring.Ratio{Value: &v, Numerator: v, Denominator: 1} }
 
 func TestSuiteCompletionAndForgetSuite(t *testing.T) {
 	s := Suite{Namespace: "ns-s", Suite: "iso", Corpus: "corp"}
 	other := Suite{Namespace: "ns-s", Suite: "other", Corpus: "corp"}
-	one, half := 1.0, 0.5
 	RecordSuiteCompletion(s, SuiteCompletion{Passed: false, Finished: time.Unix(100, 0), Personas: []PersonaScores{
-		{Persona: "alice", Utility: &one, Recall: &half},
-		{Persona: "mallory", DisclosureRate: &one, AffectedAnswers: 1},
+		{Persona: "alice", Stats: scoring.Stats{Utility: ratio(1), RecallAtK: ratio(0.5)}},
+		{Persona: "mallory", Stats: scoring.Stats{DisclosureRate: ratio(1), AffectedAnswers: 1}},
 	}})
 	RecordSuiteCompletion(other, SuiteCompletion{Passed: true, Finished: time.Unix(200, 0)})
 
@@ -25,21 +29,22 @@ func TestSuiteCompletionAndForgetSuite(t *testing.T) {
 	if got := testutil.ToFloat64(SuiteRunsTotal.WithLabelValues("ns-s", "other", "corp", ResultPassed)); got != 1 {
 		t.Errorf("suite_runs_total{passed} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(SuiteDisclosuresTotal.WithLabelValues("ns-s", "iso", "corp", "mallory")); got != 1 {
+	disclosuresTotal := suiteCountTotals[scoring.FigureAffectedAnswers]
+	if got := testutil.ToFloat64(disclosuresTotal.WithLabelValues("ns-s", "iso", "corp", "mallory")); got != 1 {
 		t.Errorf("disclosures = %v, want 1", got)
 	}
 	// Undefined values have no series: alice has no disclosure rate,
 	// mallory no utility.
-	if n := testutil.CollectAndCount(SuiteDisclosureRate); n != 1 {
+	if n := testutil.CollectAndCount(suiteRates[scoring.FigureDisclosureRate]); n != 1 {
 		t.Errorf("disclosure rate series = %d, want 1 (mallory only)", n)
 	}
-	if n := testutil.CollectAndCount(SuiteUtility); n != 1 {
+	if n := testutil.CollectAndCount(suiteRates[scoring.FigureUtility]); n != 1 {
 		t.Errorf("utility series = %d, want 1 (alice only)", n)
 	}
 
 	// A later run where alice's utility is undefined drops her gauge.
 	RecordSuiteCompletion(s, SuiteCompletion{Passed: true, Finished: time.Unix(300, 0), Personas: []PersonaScores{{Persona: "alice"}}})
-	if n := testutil.CollectAndCount(SuiteUtility); n != 0 {
+	if n := testutil.CollectAndCount(suiteRates[scoring.FigureUtility]); n != 0 {
 		t.Errorf("utility series after an undefined run = %d, want 0", n)
 	}
 
@@ -47,8 +52,8 @@ func TestSuiteCompletionAndForgetSuite(t *testing.T) {
 	if n := testutil.CollectAndCount(SuiteRunsTotal); n != 1 {
 		t.Errorf("suite_runs_total series after ForgetSuite = %d, want 1 (the other suite)", n)
 	}
-	if n := testutil.CollectAndCount(SuiteDisclosuresTotal); n != 0 {
-		t.Errorf("disclosures series after ForgetSuite = %d, want 0", n)
+	if n := testutil.CollectAndCount(disclosuresTotal) + testutil.CollectAndCount(SuiteCases); n != 0 {
+		t.Errorf("%d disclosures and case series after ForgetSuite, want 0", n)
 	}
 }
 
@@ -130,21 +135,22 @@ func histogram(t *testing.T, name, ns string) *dto.Histogram {
 // (never pooled), and the counters count the run's executions.
 func TestSuiteV2Rates(t *testing.T) {
 	s := Suite{Namespace: "ns-v2", Suite: "matched", Corpus: "corp"}
-	half, zero, one := 0.5, 0.0, 1.0
+	undefined := scoring.Ratio{}
 	RecordSuiteCompletion(s, SuiteCompletion{Finished: time.Unix(100, 0), Personas: []PersonaScores{
-		{Persona: "contractor", FailedToAbstainRate: &half, FailedToAbstain: 1,
-			CorrectAbstention: map[string]*float64{"not_applicable": &zero}},
-		{Persona: "employee", StaleRate: &half, Stale: 1, CitationValidity: &one,
-			CorrectAbstention: map[string]*float64{"not_found": &one, "clarify": &zero}},
+		{Persona: "contractor", Stats: scoring.Stats{FailedToAbstainRate: ratio(0.5), FailedToAbstain: 1,
+			CorrectAbstention: map[scoring.Action]scoring.Ratio{scoring.ActionNotApplicable: ratio(0), scoring.ActionClarify: undefined}}},
+		{Persona: "employee", Stats: scoring.Stats{StaleRate: ratio(0.5), Stale: 1, CitationValidity: ratio(1),
+			CorrectAbstention: map[scoring.Action]scoring.Ratio{scoring.ActionNotFound: ratio(1), scoring.ActionClarify: ratio(0)}}},
 	}})
-	if got := testutil.ToFloat64(SuiteFailedToAbstainRate.WithLabelValues("ns-v2", "matched", "corp", "contractor")); got != 0.5 {
+	failedToAbstainRate, staleRate := suiteRates["failed_to_abstain_rate"], suiteRates["stale_rate"]
+	if got := testutil.ToFloat64(failedToAbstainRate.WithLabelValues("ns-v2", "matched", "corp", "contractor")); got != 0.5 {
 		t.Errorf("failed-to-abstain rate = %v, want 0.5", got)
 	}
-	if got := testutil.ToFloat64(SuiteStaleRate.WithLabelValues("ns-v2", "matched", "corp", "employee")); got != 0.5 {
+	if got := testutil.ToFloat64(staleRate.WithLabelValues("ns-v2", "matched", "corp", "employee")); got != 0.5 {
 		t.Errorf("stale rate = %v, want 0.5", got)
 	}
 	// The employee has no required-block case: no failed-to-abstain series.
-	if n := testutil.CollectAndCount(SuiteFailedToAbstainRate); n != 1 {
+	if n := testutil.CollectAndCount(failedToAbstainRate); n != 1 {
 		t.Errorf("failed-to-abstain series = %d, want 1 (contractor only)", n)
 	}
 	if n := testutil.CollectAndCount(SuiteCorrectAbstention); n != 3 {
@@ -153,15 +159,16 @@ func TestSuiteV2Rates(t *testing.T) {
 	if got := testutil.ToFloat64(SuiteCorrectAbstention.WithLabelValues("ns-v2", "matched", "corp", "employee", "clarify")); got != 0 {
 		t.Errorf("employee clarify = %v, want 0", got)
 	}
-	if got := testutil.ToFloat64(SuiteFailedToAbstainTotal.WithLabelValues("ns-v2", "matched", "corp", "contractor")); got != 1 {
+	if got := testutil.ToFloat64(suiteCountTotals[scoring.FigureFailedToAbstain].WithLabelValues("ns-v2", "matched", "corp", "contractor")); got != 1 {
 		t.Errorf("failed_to_abstain_total = %v, want 1", got)
 	}
 	// Every persona gets the counters, at zero when nothing happened.
-	if got := testutil.ToFloat64(SuiteStaleTotal.WithLabelValues("ns-v2", "matched", "corp", "contractor")); got != 0 {
+	staleTotal := suiteCountTotals["stale"]
+	if got := testutil.ToFloat64(staleTotal.WithLabelValues("ns-v2", "matched", "corp", "contractor")); got != 0 {
 		t.Errorf("contractor stale_total = %v, want 0", got)
 	}
 	ForgetSuite("ns-v2", "matched")
-	if n := testutil.CollectAndCount(SuiteCorrectAbstention) + testutil.CollectAndCount(SuiteStaleTotal); n != 0 {
+	if n := testutil.CollectAndCount(SuiteCorrectAbstention) + testutil.CollectAndCount(staleTotal); n != 0 {
 		t.Errorf("%d series left after ForgetSuite", n)
 	}
 }
@@ -173,27 +180,31 @@ func TestSuiteV2Rates(t *testing.T) {
 func TestSuiteAffectedAnswers(t *testing.T) {
 	s := Suite{Namespace: "ns-aff", Suite: "access", Corpus: "corp"}
 	RecordSuiteCompletion(s, SuiteCompletion{Finished: time.Unix(100, 0), Personas: []PersonaScores{
-		{Persona: "contractor", AffectedAnswers: 2},
+		{Persona: "contractor", Stats: scoring.Stats{AffectedAnswers: 2}},
 		{Persona: "employee"},
 	}})
-	if got := testutil.ToFloat64(SuiteAffectedAnswers.WithLabelValues("ns-aff", "access", "corp", "contractor")); got != 2 {
+	affected := suiteCountGauges[scoring.FigureAffectedAnswers]
+	if got := testutil.ToFloat64(affected.WithLabelValues("ns-aff", "access", "corp", "contractor")); got != 2 {
 		t.Errorf("contractor affected answers = %v, want 2", got)
 	}
-	if got := testutil.ToFloat64(SuiteAffectedAnswers.WithLabelValues("ns-aff", "access", "corp", "employee")); got != 0 {
+	if got := testutil.ToFloat64(affected.WithLabelValues("ns-aff", "access", "corp", "employee")); got != 0 {
 		t.Errorf("employee affected answers = %v, want 0", got)
 	}
-	if n := testutil.CollectAndCount(SuiteDisclosureRate); n != 0 {
+	if got := testutil.ToFloat64(SuiteCases.WithLabelValues("ns-aff", "access", "corp", "contractor", scoring.FigureAffectedAnswers)); got != 2 {
+		t.Errorf("contractor suite_cases{outcome=affected_answers} = %v, want 2", got)
+	}
+	if n := testutil.CollectAndCount(suiteRates[scoring.FigureDisclosureRate]); n != 0 {
 		t.Errorf("disclosure rate series = %d, want none: no persona had a required-block case", n)
 	}
-	if got := testutil.ToFloat64(SuiteDisclosuresTotal.WithLabelValues("ns-aff", "access", "corp", "contractor")); got != 2 {
+	if got := testutil.ToFloat64(suiteCountTotals[scoring.FigureAffectedAnswers].WithLabelValues("ns-aff", "access", "corp", "contractor")); got != 2 {
 		t.Errorf("contractor disclosures_total = %v, want 2", got)
 	}
 	RecordSuiteCompletion(s, SuiteCompletion{Finished: time.Unix(200, 0), Personas: []PersonaScores{{Persona: "employee"}}})
-	if n := testutil.CollectAndCount(SuiteAffectedAnswers); n != 1 {
+	if n := testutil.CollectAndCount(affected); n != 1 {
 		t.Errorf("affected-answers series after a run without the contractor = %d, want 1", n)
 	}
 	ForgetSuite("ns-aff", "access")
-	if n := testutil.CollectAndCount(SuiteAffectedAnswers); n != 0 {
+	if n := testutil.CollectAndCount(affected); n != 0 {
 		t.Errorf("affected-answers series after ForgetSuite = %d, want 0", n)
 	}
 }

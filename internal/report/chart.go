@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/format"
+	"github.com/ragcanary/ragcanary/internal/scoring"
 )
 
 // Chart colours. Tests look for them in a browser's screenshot, so they are
@@ -184,8 +185,8 @@ func (c ratioChart) svg() string {
 	for i, p := range c.rows {
 		y := top + row*i
 		fmt.Fprintf(&b, `<text x="8" y="%d" font-size="13" font-weight="600" fill="#1a202c">%s</text>`, y+28, esc(orNone(p.Persona)))
-		ratioBar(&b, p.Utility, float64(y+8), x, colorUtility)
-		ratioBar(&b, p.DisclosureRate, float64(y+28), x, colorDisclosure)
+		ratioBar(&b, p.ratio(scoring.FigureUtility), float64(y+8), x, colorUtility)
+		ratioBar(&b, p.ratio(scoring.FigureDisclosureRate), float64(y+28), x, colorDisclosure)
 	}
 	b.WriteString(`</svg>`)
 	return b.String()

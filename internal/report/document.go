@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/scoring"
 )
 
 // document is what the Markdown and HTML formats both show, in order, so
@@ -381,24 +382,35 @@ func gatesTable(gs []GateRow) table {
 	return t
 }
 
+// personaTable has a column per row of scoring.Figures with a report
+// header, in the table's order.
 func personaTable(id, caption string, rows []PersonaRow) table {
-	t := table{ID: id, Caption: caption, Header: []string{"Persona", "Utility", "False blocks",
-		"Disclosures", "Affected answers", "Failed to abstain", "Mean recall@k", "Mean MRR@k"}}
+	t := table{ID: id, Caption: caption, Header: []string{"Persona"}}
+	for _, f := range scoring.Figures {
+		if f.Report != "" {
+			t.Header = append(t.Header, f.Report)
+		}
+	}
 	for _, p := range rows {
-		t.Rows = append(t.Rows, []string{orNone(p.Persona), humanRatio(p.Utility), humanRatio(p.FalseBlockRate),
-			humanRatio(p.DisclosureRate), affectedText(p.AffectedAnswers), humanRatio(p.FailedToAbstainRate),
-			humanRatio(p.MeanRecall), humanRatio(p.MeanMRR)})
+		cells := []string{orNone(p.Persona)}
+		for _, c := range p.Cells {
+			cells = append(cells, cellText(c))
+		}
+		t.Rows = append(t.Rows, cells)
 	}
 	return t
 }
 
-// affectedText is the affected-answers count, or says the run did not
-// record one: unknown is not zero.
-func affectedText(n *int32) string {
-	if n == nil {
-		return "not recorded"
+// cellText is a count or a ratio, or says the run did not record it:
+// unknown is not zero.
+func cellText(c Cell) string {
+	switch {
+	case c.Count != nil:
+		return fmt.Sprint(*c.Count)
+	case c.Ratio != nil:
+		return humanRatio(*c.Ratio)
 	}
-	return fmt.Sprint(*n)
+	return "not recorded"
 }
 
 func failingBlocks(s *SuiteEvidence) []block {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/scoring"
 )
 
 // decodeJSON renders ev as JSON and decodes it generically, as a reader of
@@ -364,14 +366,17 @@ func TestJSONSecondsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestSuiteAffectedAnswersNotRecorded: a run whose status predates the
-// affected-answers count shows it as unknown, never as 0, and its failing
-// cases from status are still flagged by their forbidden IDs.
-func TestSuiteAffectedAnswersNotRecorded(t *testing.T) {
+// TestSuiteFigureNotRecorded: a figure a run's status does not list (a run
+// stored before the figure existed) shows as unknown, never as 0 or an
+// undefined ratio, and the run's failing cases from status are still
+// flagged by their forbidden IDs.
+func TestSuiteFigureNotRecorded(t *testing.T) {
 	in := suiteFixture(t)
 	in.ReportData, in.ReportFound = nil, false
 	for i := range in.Run.Status.Personas {
-		in.Run.Status.Personas[i].AffectedAnswers = nil
+		p := &in.Run.Status.Personas[i]
+		p.Counts = slices.DeleteFunc(p.Counts, func(c v1alpha1.NamedCount) bool { return c.Name == scoring.FigureAffectedAnswers })
+		p.Rates = slices.DeleteFunc(p.Rates, func(r v1alpha1.NamedRatio) bool { return r.Name == scoring.FigureUtility })
 	}
 	for i := range in.Run.Status.FailingCases {
 		in.Run.Status.FailingCases[i].Disclosed = false
@@ -381,15 +386,18 @@ func TestSuiteAffectedAnswersNotRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := decodeJSON(t, ev)
-	if got := path(t, m, "suiteRun", "personas", 1, "affectedAnswers"); got != nil {
-		t.Errorf("bob affectedAnswers = %v, want null when the run did not record it", got)
+	for _, key := range []string{"affectedAnswers", "utility"} {
+		if got, ok := path(t, m, "suiteRun", "personas", 1).(map[string]any)[key]; !ok || got != nil {
+			t.Errorf("bob %s = %v (present %v), want null when the run did not record it", key, got, ok)
+		}
 	}
 	if got := path(t, m, "suiteRun", "failingCases", 1, "disclosed"); got != true {
 		t.Errorf("deploy-guide disclosed = %v, want true from its forbidden IDs", got)
 	}
 	tables := mdTables(t, string(render(t, ev, FormatMarkdown)))
 	personas := tables["Per persona, all strata"]
-	if len(personas) != 3 || personas[0][4] != "Affected answers" || personas[2][4] != "not recorded" {
-		t.Errorf("persona table = %q, want bob's affected answers \"not recorded\"", personas)
+	if len(personas) != 3 || personas[0][4] != "Affected answers" || personas[2][4] != "not recorded" ||
+		personas[0][1] != "Utility" || personas[2][1] != "not recorded" {
+		t.Errorf("persona table = %q, want bob's affected answers and utility \"not recorded\"", personas)
 	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -89,18 +90,55 @@ type Ratio struct {
 	Value       *string `json:"value"`
 }
 
-// PersonaRow is one persona's metrics over all strata or within one.
+// PersonaRow is one persona's metrics over all strata or within one: the
+// scoring table's rows with a report column (scoring.Figures), under their
+// ReportKey in JSON, in the table's order.
 type PersonaRow struct {
-	Persona        string `json:"persona"`
-	Utility        Ratio  `json:"utility"`
-	FalseBlockRate Ratio  `json:"falseBlockRate"`
-	DisclosureRate Ratio  `json:"disclosureRate"`
-	// AffectedAnswers counts executions of any action that exposed
-	// anything forbidden; null when the run did not record it.
-	AffectedAnswers     *int32 `json:"affectedAnswers"`
-	FailedToAbstainRate Ratio  `json:"failedToAbstainRate"`
-	MeanRecall          Ratio  `json:"meanRecall"`
-	MeanMRR             Ratio  `json:"meanMRR"`
+	Persona string
+	Cells   []Cell
+}
+
+// Cell is one figure of a persona row. A count has Count, a rate or a mean
+// Ratio; neither is set when the run did not record the figure.
+type Cell struct {
+	Figure scoring.Figure
+	Count  *int32
+	Ratio  *Ratio
+}
+
+// MarshalJSON writes {"persona": …, <ReportKey>: count or ratio, …}; an
+// unrecorded figure is null.
+func (p PersonaRow) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	b.WriteString(`{"persona":`)
+	if err := enc.Encode(p.Persona); err != nil {
+		return nil, err
+	}
+	for _, c := range p.Cells {
+		var v any = c.Ratio
+		if c.Figure.Kind == scoring.KindCount {
+			v = c.Count
+		}
+		fmt.Fprintf(&b, ",%q:", c.Figure.ReportKey)
+		if err := enc.Encode(v); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// ratio is the rate or mean named name; the undefined Ratio when the row
+// lacks it.
+func (p PersonaRow) ratio(name string) Ratio {
+	for _, c := range p.Cells {
+		if c.Figure.Name == name && c.Ratio != nil {
+			return *c.Ratio
+		}
+	}
+	return Ratio{}
 }
 
 // StratumRows are the persona rows of one stratum.
@@ -212,10 +250,23 @@ func ratio(r v1alpha1.Ratio) Ratio {
 	return Ratio{Numerator: r.Numerator, Denominator: r.Denominator, Value: r.Value}
 }
 
+// personaRow reads the report's figures from a status row by name.
 func personaRow(p v1alpha1.PersonaResult) PersonaRow {
-	return PersonaRow{Persona: p.Persona, Utility: ratio(p.Utility), FalseBlockRate: ratio(p.FalseBlockRate),
-		DisclosureRate: ratio(p.DisclosureRate), AffectedAnswers: p.AffectedAnswers, FailedToAbstainRate: ratio(p.FailedToAbstainRate),
-		MeanRecall: ratio(p.MeanRecall), MeanMRR: ratio(p.MeanMRR)}
+	row := PersonaRow{Persona: p.Persona}
+	for _, f := range scoring.Figures {
+		if f.Report == "" {
+			continue
+		}
+		c := Cell{Figure: f}
+		if n, ok := p.Count(f.Name); ok && f.Kind == scoring.KindCount {
+			c.Count = &n
+		}
+		if r, ok := p.Rate(f.Name); ok && f.Kind != scoring.KindCount {
+			c.Ratio = ptrTo(ratio(r))
+		}
+		row.Cells = append(row.Cells, c)
+	}
+	return row
 }
 
 // personaTables splits status.personas into the all-strata rows and one

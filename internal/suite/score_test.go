@@ -42,7 +42,10 @@ func TestScoreFailedToAbstain(t *testing.T) {
 		t.Fatalf("rows = %+v, want alice and mallory overall and in hr", rows)
 	}
 	for _, row := range rows {
-		got := row.FailedToAbstainRate
+		got, ok := row.Rate("failed_to_abstain_rate")
+		if !ok {
+			t.Fatalf("%s/%q has no failed_to_abstain_rate: %+v", row.Persona, row.Stratum, row.Rates)
+		}
 		switch row.Persona {
 		case "mallory":
 			if got.Value == nil || *got.Value != "1" || got.Numerator != "1" || got.Denominator != 1 {

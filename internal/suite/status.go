@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/utils/ptr"
-
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/scoring"
 )
@@ -18,6 +16,8 @@ const (
 	maxPersonaResults = 256
 	maxFailingCases   = 20
 	maxForbiddenIDs   = 10
+	// maxFigures bounds personas[].counts and personas[].rates each.
+	maxFigures = 32
 )
 
 // GateProbeErrors is the gate for executions without a reply. The scoring
@@ -41,23 +41,8 @@ func personaRows(stratum string, s scoring.Summary) []v1alpha1.PersonaResult {
 	var out []v1alpha1.PersonaResult
 	for _, persona := range slices.Sorted(maps.Keys(s.Personas)) {
 		st := s.Personas[persona]
-		row := v1alpha1.PersonaResult{
-			Persona:              persona,
-			Stratum:              stratum,
-			Utility:              Ratio(st.Utility),
-			FalseBlockRate:       Ratio(st.FalseBlockRate),
-			DisclosureRate:       Ratio(st.DisclosureRate),
-			AffectedAnswers:      ptr.To(int32(st.AffectedAnswers)),
-			FailedToAbstainRate:  Ratio(st.FailedToAbstainRate),
-			MeanRecall:           Ratio(st.RecallAtK),
-			MeanMRR:              Ratio(st.MRRAtK),
-			StaleRate:            ratioPtr(st.StaleRate),
-			MistakenNotFoundRate: ratioPtr(st.MistakenNotFoundRate),
-			CitationPrecision:    ratioPtr(st.CitationPrecision),
-			CitationValidity:     ratioPtr(st.CitationValidity),
-			MeanPrecision:        ratioPtr(st.PrecisionAtK),
-			MeanNDCG:             ratioPtr(st.NDCGAtK),
-		}
+		row := figureRow(&st)
+		row.Persona, row.Stratum = persona, stratum
 		for _, status := range scoring.StatusActions {
 			if ratio, ok := st.CorrectAbstention[status]; ok && ratio.Denominator > 0 {
 				row.CorrectAbstention = append(row.CorrectAbstention, v1alpha1.StatusRatio{Status: string(status), Ratio: Ratio(ratio)})
@@ -68,9 +53,18 @@ func personaRows(stratum string, s scoring.Summary) []v1alpha1.PersonaResult {
 	return out
 }
 
-func ratioPtr(r scoring.Ratio) *v1alpha1.Ratio {
-	out := Ratio(r)
-	return &out
+// figureRow holds every row of scoring.Figures, in the table's order: the
+// counts, then the rates and means.
+func figureRow(st *scoring.Stats) v1alpha1.PersonaResult {
+	var row v1alpha1.PersonaResult
+	for _, f := range scoring.Figures {
+		if f.Kind == scoring.KindCount {
+			row.Counts = append(row.Counts, v1alpha1.NamedCount{Name: f.Name, Count: int32(f.Count(st))})
+			continue
+		}
+		row.Rates = append(row.Rates, v1alpha1.NamedRatio{Name: f.Name, Ratio: Ratio(f.Ratio(st))})
+	}
+	return row
 }
 
 // Ratio converts a scoring ratio; an undefined value stays unset.

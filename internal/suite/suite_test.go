@@ -8,6 +8,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/scoring"
 )
 
 func TestValidate(t *testing.T) {
@@ -162,8 +163,10 @@ func TestScoreToleranceAndStrata(t *testing.T) {
 		t.Fatalf("rows = %+v, want alice and mallory overall and in hr", rows)
 	}
 	mallory := rows[3]
-	if mallory.Persona != "mallory" || mallory.Stratum != "hr" || mallory.Utility.Value != nil ||
-		mallory.DisclosureRate.Value == nil || *mallory.DisclosureRate.Value != "1" {
+	utility, okU := mallory.Rate(scoring.FigureUtility)
+	disclosure, okD := mallory.Rate(scoring.FigureDisclosureRate)
+	if mallory.Persona != "mallory" || mallory.Stratum != "hr" || !okU || utility.Value != nil ||
+		!okD || disclosure.Value == nil || *disclosure.Value != "1" {
 		t.Errorf("mallory/hr = %+v, want undefined utility and disclosure rate 1", mallory)
 	}
 }
