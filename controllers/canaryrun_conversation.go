@@ -44,7 +44,7 @@ func (r *CanaryRunReconciler) startConversation(ctx context.Context, rc *runCtx,
 		return ctrl.Result{}, true, err
 	}
 	if problem != "" {
-		res, err := r.waitUntil(rc, target.Wait("TokenUnavailable", "%s", problem), deadline)
+		res, err := r.onProblem(rc, target.Wait("TokenUnavailable", "%s", problem), deadline)
 		return res, true, err
 	}
 	t := token.target(run.Status.DocumentID)
@@ -53,7 +53,7 @@ func (r *CanaryRunReconciler) startConversation(ctx context.Context, rc *runCtx,
 		return res, true, err
 	}
 	if !probe.AnswerShows(first, t) {
-		res, err := r.waitUntil(rc, target.Wait(ReasonConversationNotShowingCanary,
+		res, err := r.onProblem(rc, target.Wait(ReasonConversationNotShowingCanary,
 			"the first turn of a conversation did not show the canary yet; retrying with a new conversation"), deadline)
 		if res.RequeueAfter > sourceRetry {
 			res.RequeueAfter = sourceRetry // a replica may just be behind

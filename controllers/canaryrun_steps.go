@@ -15,6 +15,7 @@ import (
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/reconcile"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -179,7 +180,7 @@ func (r *CanaryRunReconciler) ensureProbing(ctx context.Context, rc *runCtx, sta
 		return nil, ctrl.Result{}, err
 	}
 	if problem != "" {
-		res, err := r.waitUntil(rc, target.Wait("TokenUnavailable", "%s", problem), deadline)
+		res, err := r.onProblem(rc, target.Wait("TokenUnavailable", "%s", problem), deadline)
 		return nil, res, err
 	}
 	log.FromContext(ctx).V(1).Info("starting probe loop", "stage", int(stage))
@@ -427,14 +428,19 @@ func (r *CanaryRunReconciler) onProblem(rc *runCtx, err error, deadline time.Tim
 	if tc := (*targetChangedError)(nil); errors.As(err, &tc) {
 		return r.conclude(rc, v1alpha1.VerdictInconclusive, tc.Error())
 	}
-	if p, ok := target.IsUserProblem(err); ok {
-		return r.waitUntil(rc, p, deadline)
+	out := reconcile.Compute(err, runPolicy)
+	if out.Condition != nil {
+		return r.waitUntil(rc, out.Problem, out.Result, deadline)
 	}
 	if !deadline.IsZero() && !rc.now.Before(deadline) && rc.run.Status.Phase != v1alpha1.PhaseAwaitingExclusion {
-		return r.conclude(rc, v1alpha1.VerdictSetupFailed, fmt.Sprintf("the run could not be set up before its deadline: %s", target.AsProblem(err).Message))
+		return r.conclude(rc, v1alpha1.VerdictSetupFailed, fmt.Sprintf("the run could not be set up before its deadline: %s", out.Problem.Message))
 	}
-	return ctrl.Result{}, err
+	return ctrl.Result{}, out.Err
 }
+
+// runPolicy: a run re-checks what it waits for (the user's problem or a
+// reference not there yet) every waitRetry, until the phase's deadline.
+var runPolicy = reconcile.Policy{StalledRequeue: waitRetry, WaitingRequeue: waitRetry}
 
 // revokeDeadline bounds the Revoking phase: a revocation not acknowledged
 // within the exclusion timeout of its request fails the run, which then
@@ -460,13 +466,13 @@ func (r *CanaryRunReconciler) stopProbing(rc *runCtx) (probe.Snapshot, bool) {
 
 // waitUntil shows a Waiting condition and re-checks later. Past deadline
 // (zero: none) a run that is still setting up fails as SetupFailed.
-func (r *CanaryRunReconciler) waitUntil(rc *runCtx, w *target.Problem, deadline time.Time) (ctrl.Result, error) {
+func (r *CanaryRunReconciler) waitUntil(rc *runCtx, w *target.Problem, res ctrl.Result, deadline time.Time) (ctrl.Result, error) {
 	if !deadline.IsZero() && !rc.now.Before(deadline) && rc.run.Status.Phase != v1alpha1.PhaseAwaitingExclusion {
 		return r.conclude(rc, v1alpha1.VerdictSetupFailed, w.Message)
 	}
 	setCondition(rc.run, ConditionWaiting, metav1.ConditionTrue, w.Reason, w.Message)
 	rc.run.Status.Message = truncate(w.Message, 1024)
-	next := waitRetry
+	next := res.RequeueAfter
 	if !deadline.IsZero() {
 		next = min(next, deadline.Sub(rc.now))
 	}
