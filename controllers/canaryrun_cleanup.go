@@ -134,7 +134,6 @@ func removeDocument(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRu
 	return nil
 }
 
-
 // personaSubject is the probed persona's subject, or "" when the Persona is
 // gone; deleting the document is then all cleanup can do.
 func (r *CanaryRunReconciler) personaSubject(ctx context.Context, run *v1alpha1.CanaryRun) string {

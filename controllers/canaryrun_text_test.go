@@ -92,7 +92,7 @@ func TestSetMeasurementText(t *testing.T) {
 		want: measurementText{search: "?", content: "?"},
 	}, {
 		name: "stale text from an earlier write is cleared",
-		in: v1alpha1.CanaryRunStatus{VisibleAfter: "1s", ContentFreshness: "1s–2s"},
+		in:   v1alpha1.CanaryRunStatus{VisibleAfter: "1s", ContentFreshness: "1s–2s"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.in
