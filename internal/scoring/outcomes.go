@@ -87,6 +87,8 @@ type Figure struct {
 	// slot is a count's index in a tally; num and den are a rate's
 	// numerator and denominator slots.
 	slot, num, den int
+	// actions is Actions as a set of actionBit.
+	actions uint8
 }
 
 // measure is a sum kept by the scoring rules themselves, over what they
@@ -244,9 +246,18 @@ func FigureNamed(name string) (Figure, bool) {
 	return Figures[i], true
 }
 
-// counts reports whether the count row counts a case of action a.
-func (f *Figure) counts(a Action, s *scored) bool {
-	return slices.Contains(f.Actions, a) && (f.Outcome == "" || f.Outcome == s.outcome) && f.Flag.of(s)
+// counts reports whether the count row counts a case whose action has the
+// actionBit bit.
+func (f *Figure) counts(bit uint8, s *scored) bool {
+	return f.actions&bit != 0 && (f.Outcome == "" || f.Outcome == s.outcome) && f.Flag.of(s)
+}
+
+// actionBit is a's bit in a set of actions, 0 for no valid action.
+func actionBit(a Action) uint8 {
+	if i := slices.Index(Actions, a); i >= 0 {
+		return 1 << i
+	}
+	return 0
 }
 
 // figureName is what a name must look like to be a JSON key, a status list
@@ -266,6 +277,9 @@ func compileFigures(fs []Figure) []*Figure {
 			panic(fmt.Sprintf("scoring.Figures[%d] %q: %v", i, f.Name, err))
 		}
 		f.slot, f.num, f.den = -1, -1, -1
+		for _, a := range f.Actions {
+			f.actions |= actionBit(a)
+		}
 		if f.Kind == KindCount {
 			f.slot = len(counts)
 			counts = append(counts, f)
@@ -307,6 +321,8 @@ func (f *Figure) check(seen map[string]int) error {
 		return fmt.Errorf("no Doc")
 	case (f.Report == "") != (f.ReportKey == ""):
 		return fmt.Errorf("Report and ReportKey go together")
+	case slices.ContainsFunc(f.Actions, func(a Action) bool { return actionBit(a) == 0 }):
+		return fmt.Errorf("an action of %v is not in Actions", f.Actions)
 	case f.Kind == KindCount && (f.count == nil || len(f.Actions) == 0 || f.Numerator != "" || f.measure != noMeasure):
 		return fmt.Errorf("a count needs its Stats field and Actions, and no numerator or measure")
 	case f.Kind != KindCount && (f.ratio == nil || counting || f.Gauge != "" || f.Total != ""):

@@ -122,6 +122,7 @@ func TestCompileFiguresRefuses(t *testing.T) {
 		{"name not a key", Figure{Name: "Bad-Name", Kind: KindCount, Doc: "d", Actions: answerOnly, count: count}},
 		{"no doc", Figure{Name: "x", Kind: KindCount, Actions: answerOnly, count: count}},
 		{"count without actions", Figure{Name: "x", Kind: KindCount, Doc: "d", count: count}},
+		{"count of an unknown action", Figure{Name: "x", Kind: KindCount, Doc: "d", Actions: []Action{"refuse"}, count: count}},
 		{"count without its field", Figure{Name: "x", Kind: KindCount, Doc: "d", Actions: answerOnly}},
 		{"rate over an unknown count", Figure{Name: "x", Kind: KindRate, Doc: "d", Numerator: "n", Denominator: "nope", ratio: ratio}},
 		{"rate over a rate", Figure{Name: "x", Kind: KindRate, Doc: "d", Numerator: "n", Denominator: "r", ratio: ratio}},

@@ -35,8 +35,9 @@ func statusIndex(a Action) int {
 // defined value: a required-block case has no evidence to find, and an
 // undefined value is not a zero.
 func (t *tally) add(action Action, s *scored) {
+	bit := actionBit(action)
 	for i, f := range countFigures {
-		if f.counts(action, s) {
+		if f.counts(bit, s) {
 			t.counts[i]++
 		}
 	}
