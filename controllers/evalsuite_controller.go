@@ -18,6 +18,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/metrics"
+	"github.com/ragcanary/ragcanary/internal/reconcile"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 	"github.com/ragcanary/ragcanary/internal/suite"
 )
@@ -259,15 +260,15 @@ func (r *EvalSuiteReconciler) readiness(ctx context.Context, s *v1alpha1.EvalSui
 	return sched, cond, nil
 }
 
-// userProblem copies a *suite.Problem into cond and returns nil, or returns
-// any other (transient) error unchanged.
+// userProblem copies what the user must fix (reconcile.Compute) into cond
+// and returns nil, or returns any other (transient) error for backoff.
 func userProblem(err error, cond *metav1.Condition) error {
-	var p *suite.Problem
-	if errors.As(err, &p) {
-		cond.Reason, cond.Message = p.Reason, truncateMessage(p.Message)
+	out := reconcile.Compute(err, reconcile.Policy{})
+	if out.Condition != nil {
+		cond.Reason, cond.Message = out.Condition.Reason, truncateMessage(out.Condition.Message)
 		return nil
 	}
-	return err
+	return out.Err
 }
 
 // maxConditionMessage keeps messages well inside the API's 32 KiB limit.

@@ -17,7 +17,6 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 	"github.com/ragcanary/ragcanary/internal/suite"
-	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // runOutcome is how a run ended: scored, or unable to execute.
@@ -58,12 +57,9 @@ func (r *SuiteRunReconciler) execute(ctx context.Context, run *v1alpha1.SuiteRun
 		return withPlan(out, plan), err
 	}
 	t, corpus, err := suite.BuildTarget(ctx, r.Door, plan, corpusObj, personas)
-	if p, ok := target.IsUserProblem(err); ok {
-		// The message names the Corpus or Persona and says what to fix.
-		return withPlan(failedOutcome(p.Reason, "%s", p.Message), plan), nil
-	}
-	if err != nil {
-		return nil, err
+	// A user problem's message names the Corpus or Persona and says what to fix.
+	if out, err := userOutcome(err); out != nil || err != nil {
+		return withPlan(out, plan), err
 	}
 	defer corpus.Release()
 	if plan.Fixture != nil {
