@@ -69,6 +69,14 @@ type testOperator struct {
 
 func startTestOperator(t *testing.T, cfg *rest.Config, heartbeat time.Duration) *testOperator {
 	t.Helper()
+	return startOperatorWith(t, cfg, heartbeat, testDoor)
+}
+
+// startOperatorWith starts an operator whose door is built by door from
+// the manager's API reader and the probe engine's limiters.
+func startOperatorWith(t *testing.T, cfg *rest.Config, heartbeat time.Duration,
+	door func(client.Reader, *target.Limiters) *target.Door) *testOperator {
+	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -86,7 +94,7 @@ func startTestOperator(t *testing.T, cfg *rest.Config, heartbeat time.Duration) 
 		t.Fatal(err)
 	}
 	r := &CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Door: testDoor(mgr.GetAPIReader(), engine.Limiters()), Clock: clk, Probes: engine,
+		Door: door(mgr.GetAPIReader(), engine.Limiters()), Clock: clk, Probes: engine,
 		Heartbeat: heartbeat, Recorder: mgr.GetEventRecorder("canaryrun-controller")}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)

@@ -16,16 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/pgtest"
-	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
@@ -356,39 +350,9 @@ func startOperatorAllowing(t *testing.T, cfg *rest.Config, urls ...string) *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: testScheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Cache: CacheOptions(""), Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	return startOperatorWith(t, cfg, time.Second, func(r client.Reader, l *target.Limiters) *target.Door {
+		return &target.Door{Reader: r, Allow: allow, Limiters: l}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.RealClock{}
-	engine := probe.NewEngine(clk, target.NewLimiters(clk))
-	if err := mgr.Add(engine); err != nil {
-		t.Fatal(err)
-	}
-	door := &target.Door{Reader: mgr.GetAPIReader(), Allow: allow, Limiters: engine.Limiters()}
-	r := &CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Door: door, Clock: clk,
-		Probes: engine, Heartbeat: time.Second, Recorder: mgr.GetEventRecorder("canaryrun-controller")}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	op := &testOperator{cancel: cancel, done: make(chan struct{}), probes: engine}
-	go func() {
-		defer close(op.done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("operator stopped: %v", err)
-		}
-	}()
-	t.Cleanup(op.stop)
-	syncCtx, cancelSync := context.WithTimeout(ctx, eventuallyTimeout)
-	defer cancelSync()
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
-		t.Fatal("operator cache did not sync")
-	}
-	return op
 }
 
 // TestCanaryRunRetargetedAcrossRestartToATargetNoLongerAllowed: the run

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
@@ -136,24 +135,7 @@ type controlPlane struct {
 
 func startControlPlane(t *testing.T) *controlPlane {
 	t.Helper()
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                testScheme,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting a control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the control plane: %v", err)
-		}
-	})
-	admin, err := client.New(cfg, client.Options{Scheme: testScheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, admin := startOwnAPIServer(t)
 	return &controlPlane{config: cfg, admin: admin}
 }
 
