@@ -106,6 +106,10 @@ func requestToken(ctx context.Context, sa *corev1.ServiceAccount) (string, error
 // scraper's token, refuses a request without one, and answers no plain
 // HTTP; Prometheus, configured as the chart's ServiceMonitor, scrapes it.
 func TestManagerServesMetricsOnlyToReaders(t *testing.T) {
+	// A test before this one may have restarted the manager.
+	if err := waitListening(env.metricsURL, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if err := waitScraping(); err != nil {
 		t.Error(err)
 	}

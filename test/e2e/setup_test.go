@@ -128,7 +128,29 @@ func (m *managerProcess) restart() error {
 	if err := waitHTTP(m.readyURL, 60*time.Second); err != nil {
 		return fmt.Errorf("manager not ready after a restart: %w", err)
 	}
-	return nil
+	// Readiness is served apart from metrics: a test scraping right after
+	// a restart needs the metrics listener too.
+	return waitListening(env.metricsURL, 60*time.Second)
+}
+
+// waitListening waits until something accepts TCP connections at rawURL's
+// host and port.
+func waitListening(rawURL string, timeout time.Duration) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", u.Host, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%s: %v", u.Host, err)
+		}
+		<-time.After(50 * time.Millisecond)
+	}
 }
 
 // startPrometheus runs Debian's prometheus scraping the manager every
