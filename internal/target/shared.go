@@ -73,11 +73,18 @@ func (s *shared[T]) acquire(corpus string, id configID, open func() (T, error)) 
 	return e.v, s.releaser(id), nil
 }
 
-// hold takes one more hold of id's entry, which must be held already.
+// hold takes one more hold of id's entry, which its caller holds already.
+// Should the entry be gone (a hold taken after the last release, a bug),
+// nothing is held: calls through the closed connection fail, and a
+// failure is never read as an absence.
 func (s *shared[T]) hold(id configID) func() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.entries[id].refs++
+	e, ok := s.entries[id]
+	if !ok {
+		return func() {}
+	}
+	e.refs++
 	return s.releaser(id)
 }
 
@@ -87,8 +94,10 @@ func (s *shared[T]) releaser(id configID) func() {
 		once.Do(func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			s.entries[id].refs--
-			s.closeIfUnused(id)
+			if e, ok := s.entries[id]; ok {
+				e.refs--
+				s.closeIfUnused(id)
+			}
 		})
 	}
 }

@@ -50,3 +50,18 @@ func TestSharedClosesWhenNeitherHeldNorCurrent(t *testing.T) {
 		t.Errorf("open %d, opened %d; want 0 and 3 (a, b, a again for the kept copy)", n, ever)
 	}
 }
+
+// TestSharedHoldAfterTheLastReleaseHoldsNothing: a hold taken on an entry
+// already closed neither panics nor resurrects it.
+func TestSharedHoldAfterTheLastReleaseHoldsNothing(t *testing.T) {
+	closed := 0
+	s := newShared(func(string) { closed++ })
+	id := idOf([]byte("x"))
+	_, rel, _ := s.acquire("", id, func() (string, error) { return "x", nil })
+	rel()
+	late := s.hold(id)
+	late()
+	if n, _ := s.counts(); n != 0 || closed != 1 {
+		t.Errorf("open %d, closed %d times; want 0 open, closed once", n, closed)
+	}
+}
