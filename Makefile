@@ -100,7 +100,7 @@ bench: ## Run the benchmarks once and print their figures (several minutes; the 
 	$(GO) test ./internal/ragtarget/ -run '^$$' -bench BenchmarkSearch -benchtime 200x -timeout 20m
 	$(GO) test ./internal/scoring/ -run '^$$' -bench BenchmarkEvaluateMillion -benchtime 1x -timeout 30m
 	$(GO) test ./cmd/ragcanary/ -run '^$$' -bench BenchmarkEvalCLIMillion -benchtime 1x -timeout 30m
-	$(GO) test ./internal/suite/ -run '^$$' -bench BenchmarkLiveSuite10k -benchtime 1x -timeout 10m
+	$(GO) test ./internal/suite/ -run '^$$' -bench BenchmarkLiveSuite -benchtime 1x -timeout 10m
 	$(MAKE) --no-print-directory bench-eval
 	$(GO) test ./internal/probe/ -run '^$$' -bench BenchmarkProbeSchedules -benchtime 1x -timeout 20m
 
