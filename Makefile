@@ -69,7 +69,7 @@ verify: generate manifests ## Regenerate everything and fail if anything differs
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 
 .PHONY: test
-test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) prometheus-tools chromium-tools postgres-tools pglite-tools python-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser (builds or installs its tools on first use).
+test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) prometheus-tools chromium-tools postgres-tools pglite-tools python-tools image-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser (builds or installs its tools on first use).
 	$(GO) test ./... -count=1 -timeout 30m
 
 # Every parser of what a target or a tenant sends, fuzzed for a bounded
@@ -138,9 +138,12 @@ build: ## Build the manager, ragcanary, ragtarget and kubectl-ragcanary binaries
 IMAGE_DIR := $(BIN)/images
 IMAGE_REV ?= HEAD
 
-.PHONY: image
-image: ## Build the manager and ragtarget images (linux/amd64+arm64, SBOM) into bin/images/ without a Docker engine.
+.PHONY: image-tools
+image-tools: ## Install Debian's ca-certificates (the images' CA bundle, and the image tests' base), if missing (needs root or sudo).
 	hack/image/install-ca-certificates.sh
+
+.PHONY: image
+image: image-tools ## Build the manager and ragtarget images (linux/amd64+arm64, SBOM) into bin/images/ without a Docker engine.
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct $(IMAGE_REV) --) $(GO) run ./hack/image build --out $(IMAGE_DIR) --rev $(IMAGE_REV)
 
 .PHONY: image-push
