@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/format"
 	"github.com/ragcanary/ragcanary/internal/safetext"
 )
 
@@ -148,7 +149,7 @@ func exposureText(es []Exposure) string {
 		if e.Seconds > e.SLOSeconds {
 			rel = "over SLO"
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s %s)", e.Surface, HumanDuration(seconds(e.Seconds)), rel, HumanDuration(seconds(e.SLOSeconds))))
+		parts = append(parts, fmt.Sprintf("%s %s (%s %s)", e.Surface, format.HumanDuration(seconds(e.Seconds)), rel, format.HumanDuration(seconds(e.SLOSeconds))))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -273,14 +274,14 @@ func secondsText(s *float64, none string) string {
 	if s == nil {
 		return none
 	}
-	return HumanDuration(seconds(*s))
+	return format.HumanDuration(seconds(*s))
 }
 
 // relative is "28s ago" or "in 2m" from now, to the second at most: a
 // tenth of a second says nothing about when something happened.
 func relative(t, now time.Time) string {
 	if t.After(now) {
-		return "in " + HumanDuration(t.Sub(now).Round(time.Second))
+		return "in " + format.HumanDuration(t.Sub(now).Round(time.Second))
 	}
-	return HumanDuration(now.Sub(t).Round(time.Second)) + " ago"
+	return format.HumanDuration(now.Sub(t).Round(time.Second)) + " ago"
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/format"
 )
 
 // PlainView writes one line whenever what a run is doing changes: for logs
@@ -27,7 +28,7 @@ func (v *PlainView) Update(p Progress) {
 		return
 	}
 	v.last = state
-	Fprintf(v.W, "[+%s] %s %s: %s\n", HumanDuration(v.Now().Sub(v.Start)), p.Kind, p.Run, state)
+	Fprintf(v.W, "[+%s] %s %s: %s\n", format.HumanDuration(v.Now().Sub(v.Start)), p.Kind, p.Run, state)
 }
 
 // Done writes the outcome.
@@ -89,7 +90,7 @@ func liveLine(p Progress, now time.Time) string {
 	}
 	if p.StartTime != nil {
 		// Whole seconds: a counter that ticks once per redraw.
-		fmt.Fprintf(&b, "  %s", HumanDuration(now.Sub(*p.StartTime).Truncate(time.Second)))
+		fmt.Fprintf(&b, "  %s", format.HumanDuration(now.Sub(*p.StartTime).Truncate(time.Second)))
 	}
 	if len(p.Exposure) > 0 {
 		b.WriteString("  exposed: " + exposureText(p.Exposure))

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/format"
 )
 
 // timeLayout is how history shows a run's start: absolute, since a trend
@@ -54,9 +55,9 @@ func WriteHistory(w io.Writer, h *History) error {
 	fmt.Fprintln(tw, "OVER FINISHED RUNS\tRUNS\tP50\tP95\tMAX\tTREND (oldest → newest)")
 	for _, sp := range h.Upper {
 		// Upper bounds round up, as in the rows above.
-		spreadRow(tw, sp.Surface+" upper bound", sp, roundUp)
+		spreadRow(tw, sp.Surface+" upper bound", sp, format.Up)
 	}
-	spreadRow(tw, "Time to visibility", h.Visibility, roundNearest)
+	spreadRow(tw, "Time to visibility", h.Visibility, format.Nearest)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func sloLine(runs []HistoryRun) string {
 	}
 	var parts []string
 	for _, s := range runs[len(runs)-1].Surfaces {
-		parts = append(parts, s.Surface+" "+HumanDuration(s.slo))
+		parts = append(parts, s.Surface+" "+format.HumanDuration(s.slo))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -86,19 +87,19 @@ func runSurfaceText(r HistoryRun, s v1alpha1.Surface) string {
 		if r.CompletionTime == nil {
 			return ""
 		}
-		return Interval(rs.bounds)
+		return format.Interval(rs.bounds)
 	}
 	return "-"
 }
 
-func spreadRow(tw io.Writer, label string, sp Spread, r rounding) {
+func spreadRow(tw io.Writer, label string, sp Spread, r format.Rounding) {
 	runs := fmt.Sprint(sp.N)
 	if sp.Missing > 0 {
 		runs = fmt.Sprintf("%d (+%d without)", sp.N, sp.Missing)
 	}
 	p50, p95, top := "-", "-", "-"
 	if sp.N > 0 {
-		p50, p95, top = humanDuration(sp.p50, r), humanDuration(sp.p95, r), humanDuration(sp.max, r)
+		p50, p95, top = format.Rounded(sp.p50, r), format.Rounded(sp.p95, r), format.Rounded(sp.max, r)
 	}
 	Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", label, runs, p50, p95, top, sp.Sparkline)
 }

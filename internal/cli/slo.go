@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/format"
 	"github.com/ragcanary/ragcanary/internal/measure"
 )
 
@@ -29,7 +30,7 @@ func SurfaceSLO(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, s v1alpha1.S
 // by the SLO rule, though exclusion may have come in time), ">30m > 5m"
 // (still visible past the SLO) and "? vs 30s" when nothing relates them.
 func AgainstSLO(b *v1alpha1.ExclusionBounds, slo time.Duration) string {
-	return Interval(b) + " " + relation(b, slo) + " " + HumanDuration(slo)
+	return format.Interval(b) + " " + relation(b, slo) + " " + format.HumanDuration(slo)
 }
 
 func relation(b *v1alpha1.ExclusionBounds, slo time.Duration) string {
