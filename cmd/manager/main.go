@@ -77,6 +77,9 @@ func main() {
 		os.Exit(2)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&s.zapOptions)))
+	if limit := manager.ApplyMemoryLimit(); limit > 0 {
+		ctrl.Log.Info("Go memory limit set from the container's", "bytes", limit)
+	}
 	if err := run(s); err != nil {
 		ctrl.Log.Error(err, "manager exited")
 		os.Exit(1)

@@ -21,6 +21,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
+
+	"github.com/ragcanary/ragcanary/internal/manager"
 )
 
 const (
@@ -356,4 +358,27 @@ func assertArg(t *testing.T, objs []unstructured.Unstructured, want string) {
 	if !strings.Contains(fmt.Sprint(containers), want) {
 		t.Errorf("the manager is not started with %s", want)
 	}
+}
+
+// TestChartSizesTheManagerMemory: the container has a memory limit and the
+// manager learns it through the downward API under the name it reads, so
+// its Go memory limit follows the container's.
+func TestChartSizesTheManagerMemory(t *testing.T) {
+	dep := renderedDeployment(t)
+	c := dep.Spec.Template.Spec.Containers[0]
+	if c.Resources.Limits.Memory().IsZero() {
+		t.Fatal("the manager container has no memory limit")
+	}
+	for _, e := range c.Env {
+		if e.Name != manager.MemoryLimitEnv {
+			continue
+		}
+		ref := e.ValueFrom
+		if ref == nil || ref.ResourceFieldRef == nil || ref.ResourceFieldRef.Resource != "limits.memory" ||
+			ref.ResourceFieldRef.ContainerName != c.Name {
+			t.Fatalf("%s is %+v, want the container's limits.memory from the downward API", e.Name, e.ValueFrom)
+		}
+		return
+	}
+	t.Errorf("the manager container has no %s", manager.MemoryLimitEnv)
 }
