@@ -22,6 +22,12 @@ KUBECTL := $(BIN)/kubectl
 CONTROLLER_GEN := $(BIN)/controller-gen
 HELM := $(BIN)/helm
 SPICEDB := $(BIN)/spicedb
+KUBELET := $(BIN)/kubelet
+KUBE_SCHEDULER := $(BIN)/kube-scheduler
+KUBE_PROXY := $(BIN)/kube-proxy
+CONTAINERD := $(BIN)/containerd
+COREDNS := $(BIN)/coredns
+CNI_BRIDGE := $(BIN)/cni/bridge
 
 K8S_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBERNETES_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37
@@ -184,6 +190,38 @@ $(KUBE_APISERVER): hack/tools/kube-apiserver/go.mod
 $(KUBE_CONTROLLER_MANAGER): hack/tools/kube-apiserver/go.mod
 	@echo "building kube-controller-manager $(KUBERNETES_VERSION) from Go modules (first time: several minutes)"
 	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
+
+# The node of the one-node cluster (make test-cluster): the same Kubernetes
+# release as the control plane, so the version-skew policy holds trivially.
+$(KUBELET): hack/tools/kube-apiserver/go.mod
+	@echo "building kubelet $(KUBERNETES_VERSION) from Go modules (first time: several minutes)"
+	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kubelet
+
+$(KUBE_SCHEDULER): hack/tools/kube-apiserver/go.mod
+	@echo "building kube-scheduler $(KUBERNETES_VERSION) from Go modules"
+	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-scheduler
+
+$(KUBE_PROXY): hack/tools/kube-apiserver/go.mod
+	@echo "building kube-proxy $(KUBERNETES_VERSION) from Go modules"
+	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-proxy
+
+# containerd without cgo: the snapshotters that need it are not used here.
+CONTAINERD_TAGS := no_btrfs no_devmapper no_zfs
+$(CONTAINERD): hack/tools/containerd/go.mod
+	@echo "building containerd, containerd-shim-runc-v2 and ctr from Go modules"
+	cd hack/tools/containerd && CGO_ENABLED=0 $(GO) build -trimpath -tags "$(CONTAINERD_TAGS)" -ldflags "-s -w" -o $(BIN)/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+	cd hack/tools/containerd && CGO_ENABLED=0 $(GO) build -trimpath -tags "$(CONTAINERD_TAGS)" -ldflags "-s -w" -o $(BIN)/ctr github.com/containerd/containerd/v2/cmd/ctr
+	cd hack/tools/containerd && CGO_ENABLED=0 $(GO) build -trimpath -tags "$(CONTAINERD_TAGS)" -ldflags "-s -w" -o $@ github.com/containerd/containerd/v2/cmd/containerd
+
+$(COREDNS): hack/tools/coredns/go.mod hack/tools/coredns/main.go
+	@echo "building CoreDNS (cluster names only) from Go modules"
+	cd hack/tools/coredns && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ .
+
+$(CNI_BRIDGE): hack/tools/cni/go.mod
+	@echo "building the CNI plugins from Go modules"
+	mkdir -p $(BIN)/cni
+	cd hack/tools/cni && for p in ipam/host-local main/loopback meta/portmap main/bridge; do \
+		CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/cni/$${p##*/} github.com/containernetworking/plugins/plugins/$$p; done
 
 $(KUBECTL): hack/tools/kube-apiserver/go.mod
 	@echo "building kubectl $(KUBERNETES_VERSION) from Go modules"

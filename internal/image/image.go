@@ -220,4 +220,32 @@ func index(images []v1.Image, platforms []v1.Platform, spec Spec, m Meta) v1.Ima
 var (
 	Manager   = Spec{Name: "manager", Package: "./cmd/manager", Binary: "/manager", Repository: "ragcanary/manager"}
 	RagTarget = Spec{Name: "ragtarget", Package: "./cmd/ragtarget", Binary: "/ragtarget", Repository: "ragcanary/ragtarget"}
+	// Pause is the one-node cluster's sandbox image (make test-cluster):
+	// its registry host is never contacted, the image is always imported.
+	Pause = Spec{Name: "pause", Package: "./hack/cluster/pause", Binary: "/pause", Repository: "ragcanary.local/pause"}
 )
+
+// Specs are the images hack/image can build, by name.
+var Specs = map[string]Spec{Manager.Name: Manager, RagTarget.Name: RagTarget, Pause.Name: Pause}
+
+// ParsePlatforms reads "linux/amd64,linux/arm64/v8"; "" is Platforms.
+func ParsePlatforms(s string) ([]v1.Platform, error) {
+	if s == "" {
+		return Platforms, nil
+	}
+	var out []v1.Platform
+	for _, f := range strings.Split(s, ",") {
+		p, err := v1.ParsePlatform(f)
+		if err != nil {
+			return nil, fmt.Errorf("platform %q: %w", f, err)
+		}
+		if p.OS != "linux" || (p.Architecture != "amd64" && p.Architecture != "arm64") {
+			return nil, fmt.Errorf("platform %q: only linux/amd64 and linux/arm64 are built", f)
+		}
+		if p.Architecture == "arm64" && p.Variant == "" {
+			p.Variant = "v8"
+		}
+		out = append(out, *p)
+	}
+	return out, nil
+}

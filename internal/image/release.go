@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // Release is one make image run.
@@ -18,6 +20,8 @@ type Release struct {
 	Version string
 	Source  string
 	Specs   []Spec
+	// Platforms default to Platforms (amd64 and arm64).
+	Platforms []v1.Platform
 }
 
 // Run exports the commit, builds every spec for every platform on the local
@@ -69,7 +73,14 @@ func (r Release) inputs(c Commit, src, work string) (Inputs, error) {
 		WorkDir:   work,
 		Meta:      Meta{Source: r.Source, Revision: c.Revision, Version: version, Created: c.Time},
 		Base:      base,
-		Platforms: Platforms,
+		Platforms: r.platforms(),
 		LDFlags:   LDFlags,
 	}, nil
+}
+
+func (r Release) platforms() []v1.Platform {
+	if len(r.Platforms) == 0 {
+		return Platforms
+	}
+	return r.Platforms
 }
