@@ -31,6 +31,11 @@ func (r Release) Run(ctx context.Context) ([]*Built, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The binaries are built from the exported tree, so every path given
+	// relative to where we were called must be made absolute first.
+	if r.OutDir, err = filepath.Abs(r.OutDir); err != nil {
+		return nil, err
+	}
 	scratch, err := os.MkdirTemp(filepath.Dir(filepath.Clean(r.OutDir)), ".image-build-")
 	if err != nil {
 		return nil, err

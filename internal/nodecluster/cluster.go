@@ -213,9 +213,14 @@ func Down(ctx context.Context, s State) error {
 	}
 	cg := cgroupTree{Root: "ragcanary-" + s.ID}
 	var errs []error
+	// The shims' sockets are under a fixed /run/containerd/s, not the
+	// state directory: read which are ours while the node's namespace,
+	// where they are bound, still exists.
+	sockets := shimSockets(ctx, n)
 	if cg.exists() {
 		errs = append(errs, cg.killAll(30*time.Second))
 	}
+	errs = append(errs, removeShimSockets(sockets))
 	if s.Dir != "" {
 		errs = append(errs, unmountAll(s.Dir), removeLogLinks(s.Dir))
 	}

@@ -72,6 +72,9 @@ disabled_plugins = ["io.containerd.tracing.processor.v1.otlp", "io.containerd.in
 [plugins.'io.containerd.cri.v1.runtime']
   enable_selinux = false
   netns_mounts_under_state_dir = true
+  # This machine grants no CAP_SYS_RESOURCE, so no process may lower its
+  # OOM score below containerd's own (the CRI asks -998 for sandboxes).
+  restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = [%q]
     conf_dir = %q
@@ -81,13 +84,14 @@ disabled_plugins = ["io.containerd.tracing.processor.v1.otlp", "io.containerd.in
       runtime_type = "io.containerd.runc.v2"
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         BinaryName = %q
+        Root = %q
         SystemdCgroup = false
 
 [plugins.'io.containerd.grpc.v1.cri']
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 `, l.containerdRoot, l.containerdState, l.containerdSocket, l.containerdSocket+".ttrpc",
-		pause, l.registryConfig, filepath.Join(binDir, "cni"), l.cniConf, runc)
+		pause, l.registryConfig, filepath.Join(binDir, "cni"), l.cniConf, runc, filepath.Join(l.containerdState, "runc"))
 }
 
 // registryTrap sends every registry (containerd's _default host) to a
@@ -154,6 +158,7 @@ clusterDNS: [%s]
 resolvConf: %q
 podLogsDir: %q
 failSwapOn: false
+oomScoreAdj: 0
 rotateCertificates: false
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
@@ -183,6 +188,7 @@ bindAddress: %s
 healthzBindAddress: %s:%d
 metricsBindAddress: 127.0.0.1:10249
 nodePortAddresses: [%s/32]
+oomScoreAdj: 0
 conntrack:
   maxPerCore: 0
   min: 0

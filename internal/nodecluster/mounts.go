@@ -2,6 +2,7 @@ package nodecluster
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -103,6 +104,46 @@ func removeLogLinks(dir string) error {
 		if err := os.Remove(p); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// shimSocketDir is where containerd's runc shims bind their sockets,
+// whatever containerd's state directory (fixed in containerd).
+const shimSocketDir = "/run/containerd/s"
+
+// shimSockets are the shim sockets bound inside the node's network
+// namespace: the kernel lists a namespace's unix sockets in its
+// /proc/net/unix, so these are the cluster's and no one else's.
+func shimSockets(ctx context.Context, n Network) []string {
+	if _, err := os.Stat(n.NamespacePath()); err != nil {
+		return nil
+	}
+	out, err := n.output(ctx, "cat", "/proc/net/unix")
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 8 && strings.HasPrefix(f[7], shimSocketDir+"/") {
+			paths = append(paths, f[7])
+		}
+	}
+	return paths
+}
+
+// removeShimSockets removes the sockets and then the directories
+// containerd made for them, if nothing else is left in them.
+func removeShimSockets(paths []string) error {
+	var errs []error
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range []string{shimSocketDir, filepath.Dir(shimSocketDir)} {
+		_ = syscall.Rmdir(d) // fails, as it should, when not empty
 	}
 	return errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/ragcanary/ragcanary/internal/contract"
@@ -46,7 +47,40 @@ func (s *Service) newHandler() (http.Handler, error) {
 	if s.cfg.Faults.active() {
 		h = newFaultInjector(s.cfg.Faults, s.cfg.Clock, h)
 	}
-	return limitBody(h), nil
+	return limitBody(s.accessLog(h)), nil
+}
+
+// accessLog logs every call at debug level: who called (the remote address,
+// which is what tells two operator replicas apart) what, and the status.
+// Never a header: they carry the credentials.
+func (s *Service) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.cfg.Logger.Enabled(r.Context(), slog.LevelDebug) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		s.cfg.Logger.Debug("call", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "status", rec.status)
+	})
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets streamed replies through the recorder.
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func limitBody(next http.Handler) http.Handler {
