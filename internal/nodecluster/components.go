@@ -202,6 +202,9 @@ func (c *Cluster) startRuntime(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := c.pinDigests(ctx); err != nil {
+		return err
+	}
 	names, err := c.Images(ctx)
 	if err != nil {
 		return err

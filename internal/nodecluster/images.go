@@ -34,6 +34,40 @@ func (c *Cluster) ImportImage(ctx context.Context, archive string) error {
 	return err
 }
 
+// pinDigests gives every tagged image a second name by digest
+// (repo@sha256:...), as the CRI plugin does for an image it pulls, so a Pod
+// naming the image by digest (the chart's image.digest) finds it locally.
+func (c *Cluster) pinDigests(ctx context.Context) error {
+	out, err := c.Ctr(ctx, "images", "list")
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	type named struct{ ref, digest string }
+	var tagged []named
+	for _, line := range strings.Split(string(out), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		have[f[0]] = true
+		if !strings.HasPrefix(f[0], "sha256:") && !strings.Contains(f[0], "@") {
+			tagged = append(tagged, named{f[0], f[2]})
+		}
+	}
+	for _, t := range tagged {
+		repo := t.ref[:strings.LastIndexByte(t.ref, ':')]
+		byDigest := repo + "@" + t.digest
+		if have[byDigest] {
+			continue
+		}
+		if _, err := c.Ctr(ctx, "images", "tag", t.ref, byDigest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Images are the names of the images in the runtime.
 func (c *Cluster) Images(ctx context.Context) ([]string, error) {
 	out, err := c.Ctr(ctx, "images", "list", "--quiet")
