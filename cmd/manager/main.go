@@ -123,7 +123,11 @@ func run(s settings) error {
 		LeaderElection:          s.leaderElect,
 		LeaderElectionID:        "ragcanary.dev",
 		LeaderElectionNamespace: s.leaderElectionNS,
-		Cache:                   cacheOpts,
+		// The process exits as soon as the manager stops, so handing the
+		// lease back on a graceful stop is safe, and a rolling upgrade's
+		// new Pod takes over at once instead of after the lease expires.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cacheOpts,
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
