@@ -75,8 +75,16 @@ verify: generate manifests ## Regenerate everything and fail if anything differs
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 
 .PHONY: test
-test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) prometheus-tools chromium-tools postgres-tools pglite-tools python-tools image-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser (builds or installs its tools on first use).
+test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) prometheus-tools chromium-tools postgres-tools pglite-tools python-tools image-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser, then the chart on a real one-node cluster (builds or installs its tools on first use).
 	$(GO) test ./... -count=1 -timeout 30m
+	$(MAKE) --no-print-directory test-cluster
+
+# The chart installed on a real one-node Kubernetes built here (needs root:
+# network namespaces, cgroups, mounts). The cluster's tests carry the build
+# tag "cluster", so go test ./... leaves them to this target.
+.PHONY: test-cluster
+test-cluster: cluster-tools cluster-images prometheus-tools ## Install the chart on a one-node cluster (kubelet, containerd, kube-proxy, CoreDNS) from the images make image builds: restricted Pod, SLOMet, metrics via the Service, Pod death mid-run, leader handover, upgrade, uninstall, teardown.
+	$(GO) test -tags cluster ./test/cluster -count=1 -v -timeout 30m
 
 # Every parser of what a target or a tenant sends, fuzzed for a bounded
 # time on top of the seed corpora go test runs: HTTP driver replies,
@@ -172,6 +180,30 @@ demo: envtest-assets $(KUBECTL) build ## Local control plane + CRDs + ragtarget 
 .PHONY: demo-postgres
 demo-postgres: envtest-assets $(KUBECTL) build postgres-tools ## The canaries against a local PostgreSQL primary and a standby applying WAL 5s late (DEMO_ARGS=--apply-delay=10s); Ctrl-C stops everything.
 	$(GO) run ./hack/postgres-demo $(DEMO_ARGS)
+
+##@ One-node cluster
+
+CLUSTER_DIR ?= $(abspath .local/cluster)
+
+.PHONY: cluster-tools
+cluster-tools: envtest-assets $(KUBECTL) $(HELM) $(KUBELET) $(KUBE_SCHEDULER) $(KUBE_PROXY) $(CONTAINERD) $(COREDNS) $(CNI_BRIDGE) ## Build the node's parts (kubelet, kube-scheduler, kube-proxy, containerd, CoreDNS, CNI plugins) and install Debian's runc and iptables.
+	hack/cluster/install-host-tools.sh
+
+.PHONY: cluster-images
+cluster-images: image ## Build the images the cluster runs: make image's manager and ragtarget, and the pause image (host platform only).
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct $(IMAGE_REV) --) $(GO) run ./hack/image build --images pause --platforms linux/$$($(GO) env GOARCH) --out $(BIN)/cluster-images --rev $(IMAGE_REV)
+
+.PHONY: cluster-up
+cluster-up: cluster-tools cluster-images ## Start the one-node cluster (in CLUSTER_DIR) and wait until its node is Ready; it keeps running. KUBECONFIG=$(CLUSTER_DIR)/kubeconfig.
+	$(GO) run ./hack/cluster up --dir $(CLUSTER_DIR)
+
+.PHONY: cluster-wait
+cluster-wait: ## Wait until the running one-node cluster's node is Ready.
+	$(GO) run ./hack/cluster wait --dir $(CLUSTER_DIR)
+
+.PHONY: cluster-down
+cluster-down: ## Tear the one-node cluster down: every process, container, mount, network namespace, iptables chain, cgroup and file it made.
+	$(GO) run ./hack/cluster down --dir $(CLUSTER_DIR)
 
 ##@ Tools
 

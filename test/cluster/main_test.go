@@ -1,0 +1,405 @@
+//go:build cluster
+
+// Package cluster installs ragcanary as an operator on a real one-node
+// Kubernetes built here (internal/nodecluster: kubelet, containerd, runc,
+// kube-proxy, CoreDNS) from the images make image builds, and checks what
+// only a kubelet exercises: the restricted Pod, probes, the chart's RBAC and
+// metrics Service, Pod and container death in the middle of a run, leader
+// election, an upgrade and an uninstall. make test-cluster runs it (as
+// root); the build tag keeps it out of go test ./....
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/image"
+	"github.com/ragcanary/ragcanary/internal/nodecluster"
+)
+
+// Where things are installed.
+const (
+	releaseName      = "rc"
+	releaseNamespace = "ragcanary-system"
+	canaryNamespace  = "canaries"
+	targetURL        = "http://ragtarget.ragtarget.svc.cluster.local:8089"
+	leaseName        = "ragcanary.dev"
+	managerLabel     = "app.kubernetes.io/component=manager"
+	// replicaLag is ragtarget's --replica-lag (hack/cluster/manifests):
+	// every revocation is applied to the second index copy this late, and
+	// the ACL sync (aclSync) adds at most its interval.
+	replicaLag = 8 * time.Second
+	aclSync    = 500 * time.Millisecond
+	// clusterDir is fixed so a run killed before its teardown is cleaned
+	// up by the next (TestMain tears down what it finds there first).
+	clusterDir = "/tmp/ragcanary-cluster-test"
+	clusterID  = "test"
+	// clusterBlock keeps the test's addresses apart from make
+	// demo-cluster's (200).
+	clusterBlock = 210
+)
+
+var env struct {
+	root          string
+	cluster       *nodecluster.Cluster
+	client        client.Client
+	managerDigest string
+	pauseImage    string
+	// startedToReady is the cluster's start until its node was Ready.
+	startedToReady time.Duration
+}
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cluster tests:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return 1, err
+	}
+	env.root = root
+	if err := nodecluster.Check(filepath.Join(root, "bin")); err != nil {
+		return 1, err
+	}
+	for _, f := range clusterImages() {
+		if _, err := os.Stat(f); err != nil {
+			return 1, fmt.Errorf("%s missing: run 'make test-cluster', which builds the images", f)
+		}
+	}
+	digest, err := os.ReadFile(filepath.Join(root, "bin", "images", "manager.digest"))
+	if err != nil {
+		return 1, err
+	}
+	env.managerDigest = strings.TrimSpace(string(digest))
+	version, err := image.ChartAppVersion(root)
+	if err != nil {
+		return 1, err
+	}
+	env.pauseImage = image.Pause.Repository + ":" + version
+	// A run killed before its teardown left its cluster: remove it first.
+	if s, err := nodecluster.LoadState(clusterDir); err == nil {
+		if err := nodecluster.Down(context.Background(), s); err != nil {
+			return 1, fmt.Errorf("removing the cluster a previous run left: %w", err)
+		}
+	}
+	c, err := startCluster()
+	if err != nil {
+		return 1, err
+	}
+	env.cluster = c
+	defer func() {
+		if env.cluster != nil {
+			_ = env.cluster.Stop(context.Background())
+		}
+	}()
+	if err := connect(); err != nil {
+		return 1, err
+	}
+	if err := install(); err != nil {
+		return 1, fmt.Errorf("installing: %w (cluster logs in %s/logs until teardown)", err, clusterDir)
+	}
+	code := m.Run()
+	if env.cluster != nil {
+		if err := env.cluster.Stop(context.Background()); err != nil {
+			return 1, fmt.Errorf("teardown: %w", err)
+		}
+		env.cluster = nil
+	}
+	if left := nodecluster.Leftovers(state()); len(left) > 0 {
+		return 1, fmt.Errorf("teardown left: %s", strings.Join(left, "; "))
+	}
+	return code, nil
+}
+
+func clusterImages() []string {
+	return []string{
+		filepath.Join(env.root, "bin", "images", image.Manager.Name+".oci.tar"),
+		filepath.Join(env.root, "bin", "images", image.RagTarget.Name+".oci.tar"),
+		filepath.Join(env.root, "bin", "cluster-images", image.Pause.Name+".oci.tar"),
+	}
+}
+
+func state() nodecluster.State {
+	return nodecluster.State{ID: clusterID, Block: clusterBlock, Dir: clusterDir}
+}
+
+func startCluster() (*nodecluster.Cluster, error) {
+	ctx := context.Background()
+	c, err := nodecluster.Start(ctx, nodecluster.Options{ID: clusterID, Block: clusterBlock, Dir: clusterDir,
+		BinDir: filepath.Join(env.root, "bin"), Images: clusterImages(), PauseImage: env.pauseImage})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		_ = c.Stop(ctx)
+		return nil, err
+	}
+	env.startedToReady = c.Ready.Sub(c.Started)
+	fmt.Printf("cluster: started to Ready node in %s\n", env.startedToReady.Round(10*time.Millisecond))
+	return c, nil
+}
+
+func connect() error {
+	cfg, err := env.cluster.RESTConfig()
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	env.client, err = client.New(cfg, client.Options{Scheme: scheme})
+	return err
+}
+
+// install puts ragtarget, the chart and the samples on the cluster, as a
+// user following the README would.
+func install() error {
+	if _, err := kubectlErr("apply", "-f", filepath.Join(env.root, "hack", "cluster", "manifests", "ragtarget.yaml")); err != nil {
+		return err
+	}
+	if _, err := kubectlErr("create", "namespace", releaseNamespace); err != nil {
+		return err
+	}
+	// The real admission checks the manager's Pod against the restricted
+	// profile.
+	if _, err := kubectlErr("label", "namespace", releaseNamespace, "pod-security.kubernetes.io/enforce=restricted"); err != nil {
+		return err
+	}
+	if _, err := helmErr(append([]string{"install", releaseName, filepath.Join(env.root, "charts", "ragcanary"), "-n", releaseNamespace}, chartValues()...)...); err != nil {
+		return err
+	}
+	if _, err := kubectlErr("-n", "ragtarget", "wait", "--for=condition=Available", "deployment/ragtarget", "--timeout=120s"); err != nil {
+		return err
+	}
+	if _, err := kubectlErr("-n", releaseNamespace, "wait", "--for=condition=Available", "deployment/"+releaseName+"-ragcanary", "--timeout=120s"); err != nil {
+		return err
+	}
+	return applySamples(canaryNamespace)
+}
+
+// chartValues install the image make image built, by digest, never
+// pulled, allowed to call ragtarget's Service by name, with a scraper
+// bound to the metrics reader role.
+func chartValues() []string {
+	return []string{
+		"--set", "image.digest=" + env.managerDigest,
+		"--set", "image.pullPolicy=Never",
+		"--set", "operator.allowedTargetURLs={" + targetURL + "}",
+		"--set", "metrics.readerSubjects[0].kind=ServiceAccount",
+		"--set", "metrics.readerSubjects[0].name=" + scraperAccount,
+		"--set", "metrics.readerSubjects[0].namespace=" + releaseNamespace,
+	}
+}
+
+// applySamples applies config/samples' corpus (pointed at the Service),
+// personas, canary and eval suite into ns.
+func applySamples(ns string) error {
+	if _, err := kubectlErr("create", "namespace", ns); err != nil {
+		return err
+	}
+	samples := filepath.Join(env.root, "config", "samples")
+	corpus, err := os.ReadFile(filepath.Join(samples, "ragcanary_v1alpha1_corpus.yaml"))
+	if err != nil {
+		return err
+	}
+	corpus = bytes.ReplaceAll(corpus, []byte("http://127.0.0.1:8089"), []byte(targetURL))
+	if _, err := kubectlIn(corpus, "apply", "-n", ns, "-f", "-"); err != nil {
+		return err
+	}
+	for _, f := range []string{"ragcanary_v1alpha1_persona.yaml", "ragcanary_v1alpha1_revocationcanary.yaml", "ragcanary_v1alpha1_evalsuite.yaml"} {
+		if _, err := kubectlErr("apply", "-n", ns, "-f", filepath.Join(samples, f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func kubectlErr(args ...string) (string, error) { return kubectlIn(nil, args...) }
+
+func kubectlIn(stdin []byte, args ...string) (string, error) {
+	return tool(stdin, "kubectl", args...)
+}
+
+func helmErr(args ...string) (string, error) { return tool(nil, "helm", args...) }
+
+func tool(stdin []byte, name string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(env.root, "bin", name), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.cluster.Kubeconfig, "HELM_CACHE_HOME="+filepath.Join(clusterDir, "helm"),
+		"HELM_CONFIG_HOME="+filepath.Join(clusterDir, "helm"), "HELM_DATA_HOME="+filepath.Join(clusterDir, "helm"))
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
+
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := kubectlErr(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func helm(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := helmErr(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// eventually polls cond until it holds or timeout passes; the cluster's
+// clocks are real, so every wait is bounded and none is a fixed sleep.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
+		}
+		<-tick.C
+	}
+}
+
+// managerPods are the manager's Pods, running or not.
+func managerPods(t *testing.T) []corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	if err := env.client.List(context.Background(), &pods, client.InNamespace(releaseNamespace),
+		client.MatchingLabels{"app.kubernetes.io/component": "manager"}); err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// readyManagers waits until want manager Pods are Ready and returns them.
+func readyManagers(t *testing.T, want int, timeout time.Duration) []corev1.Pod {
+	t.Helper()
+	var ready []corev1.Pod
+	eventually(t, timeout, fmt.Sprintf("%d Ready manager Pods", want), func() error {
+		ready = ready[:0]
+		pods := managerPods(t)
+		for i := range pods {
+			if podReady(&pods[i]) {
+				ready = append(ready, pods[i])
+			}
+		}
+		if len(ready) != want || len(pods) != want {
+			return fmt.Errorf("%d Ready of %d", len(ready), len(pods))
+		}
+		return nil
+	})
+	return ready
+}
+
+// leader is the Pod holding the leader lease (its identity starts with the
+// Pod's name, the hostname).
+func leader(t *testing.T) (string, *coordinationv1.Lease) {
+	t.Helper()
+	var lease coordinationv1.Lease
+	if err := env.client.Get(context.Background(), client.ObjectKey{Namespace: releaseNamespace, Name: leaseName}, &lease); err != nil {
+		t.Fatalf("leader lease: %v", err)
+	}
+	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		return "", &lease
+	}
+	pod, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+	return pod, &lease
+}
+
+func deployment(t *testing.T) *appsv1.Deployment {
+	t.Helper()
+	var d appsv1.Deployment
+	if err := env.client.Get(context.Background(), client.ObjectKey{Namespace: releaseNamespace, Name: releaseName + "-ragcanary"}, &d); err != nil {
+		t.Fatal(err)
+	}
+	return &d
+}
+
+// call is one request ragtarget logged (--log-level=debug).
+type call struct {
+	at           time.Time
+	method, path string
+	remoteIP     string
+	status       string
+}
+
+var callLine = regexp.MustCompile(`^time=(\S+) level=DEBUG msg=call method=(\S+) path=(\S+) remote=(\S+) status=(\d+)`)
+
+// targetCalls are the calls ragtarget logged, read through the API server
+// (kubectl logs goes to the kubelet).
+func targetCalls(t *testing.T) []call {
+	t.Helper()
+	out := kubectl(t, "-n", "ragtarget", "logs", "deployment/ragtarget", "--tail=-1")
+	var calls []call
+	s := bufio.NewScanner(strings.NewReader(out))
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		m := callLine.FindStringSubmatch(s.Text())
+		if m == nil {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil {
+			continue
+		}
+		host := m[4]
+		if i := strings.LastIndexByte(host, ':'); i > 0 {
+			host = host[:i]
+		}
+		calls = append(calls, call{at: at, method: m[2], path: m[3], remoteIP: host, status: m[5]})
+	}
+	return calls
+}
