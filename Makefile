@@ -201,6 +201,10 @@ cluster-up: cluster-tools cluster-images ## Start the one-node cluster (in CLUST
 cluster-wait: ## Wait until the running one-node cluster's node is Ready.
 	$(GO) run ./hack/cluster wait --dir $(CLUSTER_DIR)
 
+.PHONY: demo-cluster
+demo-cluster: cluster-tools cluster-images ## The one-node cluster, ragtarget and the chart as Pods from the images built here, the sample canary and suite; prints the canary table as runs complete; Ctrl-C tears everything down.
+	$(GO) run ./hack/cluster demo --dir $(CLUSTER_DIR) $(DEMO_ARGS)
+
 .PHONY: cluster-down
 cluster-down: ## Tear the one-node cluster down: every process, container, mount, network namespace, iptables chain, cgroup and file it made.
 	$(GO) run ./hack/cluster down --dir $(CLUSTER_DIR)

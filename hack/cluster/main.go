@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/image"
@@ -21,13 +22,14 @@ import (
 )
 
 const usage = `usage:
+  cluster demo   [--dir .local/cluster] [--id dev] [--block 200] [--refresh 15s] [--for 0]
   cluster up     [--dir .local/cluster] [--id dev] [--block 200] [--images a.oci.tar,...]
   cluster wait   [--dir .local/cluster]
   cluster down   [--dir .local/cluster]
   cluster status [--dir .local/cluster]`
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster:", err)
@@ -45,6 +47,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	block := fs.Int("block", 200, "Second octet of the cluster's 10.x ranges: link 10.x.0.0/30, Pods 10.x+1.0.0/24, Services 10.x+2.0.0/24.")
 	bin := fs.String("bin", "bin", "Directory holding the binaries (make cluster-tools).")
 	images := fs.String("images", "", "Image archives to import (default: the manager, ragtarget and pause images of make cluster-images).")
+	refresh := fs.Duration("refresh", 15*time.Second, "demo: how often to print the canary table.")
+	runFor := fs.Duration("for", 0, "demo: stop by itself after this long (0: until Ctrl-C).")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -53,6 +57,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	switch args[0] {
+	case "demo":
+		return runDemo(ctx, demoOptions{dir: absDir, id: *id, block: *block, bin: *bin, refresh: *refresh, runFor: *runFor}, stdout)
 	case "up":
 		return up(ctx, absDir, *id, *block, *bin, *images, stdout)
 	case "wait":
@@ -84,19 +90,7 @@ func defaultImages(bin string) []string {
 }
 
 func up(ctx context.Context, dir, id string, block int, bin, images string, stdout io.Writer) error {
-	absBin, err := filepath.Abs(bin)
-	if err != nil {
-		return err
-	}
-	archives := defaultImages(absBin)
-	if images != "" {
-		archives = strings.Split(images, ",")
-	}
-	pause, err := pauseImage()
-	if err != nil {
-		return err
-	}
-	c, err := nodecluster.Start(ctx, nodecluster.Options{ID: id, Block: block, Dir: dir, BinDir: absBin, Images: archives, PauseImage: pause})
+	c, err := start(ctx, dir, id, block, bin, images)
 	if err != nil {
 		return err
 	}
@@ -106,6 +100,22 @@ func up(ctx context.Context, dir, id string, block int, bin, images string, stdo
 	fmt.Fprintf(stdout, "cluster %s ready in %s on %s (%s): export KUBECONFIG=%s\n",
 		id, c.Ready.Sub(c.Started).Round(100*time.Millisecond), runtime.GOARCH, c.Server, c.Kubeconfig)
 	return nil
+}
+
+func start(ctx context.Context, dir, id string, block int, bin, images string) (*nodecluster.Cluster, error) {
+	absBin, err := filepath.Abs(bin)
+	if err != nil {
+		return nil, err
+	}
+	archives := defaultImages(absBin)
+	if images != "" {
+		archives = strings.Split(images, ",")
+	}
+	pause, err := pauseImage()
+	if err != nil {
+		return nil, err
+	}
+	return nodecluster.Start(ctx, nodecluster.Options{ID: id, Block: block, Dir: dir, BinDir: absBin, Images: archives, PauseImage: pause})
 }
 
 // pauseImage is the name make cluster-images gives the pause image (its

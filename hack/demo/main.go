@@ -13,15 +13,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/ragcanary/ragcanary/internal/demo"
-	"github.com/ragcanary/ragcanary/internal/driver"
-	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/localcluster"
 )
 
@@ -101,7 +96,7 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration, filterMo
 	defer demo.StopProcess("manager", manager)
 
 	demo.Step("planting the sample suite's documents in ragtarget")
-	if err := plantSuiteDocuments(ctx); err != nil {
+	if err := demo.PlantSuiteDocuments(ctx, demo.Abs("."), "http://"+ragtargetAddr); err != nil {
 		return err
 	}
 
@@ -123,55 +118,5 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration, filterMo
 	fmt.Println("Ctrl-C stops everything.")
 
 	demo.WatchTable(ctx, kubeconfig, refresh, "corpora,personas,revocationcanaries,canaryruns,evalsuites,suiteruns")
-	return nil
-}
-
-// suiteDocuments are the documents the sample EvalSuite is judged against;
-// internal/suite's sample test plants the same file.
-const suiteDocuments = "config/samples/eval/access-isolation-documents.yaml"
-
-// plantSuiteDocuments writes the evidence the sample EvalSuite expects into
-// ragtarget's source, then waits until its content sync has indexed them, so
-// the suite's first run (started right after the samples are applied) is
-// judged against them. The canaries plant and remove their own documents.
-func plantSuiteDocuments(ctx context.Context) error {
-	raw, err := os.ReadFile(demo.Abs(suiteDocuments))
-	if err != nil {
-		return err
-	}
-	var docs []driver.Document
-	if err := yaml.UnmarshalStrict(raw, &docs); err != nil {
-		return fmt.Errorf("%s: %w", suiteDocuments, err)
-	}
-	d, err := httpdriver.New(httpdriver.Config{BaseURL: "http://" + ragtargetAddr, SourceToken: "demo-source-token", Timeout: 5 * time.Second, Retries: 5})
-	if err != nil {
-		return err
-	}
-	for _, doc := range docs {
-		if err := d.CreateDocument(ctx, doc); err != nil {
-			return fmt.Errorf("planting %s: %w", doc.ID, err)
-		}
-	}
-	return waitIndexed(ctx, d, docs)
-}
-
-// waitIndexed polls, as alice (who may read every suite document), until
-// each document is found by its title, for at most a minute.
-func waitIndexed(ctx context.Context, d *httpdriver.Driver, docs []driver.Document) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for _, doc := range docs {
-		for {
-			hits, err := d.Search(ctx, "demo-alice-token", doc.Title, 10)
-			if err == nil && slices.ContainsFunc(hits, func(h driver.Hit) bool { return h.DocumentID == doc.ID }) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("%s not indexed by ragtarget within a minute (last error: %v)", doc.ID, err)
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-	}
 	return nil
 }

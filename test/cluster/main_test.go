@@ -11,11 +11,9 @@ package cluster
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -30,18 +28,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/demo"
 	"github.com/ragcanary/ragcanary/internal/image"
 	"github.com/ragcanary/ragcanary/internal/nodecluster"
 )
 
 // Where things are installed.
 const (
-	releaseName      = "rc"
-	releaseNamespace = "ragcanary-system"
+	releaseName      = demo.ReleaseName
+	releaseNamespace = demo.ReleaseNamespace
 	canaryNamespace  = "canaries"
-	targetURL        = "http://ragtarget.ragtarget.svc.cluster.local:8089"
 	leaseName        = "ragcanary.dev"
-	managerLabel     = "app.kubernetes.io/component=manager"
 	// replicaLag is ragtarget's --replica-lag (hack/cluster/manifests):
 	// every revocation is applied to the second index copy this late, and
 	// the ACL sync (aclSync) adds at most its interval.
@@ -179,90 +176,40 @@ func connect() error {
 	return err
 }
 
-// install puts ragtarget, the chart and the samples on the cluster, as a
-// user following the README would.
+// tools runs the repository's kubectl and helm against the cluster.
+func tools() demo.Tools {
+	return demo.Tools{Root: env.root, Kubeconfig: env.cluster.Kubeconfig, StateDir: clusterDir}
+}
+
+// install puts ragtarget, the chart (with a scraper bound to its metrics
+// reader role) and the samples on the cluster, as make demo-cluster does.
 func install() error {
-	if _, err := kubectlErr("apply", "-f", filepath.Join(env.root, "hack", "cluster", "manifests", "ragtarget.yaml")); err != nil {
+	if err := tools().InstallOnCluster(context.Background(), canaryNamespace, chartValues()); err != nil {
 		return err
 	}
-	if _, err := kubectlErr("create", "namespace", releaseNamespace); err != nil {
-		return err
-	}
-	// The real admission checks the manager's Pod against the restricted
-	// profile.
-	if _, err := kubectlErr("label", "namespace", releaseNamespace, "pod-security.kubernetes.io/enforce=restricted"); err != nil {
-		return err
-	}
-	if _, err := helmErr(append([]string{"install", releaseName, filepath.Join(env.root, "charts", "ragcanary"), "-n", releaseNamespace}, chartValues()...)...); err != nil {
-		return err
-	}
-	if _, err := kubectlErr("-n", "ragtarget", "wait", "--for=condition=Available", "deployment/ragtarget", "--timeout=120s"); err != nil {
-		return err
-	}
-	if _, err := kubectlErr("-n", releaseNamespace, "wait", "--for=condition=Available", "deployment/"+releaseName+"-ragcanary", "--timeout=120s"); err != nil {
-		return err
-	}
-	return applySamples(canaryNamespace)
+	// The first run now, not at the first scheduled time.
+	_, err := kubectlErr("-n", canaryNamespace, "annotate", "revocationcanary/"+sampleCanary, "ragcanary.dev/run-now=test-start")
+	return err
 }
 
-// chartValues install the image make image built, by digest, never
-// pulled, allowed to call ragtarget's Service by name, with a scraper
-// bound to the metrics reader role.
 func chartValues() []string {
-	return []string{
-		"--set", "image.digest=" + env.managerDigest,
-		"--set", "image.pullPolicy=Never",
-		"--set", "operator.allowedTargetURLs={" + targetURL + "}",
+	return append(demo.ChartValues(env.managerDigest),
 		"--set", "metrics.readerSubjects[0].kind=ServiceAccount",
-		"--set", "metrics.readerSubjects[0].name=" + scraperAccount,
-		"--set", "metrics.readerSubjects[0].namespace=" + releaseNamespace,
-	}
+		"--set", "metrics.readerSubjects[0].name="+scraperAccount,
+		"--set", "metrics.readerSubjects[0].namespace="+releaseNamespace)
 }
 
-// applySamples applies config/samples' corpus (pointed at the Service),
-// personas, canary and eval suite into ns.
-func applySamples(ns string) error {
-	if _, err := kubectlErr("create", "namespace", ns); err != nil {
-		return err
-	}
-	samples := filepath.Join(env.root, "config", "samples")
-	corpus, err := os.ReadFile(filepath.Join(samples, "ragcanary_v1alpha1_corpus.yaml"))
-	if err != nil {
-		return err
-	}
-	corpus = bytes.ReplaceAll(corpus, []byte("http://127.0.0.1:8089"), []byte(targetURL))
-	if _, err := kubectlIn(corpus, "apply", "-n", ns, "-f", "-"); err != nil {
-		return err
-	}
-	for _, f := range []string{"ragcanary_v1alpha1_persona.yaml", "ragcanary_v1alpha1_revocationcanary.yaml", "ragcanary_v1alpha1_evalsuite.yaml"} {
-		if _, err := kubectlErr("apply", "-n", ns, "-f", filepath.Join(samples, f)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func applySamples(ns string) error { return tools().ApplySamples(context.Background(), ns) }
 
-func kubectlErr(args ...string) (string, error) { return kubectlIn(nil, args...) }
+func kubectlErr(args ...string) (string, error) {
+	return tools().Kubectl(context.Background(), args...)
+}
 
 func kubectlIn(stdin []byte, args ...string) (string, error) {
-	return tool(stdin, "kubectl", args...)
+	return tools().Run(context.Background(), stdin, "kubectl", args...)
 }
 
-func helmErr(args ...string) (string, error) { return tool(nil, "helm", args...) }
-
-func tool(stdin []byte, name string, args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(env.root, "bin", name), args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.cluster.Kubeconfig, "HELM_CACHE_HOME="+filepath.Join(clusterDir, "helm"),
-		"HELM_CONFIG_HOME="+filepath.Join(clusterDir, "helm"), "HELM_DATA_HOME="+filepath.Join(clusterDir, "helm"))
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
-	}
-	return string(out), nil
-}
+func helmErr(args ...string) (string, error) { return tools().Helm(context.Background(), args...) }
 
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()

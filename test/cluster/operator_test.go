@@ -647,7 +647,18 @@ scrape_configs:
 	addr := l.Addr().String()
 	l.Close()
 	cmd := exec.Command("prometheus", "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(logFile.Name())
+			t.Logf("prometheus log:\n%s", log)
+		}
+	})
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("prometheus: %v (make test-cluster installs Debian's prometheus)", err)
 	}
