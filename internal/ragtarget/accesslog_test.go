@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
@@ -51,5 +52,28 @@ func TestAccessLogNamesTheCallerNeverTheToken(t *testing.T) {
 		if strings.Contains(out, alice.Reveal()) || strings.Contains(out, sourceToken) {
 			t.Fatalf("a credential reached the log:\n%s", out)
 		}
+	}
+}
+
+// At debug level each sync that changed the index says when it began and
+// which documents it changed: the truth a cluster test holds a measured
+// exclusion against.
+func TestSyncLogSaysWhenAChangeReachedTheIndex(t *testing.T) {
+	var logs lockedBuffer
+	e := start(t, ragtarget.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	e.create("d1", "quarterly numbers", "user:alice")
+	e.advance()
+	eventually(t, "the content sync logged", func() bool {
+		return strings.Contains(logs.String(), `msg="index sync applied" kind=content began=2026-01-01T00:00:01Z documents=d1`)
+	})
+	if err := e.drv.Revoke(context.Background(), "d1", "user:alice"); err != nil {
+		t.Fatal(err)
+	}
+	e.advanceTo(3 * time.Second)
+	eventually(t, "the ACL sync logged", func() bool {
+		return strings.Contains(logs.String(), `msg="index sync applied" kind=acl began=2026-01-01T00:00:03Z documents=d1`)
+	})
+	if strings.Contains(logs.String(), "kind=content began=2026-01-01T00:00:02Z") {
+		t.Errorf("a sync that changed nothing was logged:\n%s", logs.String())
 	}
 }

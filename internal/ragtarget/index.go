@@ -44,6 +44,21 @@ type change struct {
 
 func (c change) empty() bool { return len(c.puts) == 0 && len(c.deletes) == 0 }
 
+// documents are the IDs the change touches, sorted.
+func (c change) documents() []string {
+	ids := append(sortedKeys(setOfKeys(c.puts)), c.deletes...)
+	slices.Sort(ids)
+	return ids
+}
+
+func setOfKeys(m map[string]indexedDoc) map[string]struct{} {
+	set := make(map[string]struct{}, len(m))
+	for k := range m {
+		set[k] = struct{}{}
+	}
+	return set
+}
+
 // replica is one in-memory BM25 index with its own view of documents.
 type replica struct {
 	mu    sync.RWMutex

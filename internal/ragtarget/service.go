@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,8 +115,16 @@ func (s *Service) startLoop(ctx context.Context, kind SyncKind, every time.Durat
 			case <-ctx.Done():
 				return
 			case <-t.C():
-				if err := s.ix.sync(kind); err != nil {
+				began := s.cfg.Clock.Now()
+				changed, err := s.ix.sync(kind)
+				if err != nil {
 					s.cfg.Logger.Error("index sync failed", "kind", string(kind), "error", err)
+				}
+				// When each change reached the index: the truth a test
+				// holds a measured exclusion against.
+				if len(changed) > 0 {
+					s.cfg.Logger.Debug("index sync applied", "kind", string(kind), "began", began.UTC().Format(time.RFC3339Nano),
+						"documents", strings.Join(changed, ","))
 				}
 			}
 		}
@@ -144,7 +153,10 @@ func (s *Service) closeReplicas() error {
 }
 
 // SyncNow runs one sync of kind immediately, as a tick would.
-func (s *Service) SyncNow(kind SyncKind) error { return s.ix.sync(kind) }
+func (s *Service) SyncNow(kind SyncKind) error {
+	_, err := s.ix.sync(kind)
+	return err
+}
 
 // SyncCount reports how many syncs of kind have run, so tests can wait for a
 // tick to be processed instead of sleeping.

@@ -34,9 +34,10 @@ type indexer struct {
 	aclSyncs     atomic.Uint64
 }
 
-// sync runs one sync of kind and returns its error; the counters advance even
-// on failure so tests and logs can tell a tick happened.
-func (ix *indexer) sync(kind SyncKind) error {
+// sync runs one sync of kind and returns the documents it changed and its
+// error; the counters advance even on failure so tests and logs can tell a
+// tick happened.
+func (ix *indexer) sync(kind SyncKind) ([]string, error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	snap := ix.src.snapshot()
@@ -52,7 +53,7 @@ func (ix *indexer) sync(kind SyncKind) error {
 	} else {
 		ix.aclSyncs.Add(1)
 	}
-	return err
+	return ch.documents(), err
 }
 
 // contentDiff indexes documents that are new or whose content changed, with

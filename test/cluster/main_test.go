@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/demo"
@@ -39,11 +42,9 @@ const (
 	releaseNamespace = demo.ReleaseNamespace
 	canaryNamespace  = "canaries"
 	leaseName        = "ragcanary.dev"
-	// replicaLag is ragtarget's --replica-lag (hack/cluster/manifests):
-	// every revocation is applied to the second index copy this late, and
-	// the ACL sync (aclSync) adds at most its interval.
-	replicaLag = 8 * time.Second
-	aclSync    = 500 * time.Millisecond
+	// aclSync is ragtarget's --acl-sync-interval (hack/cluster/manifests):
+	// a revocation reaches its index at most this long after the request.
+	aclSync = 8 * time.Second
 	// clusterDir is fixed so a run killed before its teardown is cleaned
 	// up by the next (TestMain tears down what it finds there first).
 	clusterDir = "/tmp/ragcanary-cluster-test"
@@ -64,6 +65,7 @@ var env struct {
 }
 
 func TestMain(m *testing.M) {
+	logf.SetLogger(logr.Discard())
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cluster tests:", err)
@@ -321,6 +323,30 @@ type call struct {
 	method, path string
 	remoteIP     string
 	status       string
+}
+
+// syncLine is ragtarget's debug line for a sync that changed the index.
+var syncLine = regexp.MustCompile(`^time=(\S+) level=DEBUG msg="index sync applied" kind=(\S+) began=(\S+) documents=(\S+)`)
+
+// indexed is when a sync of kind that began at or after since changed doc:
+// the sync's start and the time it logged, after publishing the change.
+func indexed(t *testing.T, kind, doc string, since time.Time) (began, ended time.Time) {
+	t.Helper()
+	out := kubectl(t, "-n", "ragtarget", "logs", "deployment/ragtarget", "--tail=-1")
+	for _, line := range strings.Split(out, "\n") {
+		m := syncLine.FindStringSubmatch(line)
+		if m == nil || m[2] != kind || !slices.Contains(strings.Split(m[4], ","), doc) {
+			continue
+		}
+		b, err1 := time.Parse(time.RFC3339Nano, m[3])
+		e, err2 := time.Parse(time.RFC3339Nano, m[1])
+		if err1 != nil || err2 != nil || b.Before(since) {
+			continue
+		}
+		return b, e
+	}
+	t.Fatalf("ragtarget logged no %s sync of %s after %s", kind, doc, since.Format(time.StampMilli))
+	return
 }
 
 var callLine = regexp.MustCompile(`^time=(\S+) level=DEBUG msg=call method=(\S+) path=(\S+) remote=(\S+) status=(\d+)`)

@@ -85,9 +85,9 @@ func TestCanaryReachesSLOMet(t *testing.T) {
 		t.Fatalf("the sample canary's run %s: verdict %s, want SLOMet", canary.Status.LastRun.Name, canary.Status.LastRun.Verdict)
 	}
 	run := getRun(t, canaryNamespace, canary.Status.LastRun.Name)
-	lower, upper := searchBounds(t, run)
-	assertBoundsContainLag(t, lower, upper)
-	t.Logf("run %s: SLOMet, search exclusion bounds [%s, %s], configured lag %s + ACL sync %s", run.Name, lower, upper, replicaLag, aclSync)
+	lower, upper, truth := assertBoundsContainTruth(t, run)
+	t.Logf("run %s: SLOMet, search exclusion bounds [%s, %s]; ragtarget indexed the revocation %s after the request (ACL sync every %s)",
+		run.Name, lower, upper, truth, aclSync)
 }
 
 // A real Prometheus outside the cluster scrapes /metrics through the
@@ -158,11 +158,10 @@ func TestPodDeathMidRun(t *testing.T) {
 				return nil
 			})
 			done := waitRunDone(t, run)
-			lower, upper := searchBounds(t, done)
-			assertBoundsContainLag(t, lower, upper)
+			lower, upper, truth := assertBoundsContainTruth(t, done)
 			assertDocumentGone(t, done)
-			t.Logf("%s at phase AwaitingExclusion; run resumed %s after the kill; finished %s verdict %s; bounds [%s, %s]",
-				how, resumed.Round(100*time.Millisecond), done.Status.Phase, done.Status.Verdict, lower, upper)
+			t.Logf("%s at phase AwaitingExclusion; run resumed %s after the kill; finished %s verdict %s; bounds [%s, %s], revocation indexed at %s",
+				how, resumed.Round(100*time.Millisecond), done.Status.Phase, done.Status.Verdict, lower, upper, truth)
 		})
 	}
 }
@@ -207,8 +206,7 @@ func TestLeaderElectionHandover(t *testing.T) {
 		return nil
 	})
 	done := waitRunDone(t, run)
-	lower, upper := searchBounds(t, done)
-	assertBoundsContainLag(t, lower, upper)
+	lower, upper, _ := assertBoundsContainTruth(t, done)
 	for _, p := range managerPods(t) {
 		ips[p.Name] = p.Status.PodIP
 	}
@@ -519,15 +517,27 @@ func searchBounds(t *testing.T, run *v1alpha1.CanaryRun) (lower, upper time.Dura
 	return 0, 0
 }
 
-// assertBoundsContainLag: the true exclusion happened between replicaLag
-// and replicaLag plus one ACL sync (and a second of processing) after the
-// revocation, so the measured interval must reach into that window.
-func assertBoundsContainLag(t *testing.T, lower, upper time.Duration) {
+// assertBoundsContainTruth: ragtarget's log says when the ACL sync that
+// applied the run's revocation began and ended; the measured interval must
+// contain that (a 50ms allowance for the log's millisecond times), and it
+// came within the configured sync interval of the request.
+func assertBoundsContainTruth(t *testing.T, run *v1alpha1.CanaryRun) (lower, upper, truth time.Duration) {
 	t.Helper()
-	latest := replicaLag + aclSync + time.Second
-	if lower > latest || upper < replicaLag {
-		t.Errorf("bounds [%s, %s] miss the configured exclusion window [%s, %s]", lower, upper, replicaLag, latest)
+	lower, upper = searchBounds(t, run)
+	if run.Status.RevokeRequestedTime == nil {
+		t.Fatalf("run %s has no revocation request time", run.Name)
 	}
+	req := run.Status.RevokeRequestedTime.Time
+	began, ended := indexed(t, "acl", run.Status.DocumentID, req)
+	const slack = 50 * time.Millisecond
+	if lower > ended.Sub(req)+slack || upper < began.Sub(req)-slack {
+		t.Errorf("run %s: bounds [%s, %s] miss the revocation's indexing, [%s, %s] after the request",
+			run.Name, lower, upper, began.Sub(req), ended.Sub(req))
+	}
+	if ended.Sub(req) > aclSync+time.Second {
+		t.Errorf("run %s: the revocation reached the index %s after the request, past the %s ACL sync", run.Name, ended.Sub(req), aclSync)
+	}
+	return lower, upper, ended.Sub(req)
 }
 
 // assertDocumentGone: the run's canary document is gone from ragtarget's
