@@ -71,6 +71,7 @@ vet: ## Run go vet.
 verify: generate manifests ## Regenerate everything and fail if anything differs from what is committed.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags cluster ./test/cluster
 	@git diff --exit-code -- api config internal cmd controllers charts || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 
@@ -212,7 +213,7 @@ cluster-down: ## Tear the one-node cluster down: every process, container, mount
 ##@ Tools
 
 .PHONY: tools
-tools: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(CONTROLLER_GEN) ## Build every tool the tests need into bin/ (cached; make -j2 tools builds two at a time).
+tools: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(CONTROLLER_GEN) $(KUBELET) $(KUBE_SCHEDULER) $(KUBE_PROXY) $(CONTAINERD) $(COREDNS) $(CNI_BRIDGE) ## Build every tool the tests need into bin/ (cached; make -j2 tools builds two at a time).
 
 .PHONY: envtest-assets
 envtest-assets: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) ## Build kube-apiserver, kube-controller-manager and etcd into bin/ (cached).
