@@ -242,6 +242,12 @@ func TestLeaderElectionHandover(t *testing.T) {
 	if _, was := ips[next]; !was || !podIn(pods, next) {
 		role = "the leader's replacement Pod"
 	}
+	names := []string{}
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	_, lease := leader(t)
+	t.Logf("replicas before the kill %v; lease acquired %s, %d transitions", names, lease.Spec.AcquireTime.Format(time.StampMilli), *lease.Spec.LeaseTransitions)
 	t.Logf("leader %s killed; %s %s took the lease %s later; its first call to ragtarget %s after the old leader's last; run %s %s bounds [%s, %s]",
 		old, role, next, gap.Round(100*time.Millisecond), firstNew.Sub(lastOld).Round(time.Millisecond), done.Status.Phase, done.Status.Verdict, lower, upper)
 }
