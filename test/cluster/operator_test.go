@@ -405,6 +405,36 @@ func TestNoImageWasPulled(t *testing.T) {
 		}
 	}
 	t.Logf("%d containers started from images already present; no pull", pulledPresent)
+
+	// The control: a Pod naming an image that is not here makes the
+	// kubelet ask for a pull, which goes to the trap — no name resolved —
+	// and shows in the log the assertions above read.
+	const ns = "pull-trap"
+	kubectl(t, "create", "namespace", ns)
+	t.Cleanup(func() { _, _ = kubectlErr("delete", "namespace", ns, "--wait=false") })
+	kubectl(t, "-n", ns, "run", "absent", "--image=registry.invalid/absent:1", "--image-pull-policy=IfNotPresent", "--restart=Never")
+	eventually(t, time.Minute, "the absent image's pull refused", func() error {
+		var pod corev1.Pod
+		if err := env.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "absent"}, &pod); err != nil {
+			return err
+		}
+		for _, st := range pod.Status.ContainerStatuses {
+			if w := st.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") {
+				if !strings.Contains(w.Message, "127.0.0.1:1") {
+					t.Errorf("the pull went elsewhere than the trap: %s", w.Message)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("container statuses %+v", pod.Status.ContainerStatuses)
+	})
+	log, err = os.ReadFile(env.cluster.LogPath("containerd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "PullImage") {
+		t.Errorf("containerd's log does not show the control's pull: the check above could not see one either")
+	}
 }
 
 // Teardown removes every process, mount, namespace, iptables chain, cgroup
