@@ -95,14 +95,15 @@ func conversationOf(run *v1alpha1.CanaryRun, persona driver.Token) probe.Convers
 	return probe.Conversation{ID: run.Status.ConversationID, Owner: persona}
 }
 
-// conversationProblem reports why the run cannot probe the Conversation
-// surface on this corpus, or "" when it can.
-func conversationProblem(run *v1alpha1.CanaryRun, deps *runDeps, caps *v1alpha1.CorpusCapabilities) string {
+// conversationProblem reports a corpus whose capabilities promise
+// conversations its resolved driver cannot hold, or "" (target.SurfaceProblem
+// has already checked the capabilities).
+func conversationProblem(run *v1alpha1.CanaryRun, deps *runDeps) string {
 	if !slices.Contains(probingSurfaces(run), v1alpha1.SurfaceConversation) {
 		return ""
 	}
-	if _, ok := deps.corpus.Driver.(driver.Conversations); !ok || !caps.ConversationSurface {
-		return fmt.Sprintf("Corpus %q has no conversation surface (driver contract v1.1 conversations); remove Conversation from probing.surfaces", deps.corpus.Object.Name)
+	if _, ok := deps.corpus.Driver.(driver.Conversations); !ok {
+		return fmt.Sprintf("Corpus %q has no conversation surface (driver contract v1.1 conversations or spec.surfaces.chat); remove Conversation from probing.surfaces", deps.corpus.Object.Name)
 	}
 	return ""
 }

@@ -118,11 +118,11 @@ func (r *CanaryRunReconciler) capabilities(ctx context.Context, deps *runDeps) (
 // setupProblem reports a configuration that cannot produce a valid
 // measurement on a target with caps, or "" when there is none.
 func setupProblem(run *v1alpha1.CanaryRun, deps *runDeps, caps *v1alpha1.CorpusCapabilities) string {
-	if msg := conversationProblem(run, deps, caps); msg != "" {
+	if msg := target.SurfaceProblem(deps.corpus.Object.Name, probingSurfaces(run), deps.corpus.Object.Spec.Surfaces, caps); msg != "" {
 		return msg
 	}
-	if slices.Contains(probingSurfaces(run), v1alpha1.SurfaceAnswer) && !caps.AnswerSurface {
-		return fmt.Sprintf("Corpus %q has no answer surface; remove Answer from probing.surfaces", deps.corpus.Object.Name)
+	if msg := conversationProblem(run, deps); msg != "" {
+		return msg
 	}
 	if m := revocationMethod(run); !slices.Contains(caps.RevocationMethods, m) {
 		return fmt.Sprintf("Corpus %q does not support revocation method %s (it supports %s)",

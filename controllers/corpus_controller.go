@@ -102,10 +102,12 @@ func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (
 	if err := target.CheckCapabilities(caps); err != nil {
 		p := target.AsProblem(err)
 		corpus.Status.Capabilities = nil
+		corpus.Status.MeasurableSurfaces = nil
 		r.setReady(corpus, metav1.ConditionFalse, p.Reason, p.Message)
 		return ctrl.Result{RequeueAfter: interval}, nil
 	}
 	corpus.Status.Capabilities = toCorpusCapabilities(caps)
+	corpus.Status.MeasurableSurfaces = target.MeasurableSurfaces(corpus.Spec.Surfaces, corpus.Status.Capabilities)
 	if res, stop := r.checkHook(ctx, corpus, resolved.CheckPermissions, "permissions backend", interval); stop {
 		return res, nil
 	}

@@ -5,7 +5,7 @@ import (
 )
 
 // Surface is a place where a persona can see a canary token.
-// +kubebuilder:validation:Enum=Search;Answer;Conversation
+// +kubebuilder:validation:Enum=Search;Answer;Conversation;Stream
 type Surface string
 
 const (
@@ -17,6 +17,9 @@ const (
 	// started about the canary before the revocation: a system answering
 	// follow-ups from conversation history keeps revoked content there.
 	SurfaceConversation Surface = "Conversation"
+	// SurfaceStream is the answer read as a stream of deltas (a chat
+	// surface with stream: true).
+	SurfaceStream Surface = "Stream"
 )
 
 // Revocation says how access is taken away during a canary run.
@@ -114,13 +117,15 @@ type Probing struct {
 	// +kubebuilder:default="10m"
 	MaxInterval metav1.Duration `json:"maxInterval,omitempty"`
 
-	// surfaces to probe. Answer requires the corpus to have an answer
-	// surface, Conversation a conversation API (driver contract v1.1).
+	// surfaces to probe, each one the corpus can measure
+	// (status.measurableSurfaces): Answer needs an answer surface,
+	// Conversation a conversation API (driver contract v1.1) or a chat
+	// surface, Stream a chat surface with stream: true.
 	// +optional
 	// +listType=set
 	// +kubebuilder:default={Search}
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:MaxItems=4
 	Surfaces []Surface `json:"surfaces,omitempty"`
 }
 

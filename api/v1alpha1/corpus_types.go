@@ -313,6 +313,12 @@ type CorpusSpec struct {
 	// +optional
 	Permissions *Permissions `json:"permissions,omitempty"`
 
+	// surfaces say where surfaces are probed when not through the driver:
+	// the assistant's own chat API or search API. A surface not listed is
+	// probed through the driver.
+	// +optional
+	Surfaces *CorpusSurfaces `json:"surfaces,omitempty"`
+
 	// healthCheckInterval is how often the driver's capabilities are re-checked.
 	// +optional
 	// +kubebuilder:default="1m"
@@ -386,6 +392,13 @@ type CorpusStatus struct {
 	// lastCheckTime is when the target was last checked.
 	// +optional
 	LastCheckTime *metav1.Time `json:"lastCheckTime,omitempty"`
+
+	// measurableSurfaces are the surfaces canaries on this corpus can probe:
+	// those its driver serves and those spec.surfaces declares.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	MeasurableSurfaces []Surface `json:"measurableSurfaces,omitempty"`
 }
 
 // Corpus is a RAG system under test: the driver that writes canary documents
@@ -396,6 +409,7 @@ type CorpusStatus struct {
 // +kubebuilder:printcolumn:name="Driver",type=string,JSONPath=`.spec.driver.type`
 // +kubebuilder:printcolumn:name="Contract",type=string,JSONPath=`.status.capabilities.contractVersion`
 // +kubebuilder:printcolumn:name="Exclusion SLO",type=string,JSONPath=`.spec.freshness.exclusionSLO`
+// +kubebuilder:printcolumn:name="Surfaces",type=string,JSONPath=`.status.measurableSurfaces`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -225,7 +225,7 @@ func canaryState(ca *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus) CanaryS
 
 // surfaceOrder is the order surfaces are shown in, as the printer columns
 // show them.
-var surfaceOrder = []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation}
+var surfaceOrder = []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation, v1alpha1.SurfaceStream}
 
 // summarySurfaces are the bounds of the surfaces the canary probes, plus
 // any the summary holds beyond them (the spec may have changed since), each
