@@ -47,7 +47,25 @@ func (s *Service) newHandler() (http.Handler, error) {
 	if s.cfg.Faults.active() {
 		h = newFaultInjector(s.cfg.Faults, s.cfg.Clock, h)
 	}
-	return limitBody(s.accessLog(h)), nil
+	return limitBody(s.accessLog(s.withSurfaces(h))), nil
+}
+
+// withSurfaces serves the assistant-shaped endpoints (chat.go,
+// foreignsearch.go) beside the contract. They are not in the OpenAPI
+// document, so they pass neither its validation nor its fault injection.
+// Exact paths, not a ServeMux: a ServeMux would clean and redirect paths the
+// contract handler has always seen raw.
+func (s *Service) withSurfaces(contractRoutes http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case chatCompletionsPath:
+			s.serveChat(w, r)
+		case foreignSearchPath:
+			s.serveForeignSearch(w, r)
+		default:
+			contractRoutes.ServeHTTP(w, r)
+		}
+	})
 }
 
 // accessLog logs every call at debug level: who called (the remote address,
