@@ -68,6 +68,10 @@ type Hit struct {
 	ChunkID    string
 	DocumentID string
 	Score      float64
+	// Text is the hit's text when the surface returns it, empty otherwise.
+	// Payload detection reads it when a surface's IDs are its own and do not
+	// match the planted document's.
+	Text string
 }
 
 // Answer is what the answer surface returned for a question.
