@@ -200,6 +200,13 @@ type Conversations interface {
 	FollowUp(ctx context.Context, persona Token, id, question string) (Answer, error)
 }
 
+// Streamer reads the answer as a stream of deltas (a chat surface with
+// stream: true); the answer is their concatenation. A stream that breaks off
+// is an error, never a shorter answer.
+type Streamer interface {
+	AnswerStream(ctx context.Context, persona Token, question string) (Answer, error)
+}
+
 // CapabilityReporter reports what an implementation supports.
 type CapabilityReporter interface {
 	Capabilities(ctx context.Context) (Capabilities, error)

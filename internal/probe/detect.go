@@ -61,6 +61,17 @@ func Probe(ctx context.Context, d driver.Driver, surface v1alpha1.Surface, perso
 			return measure.Error
 		}
 		return outcome(AnswerShows(a, t))
+	case v1alpha1.SurfaceStream:
+		s, ok := d.(driver.Streamer)
+		if !ok {
+			return measure.Error
+		}
+		a, err := s.AnswerStream(ctx, persona, t.Handle)
+		if err != nil {
+			// A stream that broke off is an error, never an absence.
+			return measure.Error
+		}
+		return outcome(AnswerShows(a, t))
 	default:
 		return measure.Error
 	}
@@ -101,11 +112,17 @@ func outcome(present bool) measure.Outcome {
 	return measure.Absent
 }
 
-// SearchShows reports whether any hit belongs to the canary document. Hits
-// carry IDs only, so the document ID is the evidence.
+// SearchShows reports whether any hit belongs to the canary document or
+// carries its payload. The contract's hits carry IDs only, so the document
+// ID is the evidence there; a search surface of the assistant's own (spec.
+// surfaces.search) names hits by its own IDs, and the payload in a hit's
+// text is the evidence: any document carrying it got it from the canary.
 func SearchShows(hits []driver.Hit, t Target) bool {
 	for _, h := range hits {
 		if h.DocumentID == t.DocumentID || documentOf(h.ChunkID) == t.DocumentID {
+			return true
+		}
+		if h.Text != "" && quotes(Normalize(h.Text), t.Payload) {
 			return true
 		}
 	}

@@ -146,7 +146,7 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 		if err != nil {
 			return nil, err
 		}
-		r := Recipe{Driver: *spec.DeepCopy(), Credential: cred, RateLimit: obj.Spec.RateLimit}
+		r := Recipe{Driver: *spec.DeepCopy(), Credential: cred, RateLimit: obj.Spec.RateLimit, Surfaces: obj.Spec.Surfaces.DeepCopy()}
 		if p := obj.Spec.Permissions; p != nil {
 			if r.PermissionsKey, err = d.permissionsKey(ctx, obj.Namespace, p); err != nil {
 				return nil, err
@@ -159,6 +159,7 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 		if err != nil {
 			return nil, err
 		}
+		r.Surfaces = obj.Spec.Surfaces.DeepCopy()
 		if p := obj.Spec.Permissions; p != nil {
 			if r.PermissionsKey, err = d.permissionsKey(ctx, obj.Namespace, p); err != nil {
 				return nil, err
@@ -189,6 +190,9 @@ type Recipe struct {
 	// RateLimit is the corpus's own limit, so a corpus rebuilt from the
 	// recipe never resets the shared bucket to the defaults.
 	RateLimit v1alpha1.RateLimit `json:"rateLimit,omitempty"`
+	// Surfaces are where the corpus's surfaces are probed when not through
+	// the driver, so a run keeps probing where it began.
+	Surfaces *v1alpha1.CorpusSurfaces `json:"surfaces,omitempty"`
 }
 
 // FromRecipe rebuilds a corpus from a recipe. The allowlist is checked again,
@@ -201,6 +205,7 @@ func (d *Door) FromRecipe(namespace, name string, r Recipe) (*Corpus, error) {
 	obj.Spec.Driver = r.Driver
 	obj.Spec.Permissions = r.Permissions
 	obj.Spec.RateLimit = r.RateLimit
+	obj.Spec.Surfaces = r.Surfaces
 	switch {
 	case r.Driver.Type == v1alpha1.DriverHTTP && r.Driver.HTTP != nil:
 	case r.Driver.Type == v1alpha1.DriverPostgres && r.Driver.Postgres != nil:
@@ -259,6 +264,12 @@ func (d *Door) buildHeld(obj *v1alpha1.Corpus, r Recipe, live bool, h *holds) (*
 		CheckDriver: checkDriver, limiters: limiters, recipe: r, holds: h}
 	if r.Permissions != nil {
 		if err := d.attachPermissions(c, current, r); err != nil {
+			return nil, err
+		}
+	}
+	// Outermost: permission changes still go to the permissions backend.
+	if r.Surfaces != nil {
+		if err := d.attachSurfaces(c, r.Surfaces, limiters.Replies(key)); err != nil {
 			return nil, err
 		}
 	}
