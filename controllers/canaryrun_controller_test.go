@@ -331,7 +331,13 @@ func crWaitDoneIn(t *testing.T, c client.Client, run *v1alpha1.CanaryRun) *v1alp
 	eventually(t, "run finished", func() error {
 		got = crGetIn(t, c, run)
 		if !isTerminal(got.Status.Phase) {
-			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
+			var conds []string
+			for _, c := range got.Status.Conditions {
+				{
+					conds = append(conds, c.Type+"="+string(c.Status)+"/"+c.Reason+": "+c.Message)
+				}
+			}
+			return fmt.Errorf("phase %q (%s) %v", got.Status.Phase, got.Status.Message, conds)
 		}
 		// The terminal status is written before the finalizer is removed,
 		// in a second request: wait for both.

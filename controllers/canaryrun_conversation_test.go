@@ -107,7 +107,7 @@ func TestConversationRunOnTargetWithoutConversations(t *testing.T) {
 	run := convRun(t, ns, 10*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
 
 	got := crWaitDone(t, run)
-	if got.Status.Verdict != v1alpha1.VerdictSetupFailed || !strings.Contains(got.Status.Message, "no conversation surface") {
+	if got.Status.Verdict != v1alpha1.VerdictSetupFailed || !strings.Contains(got.Status.Message, "cannot measure Conversation") {
 		t.Fatalf("verdict %s (%s), want SetupFailed naming the missing conversation surface", got.Status.Verdict, got.Status.Message)
 	}
 	if got.Status.ConversationID != "" || got.Status.RevokeRequestedTime != nil {

@@ -225,7 +225,7 @@ type CanaryRunStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=surface
-	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:MaxItems=4
 	Surfaces []SurfaceMeasurement `json:"surfaces,omitempty"`
 
 	// isolationViolations counts control-persona probes that saw the token.
@@ -240,7 +240,7 @@ type CanaryRunStatus struct {
 	// +listType=map
 	// +listMapKey=persona
 	// +listMapKey=surface
-	// +kubebuilder:validation:MaxItems=48
+	// +kubebuilder:validation:MaxItems=64
 	ControlProbes []ControlProbeCounts `json:"controlProbes,omitempty"`
 
 	// lastHeartbeatTime is when status was last written while probing.

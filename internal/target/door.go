@@ -115,6 +115,7 @@ func (d *Door) Forget(namespace, name string) {
 	}
 	d.conns().postgres.forget(key)
 	d.conns().spicedb.forget(key)
+	d.conns().chats.forget(key)
 }
 
 // LimiterKey is the rate-limit key of a corpus.

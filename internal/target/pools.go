@@ -21,6 +21,8 @@ type conns struct {
 	spicedb  *shared[*authzed.Client]
 	// http keeps connections to each target alive across probes.
 	http *http.Client
+	// chats keep chat surfaces' conversations across resolutions.
+	chats chatClients
 }
 
 func newConns(policy AddressPolicy) *conns {

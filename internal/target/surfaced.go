@@ -119,12 +119,13 @@ func (d *Door) attachSurfaces(c *Corpus, declared *v1alpha1.CorpusSurfaces, repl
 		if err != nil {
 			return err
 		}
-		if w.chat, err = surface.NewChat(cfg); err != nil {
+		chats := &d.conns().chats
+		if w.chat, err = chats.get(c.Key, s, cfg); err != nil {
 			return Stall(ReasonInvalidSurface, "spec.surfaces.chat: %v", err)
 		}
 		if s.Stream {
 			cfg.Stream = true
-			if w.stream, err = surface.NewChat(cfg); err != nil {
+			if w.stream, err = chats.get(c.Key, s, cfg); err != nil {
 				return Stall(ReasonInvalidSurface, "spec.surfaces.chat: %v", err)
 			}
 		}

@@ -147,3 +147,40 @@ func TestRecipeKeepsTheSurfaces(t *testing.T) {
 	}
 }
 
+
+// A conversation started through one resolution of the corpus continues in
+// the next: the chat surface's history lives in the door, not the
+// resolution.
+func TestChatConversationsOutliveAResolution(t *testing.T) {
+	srv := surfacedTarget(t)
+	door := &Door{Reader: secretsReader(t, sourceSecret(true)), Allow: AllowAny()}
+	first, err := door.Corpus(context.Background(), surfacedCorpus(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _, err := first.Driver.(driver.Conversations).StartConversation(context.Background(), surfacedAlice, "quarterly plan")
+	first.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := door.Corpus(context.Background(), surfacedCorpus(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Release()
+	if _, err := second.Driver.(driver.Conversations).FollowUp(context.Background(), surfacedAlice, id, "and again?"); err != nil {
+		t.Fatalf("follow-up through a second resolution: %v", err)
+	}
+	door.Forget("ns", "c")
+	if _, err := second.Driver.(driver.Conversations).FollowUp(context.Background(), surfacedAlice, id, "still?"); err != nil {
+		t.Fatalf("a resolution keeps its client after Forget: %v", err)
+	}
+	third, err := door.Corpus(context.Background(), surfacedCorpus(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Release()
+	if _, err := third.Driver.(driver.Conversations).FollowUp(context.Background(), surfacedAlice, id, "and now?"); err == nil {
+		t.Fatal("a forgotten corpus's conversation continued")
+	}
+}
