@@ -147,7 +147,6 @@ func TestRecipeKeepsTheSurfaces(t *testing.T) {
 	}
 }
 
-
 // A conversation started through one resolution of the corpus continues in
 // the next: the chat surface's history lives in the door, not the
 // resolution.
