@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/conformance"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/target"
@@ -33,6 +36,7 @@ type conformanceOptions struct {
 	pollInterval     time.Duration
 	requestTimeout   time.Duration
 	allowedURLs      string
+	surfaces         string
 }
 
 func runConformance(args []string, stdout, stderr io.Writer) int {
@@ -69,7 +73,8 @@ func parseConformanceFlags(args []string, stderr io.Writer) (conformanceOptions,
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the document to become visible and to be excluded")
 	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "pause between probes while waiting")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 10*time.Second, "timeout of each request")
-	fs.StringVar(&o.allowedURLs, "allowed-target-urls", "", "comma-separated URL prefixes the check may call, matched on whole path segments as the operator's flag (default: exactly --url)")
+	fs.StringVar(&o.allowedURLs, "allowed-target-urls", "", "comma-separated URL prefixes the check may call, matched on whole path segments as the operator's flag (default: exactly --url and the declared surfaces' URLs)")
+	fs.StringVar(&o.surfaces, "surfaces", "", "YAML file with a Corpus, or its spec.surfaces block: probe Search, Answer, Conversation and Stream through the assistant's own APIs as declared")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -93,9 +98,13 @@ func (o conformanceOptions) config() (conformance.Config, error) {
 	if source == "" || persona == "" {
 		return conformance.Config{}, fmt.Errorf("environment variables %s and %s must hold the source and persona tokens", o.sourceTokenEnv, o.personaTokenEnv)
 	}
+	declared, err := readSurfaces(o.surfaces)
+	if err != nil {
+		return conformance.Config{}, err
+	}
 	allowed := o.allowedURLs
 	if allowed == "" {
-		allowed = o.url
+		allowed = strings.Join(append([]string{o.url}, surfaceURLs(declared)...), ",")
 	}
 	allow, err := target.AllowlistFromFlags(allowed, false)
 	if err != nil {
@@ -111,7 +120,15 @@ func (o conformanceOptions) config() (conformance.Config, error) {
 	if err != nil {
 		return conformance.Config{}, err
 	}
+	if declared != nil {
+		if drv, err = door.WithSurfaces(drv, "conformance", declared, o.requestTimeout, nil); err != nil {
+			return conformance.Config{}, err
+		}
+	}
+	chat := declared != nil && declared.Chat != nil
 	return conformance.Config{
+		Chat:             chat,
+		Stream:           chat && declared.Chat.Stream,
 		Driver:           drv,
 		PersonaToken:     driver.Token(persona),
 		PersonaPrincipal: o.personaPrincipal,
@@ -128,4 +145,46 @@ func printReport(w io.Writer, r conformance.Report) {
 		}
 		fmt.Fprintf(w, "%s %s: %s\n", res.Status, res.Name, res.Detail)
 	}
+}
+
+// readSurfaces reads --surfaces: a Corpus manifest or its spec.surfaces
+// block; nil when the flag is empty.
+func readSurfaces(path string) (*v1alpha1.CorpusSurfaces, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--surfaces: %w", err)
+	}
+	var corpus v1alpha1.Corpus
+	if err := yaml.UnmarshalStrict(data, &corpus); err == nil && corpus.Kind == "Corpus" {
+		if corpus.Spec.Surfaces == nil {
+			return nil, fmt.Errorf("--surfaces: the Corpus in %s declares no spec.surfaces", path)
+		}
+		return corpus.Spec.Surfaces, nil
+	}
+	var block struct {
+		Surfaces *v1alpha1.CorpusSurfaces `json:"surfaces"`
+	}
+	if err := yaml.UnmarshalStrict(data, &block); err != nil {
+		return nil, fmt.Errorf("--surfaces: %s holds neither a Corpus nor a surfaces block: %w", path, err)
+	}
+	if block.Surfaces == nil {
+		return nil, fmt.Errorf("--surfaces: %s declares no surfaces", path)
+	}
+	return block.Surfaces, nil
+}
+
+// surfaceURLs are the declared surfaces' URLs, allowed by default: the
+// user named them in the file.
+func surfaceURLs(s *v1alpha1.CorpusSurfaces) []string {
+	var out []string
+	if s != nil && s.Chat != nil {
+		out = append(out, s.Chat.URL)
+	}
+	if s != nil && s.Search != nil {
+		out = append(out, s.Search.URL)
+	}
+	return out
 }

@@ -33,6 +33,8 @@ const (
 	CheckConversationVisible  = "conversation-visible"
 	CheckConversationUnknown  = "conversation-unknown"
 	CheckConversationExcluded = "conversation-excluded"
+	CheckStreamVisible        = "stream-visible"
+	CheckStreamExcluded       = "stream-excluded"
 	CheckDeleteDocument       = "delete-document"
 	CheckDeleteIdempotent     = "delete-idempotent"
 	confirmationsForAbsence   = 2
@@ -50,6 +52,10 @@ type Config struct {
 	Timeout time.Duration
 	// PollInterval is the pause between probes while waiting.
 	PollInterval time.Duration
+	// Chat says the Answer and Conversation surfaces are the assistant's
+	// own chat API (spec.surfaces.chat), whatever the driver's
+	// capabilities say; Stream that its streaming answer is checked too.
+	Chat, Stream bool
 }
 
 // Status of one check.
@@ -106,11 +112,11 @@ func Run(ctx context.Context, cfg Config) Report {
 	r := &runner{cfg: cfg, docID: "ragcanary-conformance-" + randomHex(6), token: "rcconf" + randomHex(8), payload: "rcconfpayload" + randomHex(8)}
 	defer r.cleanup(ctx)
 	if !r.step(CheckCapabilities, r.capabilities(ctx)) {
-		r.skipRest(CheckCreateDocument, CheckCreateIdempotent, CheckGrant, CheckSearchVisible, CheckAnswerVisible, CheckUnauthorized, CheckRevoke, CheckSearchExcluded, CheckAnswerExcluded, CheckConversationVisible, CheckConversationUnknown, CheckConversationExcluded, CheckDeleteDocument, CheckDeleteIdempotent)
+		r.skipRest(CheckCreateDocument, CheckCreateIdempotent, CheckGrant, CheckSearchVisible, CheckAnswerVisible, CheckUnauthorized, CheckRevoke, CheckSearchExcluded, CheckAnswerExcluded, CheckConversationVisible, CheckConversationUnknown, CheckConversationExcluded, CheckStreamVisible, CheckStreamExcluded, CheckDeleteDocument, CheckDeleteIdempotent)
 		return r.report
 	}
 	if !r.step(CheckCreateDocument, r.create(ctx)) {
-		r.skipRest(CheckCreateIdempotent, CheckGrant, CheckSearchVisible, CheckAnswerVisible, CheckUnauthorized, CheckRevoke, CheckSearchExcluded, CheckAnswerExcluded, CheckConversationVisible, CheckConversationUnknown, CheckConversationExcluded, CheckDeleteDocument, CheckDeleteIdempotent)
+		r.skipRest(CheckCreateIdempotent, CheckGrant, CheckSearchVisible, CheckAnswerVisible, CheckUnauthorized, CheckRevoke, CheckSearchExcluded, CheckAnswerExcluded, CheckConversationVisible, CheckConversationUnknown, CheckConversationExcluded, CheckStreamVisible, CheckStreamExcluded, CheckDeleteDocument, CheckDeleteIdempotent)
 		return r.report
 	}
 	r.step(CheckCreateIdempotent, r.create(ctx))
@@ -120,6 +126,7 @@ func Run(ctx context.Context, cfg Config) Report {
 		r.skip(CheckSearchVisible, "grant failed")
 	}
 	r.answerCheck(ctx, CheckAnswerVisible, visible, true)
+	r.streamCheck(ctx, CheckStreamVisible, visible, true)
 	r.conversationCheck(CheckConversationVisible, visible, func() error { return r.await(ctx, r.conversationStarts, true) })
 	r.conversationCheck(CheckConversationUnknown, true, func() error { return r.unknownConversation(ctx) })
 	r.step(CheckUnauthorized, r.unauthorized(ctx))
@@ -130,6 +137,7 @@ func Run(ctx context.Context, cfg Config) Report {
 		r.skip(CheckSearchExcluded, "the document was never visible or the revoke failed")
 	}
 	r.answerCheck(ctx, CheckAnswerExcluded, visible && revoked, false)
+	r.streamCheck(ctx, CheckStreamExcluded, visible && revoked, false)
 	r.conversationCheck(CheckConversationExcluded, r.conversation != "" && revoked, func() error { return r.await(ctx, r.followUpShows, false) })
 	r.step(CheckDeleteDocument, r.cfg.Driver.DeleteDocument(ctx, r.docID))
 	r.step(CheckDeleteIdempotent, r.cfg.Driver.DeleteDocument(ctx, r.docID))
@@ -161,7 +169,7 @@ func (r *runner) skipRest(names ...string) {
 
 func (r *runner) answerCheck(ctx context.Context, name string, ready, want bool) {
 	switch {
-	case !r.caps.Answer:
+	case !r.caps.Answer && !r.cfg.Chat:
 		r.skip(name, "no answer surface")
 	case !ready:
 		r.skip(name, "an earlier check failed")
@@ -170,12 +178,32 @@ func (r *runner) answerCheck(ctx context.Context, name string, ready, want bool)
 	}
 }
 
+// streamCheck runs the answer check on the streaming chat surface, when
+// one is declared.
+func (r *runner) streamCheck(ctx context.Context, name string, ready, want bool) {
+	s, ok := r.cfg.Driver.(driver.Streamer)
+	switch {
+	case !r.cfg.Stream || !ok:
+		r.skip(name, "no streaming chat surface declared")
+	case !ready:
+		r.skip(name, "an earlier check failed")
+	default:
+		r.step(name, r.await(ctx, func(ctx context.Context) (bool, error) {
+			a, err := s.AnswerStream(ctx, r.cfg.PersonaToken, r.question())
+			if err != nil {
+				return false, err
+			}
+			return r.shows(a), nil
+		}, want))
+	}
+}
+
 // conversationCheck runs check when the target serves conversations
 // (contract v1.1) and the checks it depends on passed.
 func (r *runner) conversationCheck(name string, ready bool, check func() error) {
 	conv, ok := r.cfg.Driver.(driver.Conversations)
 	switch {
-	case !r.caps.Conversation:
+	case !r.caps.Conversation && !r.cfg.Chat:
 		r.skip(name, "no conversation surface")
 	case !ok:
 		r.skip(name, "the driver has no conversation API")
@@ -253,7 +281,11 @@ func (r *runner) searchShows(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return slices.ContainsFunc(hits, func(h driver.Hit) bool { return h.DocumentID == r.docID }), nil
+	// A search surface of the assistant's own may name hits by its own
+	// IDs: the payload in a hit's text is the document too.
+	return slices.ContainsFunc(hits, func(h driver.Hit) bool {
+		return h.DocumentID == r.docID || (h.Text != "" && strings.Contains(h.Text, r.payload))
+	}), nil
 }
 
 func (r *runner) answerShows(ctx context.Context) (bool, error) {

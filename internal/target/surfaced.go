@@ -92,46 +92,56 @@ func (s *surfaced) RevokeGroup(ctx context.Context, doc, group string) error {
 }
 
 // attachSurfaces wraps the corpus's driver with the surfaces it declares.
-// Every surface URL passes the allowlist, every connection the address
-// policy (the door's client), no redirect is followed, and replies draw on
-// the corpus's reply budget within its timeout.
 func (d *Door) attachSurfaces(c *Corpus, declared *v1alpha1.CorpusSurfaces, replies httpdriver.ReplyBudget) error {
-	w := &surfaced{Driver: c.Driver}
+	drv, err := d.WithSurfaces(c.Driver, c.Key, declared, c.Timeout, replies)
+	if err != nil {
+		return err
+	}
+	c.Driver = drv
+	return nil
+}
+
+// WithSurfaces wraps drv so the declared surfaces are probed through the
+// assistant's own APIs (key names the corpus whose chat conversations the
+// door keeps; replies may be nil). Every surface URL passes the allowlist,
+// every connection the address policy (the door's client), no redirect is
+// followed, and replies are bounded in size and time.
+func (d *Door) WithSurfaces(drv driver.Driver, key string, declared *v1alpha1.CorpusSurfaces, timeout time.Duration, replies httpdriver.ReplyBudget) (driver.Driver, error) {
+	w := &surfaced{Driver: drv}
 	client := NoRedirects(d.httpClient())
 	if s := declared.Search; s != nil {
 		u, err := d.Allow.Check("spec.surfaces.search.url", s.URL)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		search, err := surface.NewSearch(surface.SearchConfig{
 			URL: u.String(), Method: s.Method, Headers: s.Headers, Body: s.Body,
 			Hits: s.Hits, ID: s.ID, Text: s.Text,
 			CredentialHeader: s.CredentialHeader.Name, CredentialPrefix: s.CredentialHeader.Prefix,
-			Timeout: c.Timeout, ReplyBudget: replies, HTTPClient: client,
+			Timeout: timeout, ReplyBudget: replies, HTTPClient: client,
 		})
 		if err != nil {
-			return Stall(ReasonInvalidSurface, "spec.surfaces.search: %v", err)
+			return nil, Stall(ReasonInvalidSurface, "spec.surfaces.search: %v", err)
 		}
 		w.search = search
 	}
 	if s := declared.Chat; s != nil {
-		cfg, err := d.chatConfig(s, c.Timeout, replies, client)
+		cfg, err := d.chatConfig(s, timeout, replies, client)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		chats := &d.conns().chats
-		if w.chat, err = chats.get(c.Key, s, cfg); err != nil {
-			return Stall(ReasonInvalidSurface, "spec.surfaces.chat: %v", err)
+		if w.chat, err = chats.get(key, s, cfg); err != nil {
+			return nil, Stall(ReasonInvalidSurface, "spec.surfaces.chat: %v", err)
 		}
 		if s.Stream {
 			cfg.Stream = true
-			if w.stream, err = chats.get(c.Key, s, cfg); err != nil {
-				return Stall(ReasonInvalidSurface, "spec.surfaces.chat: %v", err)
+			if w.stream, err = chats.get(key, s, cfg); err != nil {
+				return nil, Stall(ReasonInvalidSurface, "spec.surfaces.chat: %v", err)
 			}
 		}
 	}
-	c.Driver = w
-	return nil
+	return w, nil
 }
 
 // chatConfig is the chat surface's client configuration, without
