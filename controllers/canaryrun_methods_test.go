@@ -144,7 +144,7 @@ func TestCanaryRunUnsupportedByTarget(t *testing.T) {
 			capabilities:  `{"contractVersion":"v1","answer":false,"revocationMethods":["RemoveGrant","RemoveFromGroup","DeleteDocument"]}`,
 			method:        v1alpha1.RevokeRemoveGrant,
 			surfaces:      []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer},
-			wantInMessage: []string{"no answer surface", "Answer"},
+			wantInMessage: []string{"cannot measure Answer (needs an answer endpoint or spec.surfaces.chat)", "it can measure Search"},
 		},
 		{
 			name:          "revocation method not listed",
