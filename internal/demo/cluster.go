@@ -29,6 +29,7 @@ var ClusterSamples = []string{
 	"config/samples/ragcanary_v1alpha1_corpus.yaml",
 	"config/samples/ragcanary_v1alpha1_persona.yaml",
 	"config/samples/ragcanary_v1alpha1_revocationcanary.yaml",
+	"config/samples/ragcanary_v1alpha1_corpus_surfaces.yaml",
 	"config/samples/ragcanary_v1alpha1_evalsuite.yaml",
 }
 
