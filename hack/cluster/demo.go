@@ -65,7 +65,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) (err error) {
 	if err := demo.PlantSuiteDocuments(ctx, root, target); err != nil {
 		return stopped(ctx, err)
 	}
-	for _, obj := range []string{"revocationcanary/alice-grant-revocation", "evalsuite/access-isolation"} {
+	for _, obj := range []string{"revocationcanary/alice-grant-revocation", "revocationcanary/alice-assistant-revocation", "evalsuite/access-isolation"} {
 		if _, err := t.Kubectl(ctx, "-n", demoNamespace, "annotate", "--overwrite", obj, "ragcanary.dev/run-now=demo-start"); err != nil {
 			return stopped(ctx, err)
 		}

@@ -109,7 +109,7 @@ func run(ctx context.Context, refresh, aclSync, cacheTTL time.Duration, filterMo
 	}
 	// Start the first canary and suite runs now instead of at their first
 	// scheduled time.
-	for _, obj := range []string{"revocationcanary/alice-grant-revocation", "evalsuite/access-isolation"} {
+	for _, obj := range []string{"revocationcanary/alice-grant-revocation", "revocationcanary/alice-assistant-revocation", "evalsuite/access-isolation"} {
 		if err := demo.Kubectl(ctx, kubeconfig, "", "annotate", "--overwrite", obj, "ragcanary.dev/run-now=demo-start"); err != nil {
 			return err
 		}
