@@ -10,7 +10,6 @@
 package surface
 
 import (
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -25,12 +24,11 @@ const (
 	DefaultMaxReplyBytes = 1 << 20
 )
 
-// errTooLarge is returned by a reply body read past MaxReplyBytes.
-var errTooLarge = errors.New("reply body exceeds limit")
-
-// errBudgetExhausted is returned by a reply body read when the reply budget
-// shared with other calls has no room for the bytes just read.
-var errBudgetExhausted = errors.New("reply budget exhausted")
+// The reply bounds are the HTTP driver's (httpdriver.BoundBody).
+var (
+	errTooLarge        = httpdriver.ErrTooLarge
+	errBudgetExhausted = httpdriver.ErrBudgetExhausted
+)
 
 // withoutRedirects copies c so that it never follows a redirect, even when
 // the caller's client would: following one would carry the persona's
@@ -74,70 +72,7 @@ type limits struct {
 // wrap bounds resp's body; a declared length over the limit fails before
 // anything is read.
 func (l limits) wrap(resp *http.Response) error {
-	if resp.ContentLength > l.maxBytes {
-		_ = resp.Body.Close()
-		return errTooLarge
-	}
-	resp.Body = &limitedBody{body: resp.Body, remaining: l.maxBytes, budget: l.budget}
-	return nil
-}
-
-// limitedBody fails with errTooLarge once more than the limit has been read,
-// and with errBudgetExhausted when the budget has no room for what it read.
-// Bytes count as they arrive, so an empty reply costs nothing. It is read
-// and closed by one goroutine, the call's own.
-type limitedBody struct {
-	body      io.ReadCloser
-	remaining int64
-	budget    httpdriver.ReplyBudget
-	// held is what this body has reserved from budget.
-	held int64
-	// closed stops a read after Close from reserving what nobody releases.
-	closed bool
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.closed {
-		return 0, http.ErrBodyReadAfterClose
-	}
-	if b.remaining < 0 {
-		return 0, errTooLarge
-	}
-	// Read one byte past the limit so a body of exactly the limit is not
-	// mistaken for an oversized one.
-	if int64(len(p)) > b.remaining+1 {
-		p = p[:b.remaining+1]
-	}
-	n, err := b.body.Read(p)
-	b.remaining -= int64(n)
-	if b.remaining < 0 {
-		return 0, errTooLarge
-	}
-	if !b.hold(int64(n)) {
-		return 0, errBudgetExhausted
-	}
-	return n, err
-}
-
-func (b *limitedBody) hold(n int64) bool {
-	if b.budget == nil || n == 0 {
-		return true
-	}
-	if !b.budget.TryAcquire(n) {
-		return false
-	}
-	b.held += n
-	return true
-}
-
-// Close releases what the body reserved: its bytes are decoded or dropped
-// by the time a caller closes it.
-func (b *limitedBody) Close() error {
-	if b.held > 0 {
-		b.budget.Release(b.held)
-	}
-	b.held, b.closed = 0, true
-	return b.body.Close()
+	return httpdriver.BoundBody(resp, l.maxBytes, l.budget)
 }
 
 // readAll reads a bounded body and closes it.

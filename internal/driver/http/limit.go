@@ -6,12 +6,18 @@ import (
 	"net/http"
 )
 
-// errTooLarge is returned by a response body read past the configured limit.
-var errTooLarge = errors.New("response body exceeds limit")
+// ErrTooLarge is returned by a response body read past the configured limit.
+var ErrTooLarge = errors.New("response body exceeds limit")
 
-// errBudgetExhausted is returned by a response body read when the reply
+// ErrBudgetExhausted is returned by a response body read when the reply
 // budget it shares with other calls has no room for the bytes just read.
-var errBudgetExhausted = errors.New("reply budget exhausted")
+var ErrBudgetExhausted = errors.New("reply budget exhausted")
+
+// The package's own names for them.
+var (
+	errTooLarge        = ErrTooLarge
+	errBudgetExhausted = ErrBudgetExhausted
+)
 
 // ReplyBudget bounds the reply bytes held at once by every call drawing on
 // it, so that many slow replies of one target cannot each hold the full
@@ -38,12 +44,23 @@ func (l *limitedDoer) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resp.ContentLength > l.limit {
-		_ = resp.Body.Close()
-		return nil, errTooLarge
+	if err := BoundBody(resp, l.limit, l.budget); err != nil {
+		return nil, err
 	}
-	resp.Body = &limitedBody{body: resp.Body, remaining: l.limit, budget: l.budget}
 	return resp, nil
+}
+
+// BoundBody makes resp's body fail with ErrTooLarge past limit bytes and
+// with ErrBudgetExhausted when budget (nil: none) has no room for what it
+// read; a declared length over the limit fails before anything is read.
+// Every client of a target's replies bounds them through it.
+func BoundBody(resp *http.Response, limit int64, budget ReplyBudget) error {
+	if resp.ContentLength > limit {
+		_ = resp.Body.Close()
+		return ErrTooLarge
+	}
+	resp.Body = &limitedBody{body: resp.Body, remaining: limit, budget: budget}
+	return nil
 }
 
 // limitedBody fails with errTooLarge once more than the limit has been read,
