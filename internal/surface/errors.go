@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
+	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/safetext"
 )
 
@@ -21,16 +21,9 @@ const (
 	reasonTimeout      = "timeout"
 	reasonCanceled     = "canceled"
 	reasonConnection   = "connection failed"
-	reasonServer       = "server error"
-	reasonRateLimited  = "rate limited"
-	reasonRefused      = "credential refused"
-	reasonRejected     = "request rejected"
-	reasonNotFound     = "not found"
 	reasonMalformed    = "malformed reply"
 	reasonTooLarge     = "reply too large"
 	reasonBudget       = "reply budget exhausted"
-	reasonUnexpected   = "unexpected status"
-	reasonRedirect     = "redirect refused (redirects are never followed)"
 	reasonStreamError  = "the stream carried an error event"
 	reasonUnfinished   = "the stream ended before a finish reason (cut short)"
 	reasonNoChoices    = "the reply has no choices"
@@ -57,31 +50,8 @@ type statusErr struct{ code int }
 
 func (e statusErr) Error() string { return "status " + strconv.Itoa(e.code) }
 
-// statusError maps an HTTP status to an error kind, as the contract driver
-// does: 401/403 mean the credential was refused; 5xx, 408 and 429 mean the
-// target is failing or busy and may recover; every other 4xx means the
-// request itself is wrong; a 3xx is a target that wants us elsewhere,
-// which is never an answer.
-func statusError(op string, status int) error {
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return driver.NewError(driver.Unauthorized, op, status, reasonRefused, nil)
-	case status >= 500:
-		return driver.NewError(driver.Transient, op, status, reasonServer, nil)
-	case status == http.StatusRequestTimeout:
-		return driver.NewError(driver.Transient, op, status, reasonTimeout, nil)
-	case status == http.StatusTooManyRequests:
-		return driver.NewError(driver.Transient, op, status, reasonRateLimited, nil)
-	case status == http.StatusNotFound:
-		return driver.NewError(driver.Permanent, op, status, reasonNotFound, nil)
-	case status >= 400:
-		return driver.NewError(driver.Permanent, op, status, reasonRejected, nil)
-	case status >= 300:
-		return driver.NewError(driver.Permanent, op, status, reasonRedirect, nil)
-	default:
-		return driver.NewError(driver.Transient, op, status, reasonUnexpected, nil)
-	}
-}
+// statusError classifies a status as the contract driver does.
+func statusError(op string, status int) error { return httpdriver.StatusError(op, status) }
 
 // classify turns any failure of a call into a classified driver error. The
 // cause is kept for errors.Is only: its text may hold the URL or the reply.

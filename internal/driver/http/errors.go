@@ -43,10 +43,15 @@ func checkResponse(op string, resp *http.Response, err error) error {
 	return statusError(op, resp.StatusCode)
 }
 
-// statusError maps an HTTP status to an error kind: 401/403 mean the
+// statusError is StatusError.
+func statusError(op string, status int) error { return StatusError(op, status) }
+
+// StatusError maps an HTTP status to an error kind: 401/403 mean the
 // credential was refused; 5xx, 408 and 429 mean the target is failing or busy
-// and may recover; every other 4xx means the request itself is wrong.
-func statusError(op string, status int) error {
+// and may recover; every other 4xx means the request itself is wrong; a 3xx
+// is a target that wants us elsewhere, which is never an answer. Every client
+// of a target (the contract driver, the surfaces) classifies statuses here.
+func StatusError(op string, status int) error {
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return driver.NewError(driver.Unauthorized, op, status, reasonRefused, nil)
