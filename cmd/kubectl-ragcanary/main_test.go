@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -128,24 +126,6 @@ func grantReader(ctx context.Context) error {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a command writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // result is what one invocation printed and its exit code.
 type result struct {
 	stdout, stderr string
@@ -156,12 +136,12 @@ type result struct {
 type invocation struct {
 	kubeconfig string
 	now        time.Time
-	stdout     *syncBuffer
-	stderr     *syncBuffer
+	stdout     *testutil.LockedBuffer
+	stderr     *testutil.LockedBuffer
 }
 
 func newInvocation(kubeconfig string, now time.Time) *invocation {
-	return &invocation{kubeconfig: kubeconfig, now: now, stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	return &invocation{kubeconfig: kubeconfig, now: now, stdout: &testutil.LockedBuffer{}, stderr: &testutil.LockedBuffer{}}
 }
 
 // run executes the plugin with args, exactly as main does, but with the

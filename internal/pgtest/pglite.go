@@ -8,13 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // PGlite is a PGlite server (PostgreSQL 18 compiled to WebAssembly, with
@@ -46,7 +46,7 @@ func StartPGlite(t testing.TB, maxConnections int) *PGlite {
 	p := &PGlite{Host: "127.0.0.1", Port: port}
 	cmd := exec.Command(server, "-e", "@electric-sql/pglite-pgvector:vector", "-h", p.Host,
 		"-p", strconv.Itoa(p.Port), "-m", strconv.Itoa(maxConnections))
-	var log lockedBuffer
+	var log testutil.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	// A test binary that panics or times out runs no cleanup: the server
 	// must not outlive it.
@@ -97,21 +97,4 @@ func repoRoot(t testing.TB) string {
 		}
 		dir = parent
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

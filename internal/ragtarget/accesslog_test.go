@@ -1,40 +1,21 @@
 package ragtarget_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
-
-// lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // At debug level every call is logged with the caller's address (how the
 // cluster test tells two operator replicas apart) and never a credential.
 func TestAccessLogNamesTheCallerNeverTheToken(t *testing.T) {
 	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
-		var logs lockedBuffer
+		var logs testutil.LockedBuffer
 		e := start(t, ragtarget.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level}))})
 		if _, err := e.drv.Search(context.Background(), alice, "anything", 3); err != nil {
 			t.Fatalf("search: %v", err)
@@ -59,7 +40,7 @@ func TestAccessLogNamesTheCallerNeverTheToken(t *testing.T) {
 // which documents it changed: the truth a cluster test holds a measured
 // exclusion against.
 func TestSyncLogSaysWhenAChangeReachedTheIndex(t *testing.T) {
-	var logs lockedBuffer
+	var logs testutil.LockedBuffer
 	e := start(t, ragtarget.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	e.create("d1", "quarterly numbers", "user:alice")
 	e.advance()

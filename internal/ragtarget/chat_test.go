@@ -19,6 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/respjson"
 
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // chatModel is echoed back by the service; any name will do.
@@ -227,7 +228,7 @@ func TestChatCompletionStreamsTheSameAnswer(t *testing.T) {
 // data-only events and the [DONE] sentinel that ends an OpenAI stream. At
 // debug level, so the events pass the access log's status recorder.
 func TestChatCompletionStreamWireFormat(t *testing.T) {
-	var logs lockedBuffer
+	var logs testutil.LockedBuffer
 	e := start(t, ragtarget.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	e.plant()
 	resp := postChat(t, e.surfaceURL(), "Bearer "+alice.Reveal(), `{"model":"m","stream":true,"messages":[{"role":"user","content":"`+question+`"}]}`)
@@ -281,7 +282,7 @@ func TestChatHistoryIsEvidenceOnlyUnderTheDefect(t *testing.T) {
 // source credential and no key are 401 in OpenAI's error shape; a
 // conversation not ending with the user is 400. No credential is logged.
 func TestChatRefusesUnknownKeysAndBadRequests(t *testing.T) {
-	var logs lockedBuffer
+	var logs testutil.LockedBuffer
 	e := start(t, ragtarget.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	url := e.surfaceURL()
 	for _, key := range []string{"not-a-persona-token", sourceToken} {
