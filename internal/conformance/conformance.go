@@ -359,6 +359,10 @@ func (r *runner) await(ctx context.Context, p probe, want bool) error {
 		switch {
 		case driver.IsUnauthorized(err):
 			return fmt.Errorf("persona refused: %w", err)
+		case err != nil && ctx.Err() != nil:
+			// The wait's own deadline cut this probe short: that says
+			// nothing about the target, so the error before it is kept.
+			return timeoutError(want, r.cfg.Timeout, probeErrors, lastErr)
 		case err != nil:
 			probeErrors++
 			lastErr = err
