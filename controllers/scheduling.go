@@ -386,13 +386,21 @@ func (s runScheduler) schedule(ctx context.Context, p scheduledParent, runs chil
 			logger.Info("replaced active run", "run", run.obj.GetName())
 		}
 	}
+	requeue := plan.RequeueAfter
 	if plan.Create != nil {
-		if err := s.create(ctx, p, plan.Create, build(plan.Create)); err != nil {
+		existed, err := s.create(ctx, p, plan.Create, build(plan.Create))
+		if err != nil {
 			return ctrl.Result{}, err
+		}
+		if existed && plan.Create.RunNowToken != "" {
+			// The plan was made on a view that did not show the run-now
+			// run; a scheduled time it would have consumed may be due,
+			// so look again soon instead of a period later.
+			requeue = schedule.MinRequeue
 		}
 	}
 	*p.status.nextScheduleTime = optionalTime(plan.NextTime)
-	return ctrl.Result{RequeueAfter: plan.RequeueAfter}, nil
+	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
 // input gathers the decision input. The last schedule time is the newer of
@@ -402,6 +410,14 @@ func (s runScheduler) input(p scheduledParent, runs childRuns) schedule.Input {
 	last := runs.lastScheduled
 	if t := *p.status.lastScheduleTime; t != nil && t.After(last) {
 		last = t.Time
+	}
+	annotation := p.obj.GetAnnotations()[v1alpha1.RunNowAnnotation]
+	lastToken := *p.status.lastRunNowToken
+	if token, pending := schedule.PendingRunNow(annotation, lastToken); pending && runs.has(schedule.RunNowName(p.obj.GetName(), token)) {
+		// The status write that recorded the token may not be read back
+		// yet; the run shows it was acted on. Taking it as pending again
+		// would let it swallow a scheduled time that fell due since.
+		lastToken = token
 	}
 	return schedule.Input{
 		Parent:           p.obj.GetName(),
@@ -415,8 +431,8 @@ func (s runScheduler) input(p scheduledParent, runs childRuns) schedule.Input {
 		Policy:           p.policy,
 		Active:           len(runs.active),
 		MaxActive:        p.maxActive,
-		RunNowAnnotation: p.obj.GetAnnotations()[v1alpha1.RunNowAnnotation],
-		LastRunNowToken:  *p.status.lastRunNowToken,
+		RunNowAnnotation: annotation,
+		LastRunNowToken:  lastToken,
 	}
 }
 
@@ -446,9 +462,12 @@ func (s runScheduler) holdBack(p scheduledParent, active int) {
 }
 
 // create creates the planned run, owned by the parent, and records what it
-// consumed. The name is deterministic, so AlreadyExists means an earlier
-// reconcile created it: the run happened, only the status record was missing.
-func (s runScheduler) create(ctx context.Context, p scheduledParent, planned *schedule.Run, run client.Object) error {
+// consumed. The name is deterministic, so AlreadyExists (existed) means an
+// earlier reconcile created it: the run happened, only the status record was
+// missing. A scheduled run's name is its time, so that time is consumed
+// either way; an existing run-now run was created before this plan and
+// consumed only what its own annotation says.
+func (s runScheduler) create(ctx context.Context, p scheduledParent, planned *schedule.Run, run client.Object) (existed bool, err error) {
 	if !planned.Scheduled.IsZero() {
 		annotations := run.GetAnnotations()
 		if annotations == nil {
@@ -458,29 +477,30 @@ func (s runScheduler) create(ctx context.Context, p scheduledParent, planned *sc
 		run.SetAnnotations(annotations)
 	}
 	if err := controllerutil.SetControllerReference(p.obj, run, s.client.Scheme()); err != nil {
-		return err
+		return false, err
 	}
-	err := s.client.Create(ctx, run)
+	err = s.client.Create(ctx, run)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// The cache did not show it, or it would not have been planned.
+		existed = true
 		s.created.expect(p.obj.GetUID(), run.GetName())
 		log.FromContext(ctx).V(1).Info("run already exists", "run", run.GetName())
 	case err != nil:
-		return err
+		return false, err
 	default:
 		s.created.expect(p.obj.GetUID(), run.GetName())
 		log.FromContext(ctx).Info("created run", "run", run.GetName())
 		s.recorder.Eventf(p.obj, run, corev1.EventTypeNormal, ReasonRunCreated, "CreateRun", "created run %s", run.GetName())
 		*p.status.active = appendActive(*p.status.active, run.GetName())
 	}
-	if !planned.Scheduled.IsZero() {
+	if !planned.Scheduled.IsZero() && (!existed || planned.RunNowToken == "") {
 		*p.status.lastScheduleTime = &metav1.Time{Time: planned.Scheduled}
 	}
 	if planned.RunNowToken != "" {
 		*p.status.lastRunNowToken = planned.RunNowToken
 	}
-	return nil
+	return existed, nil
 }
 
 // appendActive adds a just-created run to status.active within its bound.
