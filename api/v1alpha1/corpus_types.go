@@ -213,14 +213,19 @@ type RateLimit struct {
 
 // CorpusSpec describes a RAG system under test.
 // PermissionsType names a permissions backend.
-// +kubebuilder:validation:Enum=SpiceDB
+// +kubebuilder:validation:Enum=SpiceDB;OpenFGA
 type PermissionsType string
 
-// PermissionsSpiceDB keeps permissions as SpiceDB relationships.
-const PermissionsSpiceDB PermissionsType = "SpiceDB"
+const (
+	// PermissionsSpiceDB keeps permissions as SpiceDB relationships.
+	PermissionsSpiceDB PermissionsType = "SpiceDB"
+	// PermissionsOpenFGA keeps permissions as OpenFGA relationship tuples.
+	PermissionsOpenFGA PermissionsType = "OpenFGA"
+)
 
 // Permissions selects and configures a permissions backend.
 // +kubebuilder:validation:XValidation:rule="self.type != 'SpiceDB' || has(self.spicedb)",message="spicedb is required when type is SpiceDB"
+// +kubebuilder:validation:XValidation:rule="self.type != 'OpenFGA' || has(self.openfga)",message="openfga is required when type is OpenFGA"
 type Permissions struct {
 	// type of permissions backend.
 	// +required
@@ -229,32 +234,60 @@ type Permissions struct {
 	// spicedb configures the SpiceDB backend.
 	// +optional
 	SpiceDB *SpiceDBPermissions `json:"spicedb,omitempty"`
+
+	// openfga configures the OpenFGA backend.
+	// +optional
+	OpenFGA *OpenFGAPermissions `json:"openfga,omitempty"`
 }
 
-// SpiceDBPermissions maps ragcanary's permission operations onto a SpiceDB
-// schema: a grant is documentType:<doc>#grantRelation@subjectType:<subject>
-// (or @groupType:<group>#memberRelation), a membership is
-// groupType:<group>#memberRelation@subjectType:<subject>.
-type SpiceDBPermissions struct {
-	// endpoint is the gRPC address, host:port. It must be allowed by the
-	// operator's --allowed-target-urls as grpc://host:port.
+// OpenFGAPermissions maps ragcanary's permission operations onto an OpenFGA
+// store's model: a grant is the tuple (subjectType:<subject>, grantRelation,
+// documentType:<doc>) or (groupType:<group>#memberRelation, ...), a
+// membership is (subjectType:<subject>, memberRelation, groupType:<group>).
+// +kubebuilder:validation:XValidation:rule="has(self.storeID) != has(self.storeName)",message="set exactly one of storeID and storeName"
+type OpenFGAPermissions struct {
+	// apiURL is OpenFGA's HTTP API, http(s)://host:port. It must be allowed
+	// by the operator's --allowed-target-urls like any HTTP target.
 	// +required
-	// +kubebuilder:validation:MinLength=3
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.-]+:[0-9]{1,5}$|^\[[0-9A-Fa-f:]+\]:[0-9]{1,5}$`
-	Endpoint string `json:"endpoint"`
+	// +kubebuilder:validation:MinLength=8
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://`
+	APIURL string `json:"apiURL"`
 
-	// presharedKeySecretRef selects the Secret key holding SpiceDB's
-	// preshared key; the Secret must be labelled ragcanary.dev/credential=true.
-	// +required
-	PresharedKeySecretRef SecretKeyReference `json:"presharedKeySecretRef"`
-
-	// insecure allows plaintext gRPC; without it the endpoint is reached over
-	// TLS (system roots) and plaintext is refused. With it the key travels
-	// unencrypted: use it only on loopback or a trusted network.
+	// storeID is the store tuples are written to.
 	// +optional
-	Insecure bool `json:"insecure,omitempty"`
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[0-9A-HJKMNP-TV-Z]{26}$`
+	StoreID string `json:"storeID,omitempty"`
 
+	// storeName names the store instead of storeID; it must name exactly
+	// one store. It is resolved once per check and shown in
+	// status.permissions.storeID.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	StoreName string `json:"storeName,omitempty"`
+
+	// authorizationModelID pins the model checks and writes use; empty is
+	// the store's latest model.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^$|^[0-9A-HJKMNP-TV-Z]{26}$`
+	AuthorizationModelID string `json:"authorizationModelID,omitempty"`
+
+	// apiTokenSecretRef selects the Secret key holding OpenFGA's preshared
+	// key, sent as a bearer token to apiURL only; the Secret must be
+	// labelled ragcanary.dev/credential=true.
+	// +required
+	APITokenSecretRef SecretKeyReference `json:"apiTokenSecretRef"`
+
+	// The model's names a grant and a membership are written under.
+	PermissionsMapping `json:",inline"`
+}
+
+// PermissionsMapping names the types and relations ragcanary's permission
+// operations are written as, in SpiceDB and OpenFGA alike.
+type PermissionsMapping struct {
 	// documentType is the definition of documents.
 	// +optional
 	// +kubebuilder:default=document
@@ -289,6 +322,34 @@ type SpiceDBPermissions struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]{1,62}[a-z0-9](/[a-z][a-z0-9_]{1,62}[a-z0-9])?$`
 	SubjectType string `json:"subjectType,omitempty"`
+}
+
+// SpiceDBPermissions maps ragcanary's permission operations onto a SpiceDB
+// schema: a grant is documentType:<doc>#grantRelation@subjectType:<subject>
+// (or @groupType:<group>#memberRelation), a membership is
+// groupType:<group>#memberRelation@subjectType:<subject>.
+type SpiceDBPermissions struct {
+	// endpoint is the gRPC address, host:port. It must be allowed by the
+	// operator's --allowed-target-urls as grpc://host:port.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.-]+:[0-9]{1,5}$|^\[[0-9A-Fa-f:]+\]:[0-9]{1,5}$`
+	Endpoint string `json:"endpoint"`
+
+	// presharedKeySecretRef selects the Secret key holding SpiceDB's
+	// preshared key; the Secret must be labelled ragcanary.dev/credential=true.
+	// +required
+	PresharedKeySecretRef SecretKeyReference `json:"presharedKeySecretRef"`
+
+	// insecure allows plaintext gRPC; without it the endpoint is reached over
+	// TLS (system roots) and plaintext is refused. With it the key travels
+	// unencrypted: use it only on loopback or a trusted network.
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+
+	// The schema names a grant and a membership are written under.
+	PermissionsMapping `json:",inline"`
 }
 
 type CorpusSpec struct {
@@ -399,6 +460,25 @@ type CorpusStatus struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=8
 	MeasurableSurfaces []Surface `json:"measurableSurfaces,omitempty"`
+
+	// permissions is what the last check of the permissions backend
+	// resolved.
+	// +optional
+	Permissions *PermissionsStatus `json:"permissions,omitempty"`
+}
+
+// PermissionsStatus is what a permissions backend check resolved.
+type PermissionsStatus struct {
+	// storeID is the OpenFGA store written to (spec.permissions.openfga.storeName resolved).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	StoreID string `json:"storeID,omitempty"`
+
+	// authorizationModelID is the OpenFGA model that was checked: the
+	// pinned one, or the store's latest when none is pinned.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	AuthorizationModelID string `json:"authorizationModelID,omitempty"`
 }
 
 // Corpus is a RAG system under test: the driver that writes canary documents
