@@ -516,3 +516,13 @@ func (m countingMeter) Float64Histogram(string, ...metric.Float64HistogramOption
 	m.n.Add(1)
 	return noop.Float64Histogram{}, nil
 }
+
+// A reply past the size bound fails instead of filling memory.
+func TestOversizedRepliesFail(t *testing.T) {
+	huge := `{"objects":["` + strings.Repeat("x", 9<<20) + `"]}`
+	f := newFake(t, func(w http.ResponseWriter, _ *http.Request) { reply(w, 200, huge) })
+	_, err := openfga.NewAuthorizer(dialFake(t, f, nil), openfga.Mapping{}, openfga.MinimizeLatency).Readable(context.Background(), "alice")
+	if !driver.IsTransient(err) || !strings.Contains(err.Error(), "response too large") {
+		t.Fatalf("got %v, want a transient 'response too large'", err)
+	}
+}
