@@ -108,7 +108,12 @@ func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (
 	}
 	corpus.Status.Capabilities = toCorpusCapabilities(caps)
 	corpus.Status.MeasurableSurfaces = target.MeasurableSurfaces(corpus.Spec.Surfaces, corpus.Status.Capabilities)
-	if res, stop := r.checkHook(ctx, corpus, resolved.CheckPermissions, "permissions backend", interval); stop {
+	res, stop := r.checkHook(ctx, corpus, resolved.CheckPermissions, "permissions backend", interval)
+	corpus.Status.Permissions = nil
+	if resolved.PermissionsStatus != nil {
+		corpus.Status.Permissions = resolved.PermissionsStatus()
+	}
+	if stop {
 		return res, nil
 	}
 	if res, stop := r.checkHook(ctx, corpus, resolved.CheckDriver, "driver", interval); stop {
@@ -199,6 +204,9 @@ func corpusSecretNames(c *v1alpha1.Corpus) []string {
 	}
 	if p := c.Spec.Permissions; p != nil && p.SpiceDB != nil {
 		out = append(out, p.SpiceDB.PresharedKeySecretRef.Name)
+	}
+	if p := c.Spec.Permissions; p != nil && p.OpenFGA != nil {
+		out = append(out, p.OpenFGA.APITokenSecretRef.Name)
 	}
 	return out
 }

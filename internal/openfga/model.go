@@ -65,7 +65,13 @@ func (c *Client) CheckModel(ctx context.Context) error {
 	if model == nil {
 		return &SchemaProblem{Message: "the OpenFGA store has no authorization model; write one with the types the permissions mapping names"}
 	}
-	return checkModel(model, c.mapping)
+	if err := checkModel(model, c.mapping); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.checked = model.Id
+	c.mu.Unlock()
+	return nil
 }
 
 // EnsureModel writes the mapping's ReferenceModel into a store that has no

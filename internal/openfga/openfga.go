@@ -103,6 +103,16 @@ type Client struct {
 
 	mu       sync.Mutex
 	resolved string
+	// checked is the model the last successful CheckModel read.
+	checked string
+}
+
+// Resolved returns the store ID and the model ID the last checks found;
+// empty before they succeeded.
+func (c *Client) Resolved() (store, model string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.resolved, c.checked
 }
 
 // ulid is the shape of OpenFGA store and model IDs.

@@ -71,6 +71,9 @@ type Corpus struct {
 	// (reachable, key accepted, schema as mapped); nil when permission
 	// changes go to the driver itself.
 	CheckPermissions func(ctx context.Context) error
+	// PermissionsStatus is what CheckPermissions resolved; nil when the
+	// backend leaves nothing to resolve.
+	PermissionsStatus func() *v1alpha1.PermissionsStatus
 	// CheckDriver verifies what the driver needs beyond reachability (for
 	// Postgres: schema, statements, a reader filtered by row-level
 	// security); nil when there is nothing more to check. A user problem

@@ -161,7 +161,17 @@ func permissionsIdentity(p *v1alpha1.Permissions) (string, error) {
 	}
 	id := string(p.Type) + " " + u.String()
 	if s := p.SpiceDB; s != nil {
-		id += " " + strings.Join([]string{s.DocumentType + "#" + s.GrantRelation, s.GroupType + "#" + s.MemberRelation, s.SubjectType}, " ")
+		id += " " + mappingIdentity(s.PermissionsMapping)
+	}
+	if s := p.OpenFGA; s != nil {
+		// One server holds many stores; a store name and an ID name
+		// different things until resolved, so both stay apart.
+		id += " store=" + s.StoreID + " name=" + s.StoreName + " model=" + s.AuthorizationModelID + " " + mappingIdentity(s.PermissionsMapping)
 	}
 	return id, nil
+}
+
+// mappingIdentity is the part of a backend's identity its mapping gives.
+func mappingIdentity(m v1alpha1.PermissionsMapping) string {
+	return strings.Join([]string{m.DocumentType + "#" + m.GrantRelation, m.GroupType + "#" + m.MemberRelation, m.SubjectType}, " ")
 }

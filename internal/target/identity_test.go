@@ -34,8 +34,8 @@ func withStatements(r Recipe, s *v1alpha1.PostgresStatements) Recipe {
 
 func withSpiceDB(r Recipe, endpoint, documentType string) Recipe {
 	r.Permissions = &v1alpha1.Permissions{Type: v1alpha1.PermissionsSpiceDB, SpiceDB: &v1alpha1.SpiceDBPermissions{
-		Endpoint: endpoint, DocumentType: documentType, GrantRelation: "viewer",
-		GroupType: "group", MemberRelation: "member", SubjectType: "user"}}
+		Endpoint: endpoint, PermissionsMapping: v1alpha1.PermissionsMapping{DocumentType: documentType, GrantRelation: "viewer",
+			GroupType: "group", MemberRelation: "member", SubjectType: "user"}}}
 	r.PermissionsKey = []byte("spicedb-key-secret")
 	return r
 }

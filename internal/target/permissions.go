@@ -51,6 +51,13 @@ var permissionsKinds = map[v1alpha1.PermissionsType]permissionsKind{
 		keyRef: func(p *v1alpha1.Permissions) v1alpha1.SecretKeyReference { return p.SpiceDB.PresharedKeySecretRef },
 		open:   openSpiceDBBackend,
 	},
+	v1alpha1.PermissionsOpenFGA: openfgaKind,
+}
+
+// resolvingBackend is a backend whose check resolves names the spec left
+// open (an OpenFGA store name, the latest model), shown in status.
+type resolvingBackend interface {
+	Resolved() *v1alpha1.PermissionsStatus
 }
 
 // withPermissions is a corpus driver whose permission changes go to a
@@ -156,6 +163,9 @@ func (d *Door) attachPermissions(c *Corpus, corpus string, r Recipe) error {
 	}
 	c.Driver = &withPermissions{Driver: c.Driver, perms: backend}
 	c.CheckPermissions = backend.CheckSchema
+	if r, ok := backend.(resolvingBackend); ok {
+		c.PermissionsStatus = r.Resolved
+	}
 	return nil
 }
 
