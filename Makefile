@@ -22,6 +22,7 @@ KUBECTL := $(BIN)/kubectl
 CONTROLLER_GEN := $(BIN)/controller-gen
 HELM := $(BIN)/helm
 SPICEDB := $(BIN)/spicedb
+OPENFGA := $(BIN)/openfga
 KUBELET := $(BIN)/kubelet
 KUBE_SCHEDULER := $(BIN)/kube-scheduler
 KUBE_PROXY := $(BIN)/kube-proxy
@@ -76,7 +77,7 @@ verify: generate manifests ## Regenerate everything and fail if anything differs
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 
 .PHONY: test
-test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) prometheus-tools chromium-tools postgres-tools pglite-tools python-tools image-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser, then the chart on a real one-node cluster (builds or installs its tools on first use).
+test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) prometheus-tools chromium-tools postgres-tools pglite-tools python-tools image-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser, then the chart on a real one-node cluster (builds or installs its tools on first use).
 	$(GO) test ./... -count=1 -timeout 30m
 	$(MAKE) --no-print-directory test-cluster
 
@@ -216,7 +217,7 @@ cluster-down: ## Tear the one-node cluster down: every process, container, mount
 ##@ Tools
 
 .PHONY: tools
-tools: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(CONTROLLER_GEN) $(KUBELET) $(KUBE_SCHEDULER) $(KUBE_PROXY) $(CONTAINERD) $(COREDNS) $(CNI_BRIDGE) ## Build every tool the tests need into bin/ (cached; make -j2 tools builds two at a time).
+tools: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) $(CONTROLLER_GEN) $(KUBELET) $(KUBE_SCHEDULER) $(KUBE_PROXY) $(CONTAINERD) $(COREDNS) $(CNI_BRIDGE) ## Build every tool the tests need into bin/ (cached; make -j2 tools builds two at a time).
 
 .PHONY: envtest-assets
 envtest-assets: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) ## Build kube-apiserver, kube-controller-manager and etcd into bin/ (cached).
@@ -290,6 +291,13 @@ prometheus-tools: ## Install prometheus and promtool from Debian's packages (nee
 $(SPICEDB): hack/tools/spicedb/go.mod
 	@echo "building spicedb from Go modules (first time: about 2-7 min)"
 	cd hack/tools/spicedb && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/authzed/spicedb/cmd/spicedb
+
+# OpenFGA, the relationship-based authorization server the OpenFGA tests run
+# against (internal/openfga/openfgatest starts it on loopback, playground and
+# tracing off).
+$(OPENFGA): hack/tools/openfga/go.mod
+	@echo "building openfga from Go modules (first time: about 4-8 min)"
+	cd hack/tools/openfga && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/openfga/openfga/cmd/openfga
 
 .PHONY: chromium-tools
 chromium-tools: ## Install chromium from Debian's packages for the HTML report test (needs root or sudo).
