@@ -16,9 +16,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/openfga"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/spicedb"
 )
+
+// defaultConsistency is both engines' name for their fastest reads.
+const defaultConsistency = "minimize_latency"
 
 // shutdownGrace bounds how long in-flight requests may finish on SIGTERM.
 const shutdownGrace = 10 * time.Second
@@ -35,9 +39,14 @@ type options struct {
 	logLevel   string
 	filterMode string
 	faultScope string
-	// authzEndpoint and authzConsistency configure SpiceDB at query time.
+	// authzEndpoint (SpiceDB) or openfgaURL and openfgaStore (OpenFGA)
+	// choose the query-time authorization engine; authzConsistency and
+	// authzFilter say how it is asked.
 	authzEndpoint    string
+	openfgaURL       string
+	openfgaStore     string
 	authzConsistency string
+	authzFilter      string
 	cfg              ragtarget.Config
 }
 
@@ -85,7 +94,10 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.faultScope, "fault-scope", string(ragtarget.FaultScopeAll), "calls faults apply to: all, persona (search, answer, conversations) or source (documents, grants, groups)")
 	fs.Uint64Var(&c.Faults.Seed, "fault-seed", 0, "seed for the fault sequence; 0 picks a random one")
 	fs.StringVar(&o.authzEndpoint, "authz-spicedb-endpoint", "", "ask SpiceDB (HOST:PORT, plaintext gRPC; key from $RAGTARGET_SPICEDB_KEY) at query time which documents a persona may read, instead of the index's own ACL sync")
-	fs.StringVar(&o.authzConsistency, "authz-consistency", string(spicedb.MinimizeLatency), "SpiceDB consistency of query-time lookups: minimize_latency (quantized, may lag revocations) or fully_consistent")
+	fs.StringVar(&o.openfgaURL, "authz-openfga-url", "", "ask OpenFGA (http://HOST:PORT of its HTTP API; token from $RAGTARGET_OPENFGA_TOKEN) at query time which documents a persona may read, instead of the index's own ACL sync")
+	fs.StringVar(&o.openfgaStore, "authz-openfga-store", "", "ID of the OpenFGA store holding the tuples; the reference model is written into it when it has none")
+	fs.StringVar(&o.authzConsistency, "authz-consistency", defaultConsistency, "consistency of query-time lookups: minimize_latency (SpiceDB: quantized; OpenFGA: its caches; both may lag revocations), fully_consistent (SpiceDB) or higher_consistency (OpenFGA)")
+	fs.StringVar(&o.authzFilter, "authz-filter", string(ragtarget.FilterPrefilter), "where OpenFGA's permission filter applies: prefilter (ListObjects filters retrieval) or postfilter (check each of --candidate-depth unfiltered hits); SpiceDB answers prefilter only")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: ragtarget [flags]\n\nReference permission-aware RAG service implementing the ragcanary driver contract v1.1.\nTokens are never logged.\n\nflags:\n")
@@ -149,9 +161,30 @@ func (o *options) complete(logger *slog.Logger) error {
 	o.cfg.FilterMode = ragtarget.FilterMode(o.filterMode)
 	o.cfg.Faults.Scope = ragtarget.FaultScope(o.faultScope)
 	o.cfg.Logger = logger
-	if o.authzEndpoint != "" {
+	return o.completeAuthz()
+}
+
+// completeAuthz builds the query-time engine's settings. Which
+// consistencies an engine knows, and that only one engine is chosen, the
+// service's own validation says; here only what it cannot see: flags that
+// configure no engine, and postfilter asked of SpiceDB (which ragtarget
+// asks with LookupResources only).
+func (o *options) completeAuthz() error {
+	spice, fga := o.authzEndpoint != "", o.openfgaURL != "" || o.openfgaStore != ""
+	filter := ragtarget.FilterMode(o.authzFilter)
+	switch {
+	case !spice && !fga && (o.authzConsistency != defaultConsistency || filter != ragtarget.FilterPrefilter):
+		return errors.New("--authz-consistency and --authz-filter need --authz-spicedb-endpoint or --authz-openfga-url")
+	case spice && !fga && filter != ragtarget.FilterPrefilter:
+		return fmt.Errorf("--authz-filter %s needs OpenFGA: SpiceDB is asked for the readable set only (prefilter)", o.authzFilter)
+	}
+	if spice {
 		o.cfg.Authz = &ragtarget.SpiceDBAuthz{Endpoint: o.authzEndpoint, Key: os.Getenv("RAGTARGET_SPICEDB_KEY"),
 			Consistency: spicedb.Consistency(o.authzConsistency)}
+	}
+	if fga {
+		o.cfg.OpenFGA = &ragtarget.OpenFGAAuthz{URL: o.openfgaURL, Store: o.openfgaStore, Token: os.Getenv("RAGTARGET_OPENFGA_TOKEN"),
+			Consistency: openfga.Consistency(o.authzConsistency), Filter: filter}
 	}
 	return nil
 }

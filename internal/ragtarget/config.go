@@ -120,6 +120,10 @@ type Config struct {
 	// Authz, when set, filters retrieval by SpiceDB at query time instead of
 	// by the index's own access lists (the ACL sync then no longer matters).
 	Authz *SpiceDBAuthz
+	// OpenFGA, when set, does the same with OpenFGA; set at most one of
+	// Authz and OpenFGA. FilterMode then no longer matters: OpenFGA's own
+	// Filter says where its permission filter applies.
+	OpenFGA *OpenFGAAuthz
 
 	// Clock drives sync schedules, replica lag and cache expiry; the real
 	// clock when nil. Tests inject a fake clock to step through sync ticks.
@@ -163,6 +167,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.OpenFGA != nil {
+		c.OpenFGA = c.OpenFGA.withDefaults()
+	}
 	return c
 }
 
@@ -204,9 +211,7 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("max conversations must be at least 1"))
 	}
 	errs = append(errs, c.Faults.validate())
-	if c.Authz != nil {
-		errs = append(errs, c.Authz.validate())
-	}
+	errs = append(errs, c.validateAuthz())
 	return errors.Join(errs...)
 }
 

@@ -18,7 +18,6 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	"github.com/ragcanary/ragcanary/internal/spicedb"
 )
 
 // Service is a running reference RAG system.
@@ -34,7 +33,9 @@ type Service struct {
 	conversations *conversationStore
 	handler       http.Handler
 	// authz, when set, decides at query time which documents a principal reads.
-	authz *spicedb.Authorizer
+	authz authorizer
+	// check, when set, is authz deciding for postfilter's candidates.
+	check checker
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -50,12 +51,8 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, src: newSource(), cache: newAnswerCache(cfg.AnswerCacheTTL, cfg.Clock),
 		conversations: newConversationStore(cfg.MaxConversations)}
-	if cfg.Authz != nil {
-		a, err := newAuthorizer(cfg.Authz)
-		if err != nil {
-			return nil, err
-		}
-		s.authz = a
+	if err := s.connectAuthz(); err != nil {
+		return nil, err
 	}
 	if err := s.buildReplicas(); err != nil {
 		return nil, err
@@ -202,6 +199,13 @@ func (s *Service) invalidateCache(affected map[string]struct{}) {
 	if s.cfg.CacheIgnoresACLChanges {
 		return
 	}
+	if s.authz != nil {
+		// The index's access lists say nothing about who reads a document
+		// the engine decides for: a deleted or rewritten document may be in
+		// any persona's answers.
+		s.cache.invalidate(s.personas())
+		return
+	}
 	expanded := make(map[string]struct{}, len(affected))
 	for p := range affected {
 		expanded[p] = struct{}{}
@@ -210,6 +214,15 @@ func (s *Service) invalidateCache(affected map[string]struct{}) {
 		}
 	}
 	s.cache.invalidate(expanded)
+}
+
+// personas are the principals of every persona token.
+func (s *Service) personas() map[string]struct{} {
+	out := make(map[string]struct{}, len(s.cfg.Tokens))
+	for _, p := range s.cfg.Tokens {
+		out[p] = struct{}{}
+	}
+	return out
 }
 
 // principalsFor is the set a persona's query is filtered by.
@@ -229,11 +242,8 @@ func (s *Service) pick() *replica {
 // search runs one retrieval as principal on the next replica.
 func (s *Service) search(ctx context.Context, principal, q string, k int) ([]scoredChunk, error) {
 	if s.authz != nil {
-		ids, err := s.authz.Readable(ctx, principal)
-		if err != nil {
-			return nil, err
-		}
-		return s.pick().searchReadable(ctx, q, k, ids)
+		hits, _, err := s.authorizedSearch(ctx, principal, q, k)
+		return hits, err
 	}
 	return s.pick().search(ctx, q, k, s.principalsFor(principal), s.cfg.FilterMode, s.cfg.CandidateDepth)
 }
@@ -241,16 +251,10 @@ func (s *Service) search(ctx context.Context, principal, q string, k int) ([]sco
 // answer builds an answer from the top passages, served from the cache when
 // a fresh entry exists.
 func (s *Service) answer(ctx context.Context, principal, question string) (answer, error) {
-	key := principal
 	if s.authz != nil {
-		// The cache cannot hear SpiceDB's changes: key it by the readable set.
-		ids, err := s.authz.Readable(ctx, principal)
-		if err != nil {
-			return answer{}, err
-		}
-		key = principal + "\x00" + readableKey(ids)
+		return s.authorizedAnswer(ctx, principal, question)
 	}
-	if a, ok := s.cache.get(key, question); ok {
+	if a, ok := s.cache.get(principal, question); ok {
 		return a, nil
 	}
 	hits, err := s.search(ctx, principal, question, s.cfg.AnswerPassages)
@@ -258,6 +262,25 @@ func (s *Service) answer(ctx context.Context, principal, question string) (answe
 		return answer{}, err
 	}
 	a := composeAnswer(question, hits)
-	s.cache.put(key, question, a)
+	s.cache.put(principal, question, a)
+	return a, nil
+}
+
+// authorizedAnswer is answer when an engine decides: the cache cannot hear
+// the engine's changes, so an answer is cached under the permission state
+// its passages were filtered by (see authorizedSearch), and retrieval runs
+// first to learn that state. The principal stays the entry's own key so
+// invalidateCache still reaches it.
+func (s *Service) authorizedAnswer(ctx context.Context, principal, question string) (answer, error) {
+	hits, view, err := s.authorizedSearch(ctx, principal, question, s.cfg.AnswerPassages)
+	if err != nil {
+		return answer{}, err
+	}
+	keyed := view + "\x00" + question
+	if a, ok := s.cache.get(principal, keyed); ok {
+		return a, nil
+	}
+	a := composeAnswer(question, hits)
+	s.cache.put(principal, keyed, a)
 	return a, nil
 }
