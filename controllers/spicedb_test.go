@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -115,7 +115,14 @@ func spicedbRuns(t *testing.T, ns string, n int, method v1alpha1.RevocationMetho
 // bounds, sorted.
 func upperBounds(t *testing.T, runs []*v1alpha1.CanaryRun) []time.Duration {
 	t.Helper()
-	var uppers []time.Duration
+	_, uppers := exclusionBounds(t, runs)
+	return uppers
+}
+
+// exclusionBounds checks every run was excluded and returns its search
+// lower and upper bounds, each sorted.
+func exclusionBounds(t *testing.T, runs []*v1alpha1.CanaryRun) (lowers, uppers []time.Duration) {
+	t.Helper()
 	for _, run := range runs {
 		if run.Status.Verdict != v1alpha1.VerdictSLOMet {
 			t.Fatalf("%s: verdict %s (%s), want SLOMet", run.Name, run.Status.Verdict, run.Status.Message)
@@ -124,12 +131,14 @@ func upperBounds(t *testing.T, runs []*v1alpha1.CanaryRun) []time.Duration {
 		if b == nil || b.Lower == nil || b.Upper == nil || b.Lower.Duration < 0 || b.Upper.Duration < b.Lower.Duration {
 			t.Fatalf("%s: bounds %+v, want a closed interval", run.Name, b)
 		}
+		lowers = append(lowers, b.Lower.Duration)
 		uppers = append(uppers, b.Upper.Duration)
 		t.Logf("%s: search exclusion [%s, %s], visible after %s", run.Name, b.Lower.Duration, b.Upper.Duration, run.Status.TimeToVisibility.Duration)
 	}
-	sort.Slice(uppers, func(i, j int) bool { return uppers[i] < uppers[j] })
-	t.Logf("search exclusion upper bounds: %v", uppers)
-	return uppers
+	slices.Sort(lowers)
+	slices.Sort(uppers)
+	t.Logf("search exclusion lower bounds: %v; upper bounds: %v", lowers, uppers)
+	return lowers, uppers
 }
 
 // probeSlack bounds one probe's duration and the interval's jitter on this

@@ -86,9 +86,9 @@ func (c *Client) EnsureModel(ctx context.Context) error {
 			return err
 		}
 		if model == nil {
-			if err := c.writeModel(ctx); err != nil {
-				return err
-			}
+			// The model written is the mapping's own; reading it back
+			// could reach a read replica that has not seen it yet.
+			return c.writeModel(ctx)
 		}
 	}
 	return c.CheckModel(ctx)
@@ -99,8 +99,14 @@ func (c *Client) writeModel(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, resp, err := c.api.OpenFgaApi.WriteAuthorizationModel(ctx, store).Body(ReferenceModel(c.mapping)).Execute()
-	return classify("WriteAuthorizationModel", resp, err)
+	reply, resp, err := c.api.OpenFgaApi.WriteAuthorizationModel(ctx, store).Body(ReferenceModel(c.mapping)).Execute()
+	if err != nil {
+		return classify("WriteAuthorizationModel", resp, err)
+	}
+	c.mu.Lock()
+	c.checked = reply.AuthorizationModelId
+	c.mu.Unlock()
+	return nil
 }
 
 // model reads the store's pinned or latest model; nil when the store has

@@ -46,6 +46,10 @@ type Options struct {
 	// CacheTTL is the TTL of every cache enabled above and the cache
 	// controller's interval; OpenFGA's 10s default when zero.
 	CacheTTL time.Duration
+	// CacheControllerTTL, when set, is the cache controller's interval
+	// instead of CacheTTL: how often a request may make it read the
+	// changelog.
+	CacheControllerTTL time.Duration
 	// DatastoreURI is a PostgreSQL URI (the schema is migrated before the
 	// server starts); the in-memory datastore when empty.
 	DatastoreURI string
@@ -124,19 +128,24 @@ func runArgs(opts Options, httpAddr, grpcAddr string) []string {
 		// test needs.
 		"--log-level", "warn",
 	}
+	controllerTTL := opts.CacheTTL
+	if opts.CacheControllerTTL != 0 {
+		controllerTTL = opts.CacheControllerTTL
+	}
 	caches := []struct {
 		on         bool
 		flag, ttls string
+		ttl        time.Duration
 	}{
-		{opts.CheckQueryCache, "--check-query-cache-enabled", "--check-query-cache-ttl"},
-		{opts.CheckIteratorCache, "--check-iterator-cache-enabled", "--check-iterator-cache-ttl"},
-		{opts.ListObjectsIteratorCache, "--list-objects-iterator-cache-enabled", "--list-objects-iterator-cache-ttl"},
-		{opts.CacheController, "--cache-controller-enabled", "--cache-controller-ttl"},
+		{opts.CheckQueryCache, "--check-query-cache-enabled", "--check-query-cache-ttl", opts.CacheTTL},
+		{opts.CheckIteratorCache, "--check-iterator-cache-enabled", "--check-iterator-cache-ttl", opts.CacheTTL},
+		{opts.ListObjectsIteratorCache, "--list-objects-iterator-cache-enabled", "--list-objects-iterator-cache-ttl", opts.CacheTTL},
+		{opts.CacheController, "--cache-controller-enabled", "--cache-controller-ttl", controllerTTL},
 	}
 	for _, c := range caches {
 		args = append(args, fmt.Sprintf("%s=%t", c.flag, c.on))
-		if c.on && opts.CacheTTL != 0 {
-			args = append(args, c.ttls, opts.CacheTTL.String())
+		if c.on && c.ttl != 0 {
+			args = append(args, c.ttls, c.ttl.String())
 		}
 	}
 	return args
