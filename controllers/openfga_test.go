@@ -54,10 +54,10 @@ var openfgaSettings = []openfgaSetting{
 	{name: "caches-off", consistency: openfga.MinimizeLatency},
 	{name: "check-query-cache", consistency: openfga.MinimizeLatency, window: openfgaTTL,
 		stale: map[ragtarget.FilterMode]bool{ragtarget.FilterPostfilter: true},
-		opts: openfgatest.Options{CheckQueryCache: true, CacheTTL: openfgaTTL}},
+		opts:  openfgatest.Options{CheckQueryCache: true, CacheTTL: openfgaTTL}},
 	{name: "iterator-caches", consistency: openfga.MinimizeLatency, window: openfgaTTL,
 		stale: map[ragtarget.FilterMode]bool{ragtarget.FilterPrefilter: true},
-		opts: openfgatest.Options{CheckIteratorCache: true, ListObjectsIteratorCache: true, CacheTTL: openfgaTTL}},
+		opts:  openfgatest.Options{CheckIteratorCache: true, ListObjectsIteratorCache: true, CacheTTL: openfgaTTL}},
 	// The controller reads the changelog at most every 500ms, well inside
 	// the caches' 4s TTL: the window is its interval, not the caches' TTL
 	// (with both at 2s, Check stayed stale for 1.6–1.8s).
