@@ -142,7 +142,7 @@ func (s *Service) serveChat(w http.ResponseWriter, r *http.Request) {
 	}
 	reply := s.newCompletion(req, ans)
 	if req.Stream {
-		streamCompletion(w, reply)
+		s.streamCompletion(w, r, principal, reply, ans)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -308,29 +308,6 @@ type chatChunk struct {
 	Created int64             `json:"created"`
 	Model   string            `json:"model"`
 	Choices []chatChunkChoice `json:"choices"`
-}
-
-// streamCompletion sends reply as server-sent events the way OpenAI does,
-// flushing each so a client sees pieces as they are written, then [DONE].
-// A client that went away ends the stream at the next write.
-func streamCompletion(w http.ResponseWriter, reply chatCompletion) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	send := func(data []byte) bool {
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", data); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
-	for _, c := range streamChunks(reply) {
-		b, err := json.Marshal(c)
-		if err != nil || !send(b) {
-			return
-		}
-	}
-	send([]byte("[DONE]"))
 }
 
 // streamChunks cuts the reply into chunks: the role first (with empty

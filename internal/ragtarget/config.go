@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -117,6 +118,20 @@ type Config struct {
 	// Faults configures fault injection.
 	Faults Faults
 
+	// StreamChunkInterval is the pause before each streamed chat chunk
+	// after the first, so a stream lasts long enough to be revoked mid-way;
+	// zero streams at once.
+	StreamChunkInterval time.Duration
+	// StreamReauthorize says when a streaming answer re-checks the
+	// persona's access to the documents it draws on; never by default.
+	StreamReauthorize StreamReauthorize
+
+	// DigestInterval is how often a digest document is derived per
+	// collection of documents (see digest.go); zero derives none.
+	DigestInterval time.Duration
+	// DigestACL decides who may read a digest; most-restrictive when empty.
+	DigestACL DigestACL
+
 	// Authz, when set, filters retrieval by SpiceDB at query time instead of
 	// by the index's own access lists (the ACL sync then no longer matters).
 	Authz *SpiceDBAuthz
@@ -160,6 +175,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Faults.Scope == "" {
 		c.Faults.Scope = FaultScopeAll
+	}
+	if c.StreamReauthorize.Mode == "" {
+		c.StreamReauthorize.Mode = ReauthorizeNone
+	}
+	if c.DigestACL == "" {
+		c.DigestACL = DigestMostRestrictive
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
@@ -212,6 +233,104 @@ func (c Config) validate() error {
 	}
 	errs = append(errs, c.Faults.validate())
 	errs = append(errs, c.validateAuthz())
+	errs = append(errs, c.validateStreaming(), c.validateDigest())
+	return errors.Join(errs...)
+}
+
+// ReauthorizeMode names when a stream re-checks access.
+type ReauthorizeMode string
+
+const (
+	// ReauthorizeNone never re-checks: a stream begun before a revocation
+	// runs to its end, as most assistants' streams do.
+	ReauthorizeNone ReauthorizeMode = "none"
+	// ReauthorizePerChunk re-checks before every content chunk.
+	ReauthorizePerChunk ReauthorizeMode = "per-chunk"
+	// ReauthorizeInterval re-checks before a content chunk once Every has
+	// passed since the last decision.
+	ReauthorizeInterval ReauthorizeMode = "interval"
+)
+
+// StreamReauthorize is the --stream-reauthorize policy.
+type StreamReauthorize struct {
+	// Mode is none, per-chunk or interval.
+	Mode ReauthorizeMode
+	// Every is the interval mode's period; zero in the other modes.
+	Every time.Duration
+}
+
+// ParseStreamReauthorize reads none, per-chunk or interval=D.
+func ParseStreamReauthorize(v string) (StreamReauthorize, error) {
+	mode, every, hasEvery := strings.Cut(v, "=")
+	switch {
+	case !hasEvery && (mode == string(ReauthorizeNone) || mode == string(ReauthorizePerChunk)):
+		return StreamReauthorize{Mode: ReauthorizeMode(mode)}, nil
+	case hasEvery && mode == string(ReauthorizeInterval):
+		d, err := time.ParseDuration(every)
+		if err != nil || d <= 0 {
+			return StreamReauthorize{}, fmt.Errorf("%q: the interval must be a positive duration, e.g. interval=2s", v)
+		}
+		return StreamReauthorize{Mode: ReauthorizeInterval, Every: d}, nil
+	}
+	return StreamReauthorize{}, fmt.Errorf("%q is not one of none, per-chunk, interval=D", v)
+}
+
+// String is the flag form ParseStreamReauthorize reads.
+func (r StreamReauthorize) String() string {
+	if r.Mode == ReauthorizeInterval {
+		return string(r.Mode) + "=" + r.Every.String()
+	}
+	return string(r.Mode)
+}
+
+func (c Config) validateStreaming() error {
+	var errs []error
+	if c.StreamChunkInterval < 0 {
+		errs = append(errs, errors.New("the stream chunk interval must not be negative"))
+	}
+	switch r := c.StreamReauthorize; {
+	case r.Mode == ReauthorizeInterval && r.Every <= 0:
+		errs = append(errs, errors.New("stream reauthorize interval needs a positive period (interval=D)"))
+	case r.Mode == ReauthorizeNone || r.Mode == ReauthorizePerChunk:
+		if r.Every != 0 {
+			errs = append(errs, fmt.Errorf("stream reauthorize %s takes no period; use interval=D", r.Mode))
+		}
+	case r.Mode != ReauthorizeInterval:
+		errs = append(errs, fmt.Errorf("stream reauthorize %q is not one of none, per-chunk, interval=D", r.Mode))
+	}
+	return errors.Join(errs...)
+}
+
+// DigestACL is the rule deciding who may read a digest document.
+type DigestACL string
+
+const (
+	// DigestMostRestrictive lets read a digest only the principals allowed
+	// on every document it was built from: the correct lineage rule.
+	DigestMostRestrictive DigestACL = "most-restrictive"
+	// DigestUnion lets read it anyone allowed on any of its sources: the
+	// bug by which a restricted fact escapes to its neighbours' readers.
+	DigestUnion DigestACL = "union"
+	// DigestPublic lets every persona read it: the bug by which a
+	// restricted fact escapes into a "general" collection.
+	DigestPublic DigestACL = "public"
+)
+
+func (c Config) validateDigest() error {
+	var errs []error
+	if c.DigestInterval < 0 {
+		errs = append(errs, errors.New("the digest interval must not be negative"))
+	}
+	switch c.DigestACL {
+	case DigestMostRestrictive, DigestUnion, DigestPublic:
+	default:
+		errs = append(errs, fmt.Errorf("digest ACL %q is not one of most-restrictive, union, public", c.DigestACL))
+	}
+	if c.DigestInterval > 0 && (c.Authz != nil || c.OpenFGA != nil) {
+		// The engine decides every read and holds no relationship for a
+		// document ragtarget itself wrote: the digest's ACL would decide nothing.
+		errs = append(errs, errors.New("digests need the index's own access lists: a query-time engine (SpiceDB, OpenFGA) holds no grants for a digest"))
+	}
 	return errors.Join(errs...)
 }
 

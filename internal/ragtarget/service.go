@@ -36,6 +36,8 @@ type Service struct {
 	authz authorizer
 	// check, when set, is authz deciding for postfilter's candidates.
 	check checker
+	// digests is the derived-document job's state (digest.go).
+	digests digester
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -92,16 +94,38 @@ func (s *Service) buildReplicas() error {
 // Handler serves the driver contract.
 func (s *Service) Handler() http.Handler { return s.handler }
 
-// Start runs the content and ACL sync schedules until ctx ends or Close is
-// called. The tickers exist when Start returns, so a test stepping a fake
-// clock right after Start cannot miss a tick.
+// Start runs the content and ACL sync schedules, and the digest job when
+// configured, until ctx ends or Close is called. The tickers exist when
+// Start returns, so a test stepping a fake clock right after Start cannot
+// miss a tick.
 func (s *Service) Start(ctx context.Context) {
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.startLoop(ctx, SyncContent, s.cfg.ContentSyncInterval)
 	s.startLoop(ctx, SyncACL, s.cfg.ACLSyncInterval)
+	if s.cfg.DigestInterval > 0 {
+		s.runEvery(ctx, s.cfg.DigestInterval, s.writeDigests)
+	}
 }
 
 func (s *Service) startLoop(ctx context.Context, kind SyncKind, every time.Duration) {
+	s.runEvery(ctx, every, func() {
+		began := s.cfg.Clock.Now()
+		changed, err := s.ix.sync(kind)
+		if err != nil {
+			s.cfg.Logger.Error("index sync failed", "kind", string(kind), "error", err)
+		}
+		// When each change reached the index: the truth a test
+		// holds a measured exclusion against.
+		if len(changed) > 0 {
+			s.cfg.Logger.Debug("index sync applied", "kind", string(kind), "began", began.UTC().Format(time.RFC3339Nano),
+				"documents", strings.Join(changed, ","))
+		}
+	})
+}
+
+// runEvery runs job on every tick of a ticker made before it returns, until
+// ctx ends; Close waits for it.
+func (s *Service) runEvery(ctx context.Context, every time.Duration, job func()) {
 	t := s.cfg.Clock.NewTicker(every)
 	s.wg.Add(1)
 	go func() {
@@ -112,23 +136,13 @@ func (s *Service) startLoop(ctx context.Context, kind SyncKind, every time.Durat
 			case <-ctx.Done():
 				return
 			case <-t.C():
-				began := s.cfg.Clock.Now()
-				changed, err := s.ix.sync(kind)
-				if err != nil {
-					s.cfg.Logger.Error("index sync failed", "kind", string(kind), "error", err)
-				}
-				// When each change reached the index: the truth a test
-				// holds a measured exclusion against.
-				if len(changed) > 0 {
-					s.cfg.Logger.Debug("index sync applied", "kind", string(kind), "began", began.UTC().Format(time.RFC3339Nano),
-						"documents", strings.Join(changed, ","))
-				}
+				job()
 			}
 		}
 	}()
 }
 
-// Close stops the schedules and releases the indexes.
+// Close stops the schedules (and the digest job) and releases the indexes.
 func (s *Service) Close() error {
 	var err error
 	s.stopOnce.Do(func() {
