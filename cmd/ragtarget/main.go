@@ -47,7 +47,10 @@ type options struct {
 	openfgaStore     string
 	authzConsistency string
 	authzFilter      string
-	cfg              ragtarget.Config
+	// streamReauthorize and digestACL are parsed into the config by complete.
+	streamReauthorize string
+	digestACL         string
+	cfg               ragtarget.Config
 }
 
 // tokenList collects repeatable --token token=principal flags. String never
@@ -98,6 +101,10 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.openfgaStore, "authz-openfga-store", "", "ID of the OpenFGA store holding the tuples; the reference model is written into it when it has none")
 	fs.StringVar(&o.authzConsistency, "authz-consistency", defaultConsistency, "consistency of query-time lookups: minimize_latency (SpiceDB: quantized; OpenFGA: its caches; both may lag revocations), fully_consistent (SpiceDB) or higher_consistency (OpenFGA)")
 	fs.StringVar(&o.authzFilter, "authz-filter", string(ragtarget.FilterPrefilter), "where OpenFGA's permission filter applies: prefilter (ListObjects filters retrieval) or postfilter (check each of --candidate-depth unfiltered hits); SpiceDB answers prefilter only")
+	fs.DurationVar(&c.StreamChunkInterval, "stream-chunk-interval", 0, "pause between the chunks of a streamed chat completion, so a stream can be revoked mid-way; 0 streams at once")
+	fs.StringVar(&o.streamReauthorize, "stream-reauthorize", string(ragtarget.ReauthorizeNone), "re-check a streaming answer's documents: none, per-chunk (before every content chunk) or interval=D (once D passed since the last check); a lost access ends the stream with an access_revoked error event")
+	fs.DurationVar(&c.DigestInterval, "digest-interval", 0, "derive a digest document per collection (document ID up to its first '-') of recent documents this often, written into the source like any document; 0 derives none")
+	fs.StringVar(&o.digestACL, "digest-acl", string(ragtarget.DigestMostRestrictive), "who may read a digest: most-restrictive (readers of every source, correct), union (readers of any source, a bug) or public (every persona, a bug)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: ragtarget [flags]\n\nReference permission-aware RAG service implementing the ragcanary driver contract v1.1.\nTokens are never logged.\n\nflags:\n")
@@ -160,7 +167,13 @@ func (o *options) complete(logger *slog.Logger) error {
 	o.cfg.Tokens = tokens
 	o.cfg.FilterMode = ragtarget.FilterMode(o.filterMode)
 	o.cfg.Faults.Scope = ragtarget.FaultScope(o.faultScope)
+	o.cfg.DigestACL = ragtarget.DigestACL(o.digestACL)
 	o.cfg.Logger = logger
+	reauth, err := ragtarget.ParseStreamReauthorize(o.streamReauthorize)
+	if err != nil {
+		return fmt.Errorf("--stream-reauthorize %w", err)
+	}
+	o.cfg.StreamReauthorize = reauth
 	return o.completeAuthz()
 }
 
