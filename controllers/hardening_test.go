@@ -433,7 +433,11 @@ func TestHardeningSetupDeadline(t *testing.T) {
 		return false
 	})
 	ns := hardFixture(t, tg.url, testMalloryToken)
-	const setupDeadline = 3 * time.Second
+	// Retries come every sourceRetry (2s) and the deadline counts from the
+	// creation timestamp, which has whole seconds: it can fall up to 1s
+	// early. With 3s, a first PUT half a second in left no room for a
+	// retry (CI saw one PUT): leave room for a slow first PUT and a retry.
+	const setupDeadline = 3*sourceRetry + 2*time.Second
 	run := crRunSpec(ns, 10*time.Second, v1alpha1.SurfaceSearch)
 	run.Spec.Probing.VisibilityTimeout = metav1.Duration{Duration: setupDeadline}
 	crCreate(t, run)
