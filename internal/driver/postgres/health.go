@@ -90,10 +90,18 @@ func (d *Driver) prepareSide(ctx context.Context, reads bool) (*prepared, error)
 		pool, names = d.reader, readerStatements
 	}
 	if err := d.prepareOn(wctx, pool, p, names); err != nil {
-		if reads {
-			return nil, d.readerBehind(wctx, p, err)
+		if !reads {
+			return nil, err
 		}
-		return nil, err
+		if err = d.readerBehind(wctx, p, err); !isWait(err) && d.prepareOn(wctx, pool, p, names) == nil {
+			// A standby can replay the schema between the refused prepare
+			// and the position readerBehind compares: it caught up, and
+			// only a second refusal stands.
+			err = nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	d.mu.Lock()
 	if reads {
@@ -253,4 +261,10 @@ func (d *Driver) checkReader(ctx context.Context) error {
 			"the reader role %q owns %s.chunks, and row-level security is not forced: owners bypass it", role, d.schema)}
 	}
 	return nil
+}
+
+// isWait reports whether err is a check error that waits rather than refuses.
+func isWait(err error) bool {
+	var ce *CheckError
+	return errors.As(err, &ce) && ce.Wait
 }
