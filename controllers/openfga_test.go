@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -114,25 +113,13 @@ func waitReplicated(t *testing.T, srv *openfgatest.Server, store, what string, d
 // with consistency and filter, and returns its URL.
 func startOpenFGATarget(t *testing.T, srv *openfgatest.Server, store string, consistency openfga.Consistency, filter ragtarget.FilterMode) string {
 	t.Helper()
-	svc, err := ragtarget.New(ragtarget.Config{
-		SourceToken:         testSourceToken,
-		Tokens:              map[string]string{testAliceToken: "alice", testMalloryToken: "mallory"},
+	_, url := startRagtarget(t, ragtarget.Config{
+		Tokens:              engineTokens,
 		ContentSyncInterval: 100 * time.Millisecond,
 		ACLSyncInterval:     time.Hour, // unused: OpenFGA decides
 		OpenFGA:             &ragtarget.OpenFGAAuthz{URL: srv.URL, Store: store, Token: srv.Token, Consistency: consistency, Filter: filter},
 	})
-	if err != nil {
-		t.Fatalf("starting ragtarget with OpenFGA: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	web := httptest.NewServer(svc.Handler())
-	t.Cleanup(func() {
-		web.Close()
-		cancel()
-		_ = svc.Close()
-	})
-	return web.URL
+	return url
 }
 
 // openfgaFixture creates a corpus whose permissions live in srv's store

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -31,26 +30,18 @@ const spicedbInterval = 200 * time.Millisecond
 func startSpiceDBTarget(t *testing.T, consistency spicedb.Consistency) (string, *spicedbtest.Server) {
 	t.Helper()
 	db := spicedbtest.Start(t, spicedbtest.Options{Quantization: quantization, NoExtraStaleness: true})
-	svc, err := ragtarget.New(ragtarget.Config{
-		SourceToken:         testSourceToken,
-		Tokens:              map[string]string{testAliceToken: "alice", testMalloryToken: "mallory"},
+	_, url := startRagtarget(t, ragtarget.Config{
+		Tokens:              engineTokens,
 		ContentSyncInterval: 100 * time.Millisecond,
 		ACLSyncInterval:     time.Hour, // unused: SpiceDB decides
 		Authz:               &ragtarget.SpiceDBAuthz{Endpoint: db.Endpoint, Key: db.Key, Consistency: consistency},
 	})
-	if err != nil {
-		t.Fatalf("starting ragtarget with SpiceDB: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	srv := httptest.NewServer(svc.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		_ = svc.Close()
-	})
-	return srv.URL, db
+	return url, db
 }
+
+// engineTokens map the personas' tokens to the subjects an authorization
+// engine holds tuples for.
+var engineTokens = map[string]string{testAliceToken: "alice", testMalloryToken: "mallory"}
 
 // spicedbFixture creates a corpus whose permissions live in db, and personas
 // alice (in group engineering) and mallory.

@@ -8,16 +8,12 @@ package openfgatest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -79,11 +75,11 @@ func Start(t testing.TB, opts Options) *Server {
 	// A directory of its own: OpenFGA reads ./config.yaml and
 	// $HOME/.openfga/config.yaml, which must not change what a test runs.
 	home := t.TempDir()
-	s := &Server{Token: randomKey(t), log: &testutil.LockedBuffer{}}
+	s := &Server{Token: testutil.RandomKey(t, "openfga-test-"), log: &testutil.LockedBuffer{}}
 	if opts.DatastoreURI != "" {
 		migrate(t, bin, home, opts.DatastoreURI)
 	}
-	httpAddr, grpcAddr := "127.0.0.1:"+freePort(t), "127.0.0.1:"+freePort(t)
+	httpAddr, grpcAddr := "127.0.0.1:"+testutil.FreePort(t), "127.0.0.1:"+testutil.FreePort(t)
 	s.URL = "http://" + httpAddr
 	cmd := exec.Command(bin, runArgs(opts, httpAddr, grpcAddr)...)
 	cmd.Dir = home
@@ -290,43 +286,13 @@ func binary() (string, error) {
 		}
 		return p, nil
 	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
+	p, err := testutil.RepoBinary("openfga")
+	switch {
+	case err == nil:
+		return p, nil
+	case p != "":
+		return "", fmt.Errorf("%s not found: "+build, p, p)
+	default:
+		return "", fmt.Errorf("%v: "+build, err, "bin/openfga")
 	}
-	for {
-		p := filepath.Join(dir, "bin", "openfga")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		// The repository's root ends the search; hack/tools modules have
-		// go.mod files of their own.
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && !strings.Contains(dir, "hack") {
-			return "", fmt.Errorf("%s not found: "+build, p, p)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("bin/openfga not found above the working directory: "+build, "bin/openfga")
-		}
-		dir = parent
-	}
-}
-
-func freePort(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
-}
-
-func randomKey(t testing.TB) string {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "openfga-test-" + hex.EncodeToString(b)
 }

@@ -53,7 +53,7 @@ func TestRefusesRequestsWithoutTheKey(t *testing.T) {
 	s := Start(t, Options{})
 	for name, header := range map[string]string{
 		"no token":    "",
-		"wrong token": "Bearer " + randomKey(t),
+		"wrong token": "Bearer " + testutil.RandomKey(t, "openfga-test-"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			req, err := http.NewRequest(http.MethodGet, s.URL+"/stores", nil)

@@ -7,14 +7,9 @@ package spicedbtest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -54,8 +49,8 @@ func Start(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("%v: run 'make bin/spicedb' (or make test) to build SpiceDB from Go modules", err)
 	}
-	key := randomKey(t)
-	grpcPort, metricsPort := freePort(t), freePort(t)
+	key := testutil.RandomKey(t, "spicedb-test-")
+	grpcPort, metricsPort := testutil.FreePort(t), testutil.FreePort(t)
 	quant := opts.Quantization
 	if quant == 0 {
 		quant = 5 * time.Second
@@ -124,41 +119,5 @@ func binary() (string, error) {
 	if p := os.Getenv("RAGCANARY_SPICEDB"); p != "" {
 		return p, nil
 	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		p := filepath.Join(dir, "bin", "spicedb")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && !strings.Contains(dir, "hack") {
-			return "", fmt.Errorf("%s not found", p)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("bin/spicedb not found")
-		}
-		dir = parent
-	}
-}
-
-func freePort(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
-}
-
-func randomKey(t testing.TB) string {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "spicedb-test-" + hex.EncodeToString(b)
+	return testutil.RepoBinary("spicedb")
 }
