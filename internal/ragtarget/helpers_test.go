@@ -32,6 +32,24 @@ type env struct {
 	elapsed time.Duration
 }
 
+// serve runs the service with cfg on a loopback listener until the test ends.
+func serve(t *testing.T, cfg ragtarget.Config) (*ragtarget.Service, *httptest.Server) {
+	t.Helper()
+	svc, err := ragtarget.New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	svc.Start(ctx)
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		_ = svc.Close()
+	})
+	return svc, srv
+}
+
 // start serves cfg (with tokens and a fake clock filled in) on a loopback listener.
 func start(t *testing.T, cfg ragtarget.Config) *env {
 	t.Helper()
@@ -45,18 +63,7 @@ func start(t *testing.T, cfg ragtarget.Config) *env {
 	if cfg.ACLSyncInterval == 0 {
 		cfg.ACLSyncInterval = 3 * time.Second
 	}
-	svc, err := ragtarget.New(cfg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	srv := httptest.NewServer(svc.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		_ = svc.Close()
-	})
+	svc, srv := serve(t, cfg)
 	drv, err := httpdriver.New(httpdriver.Config{BaseURL: srv.URL, SourceToken: sourceToken, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("httpdriver.New: %v", err)

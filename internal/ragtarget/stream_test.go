@@ -103,18 +103,7 @@ func startLive(t *testing.T, cfg ragtarget.Config) *liveEnv {
 	cfg.ChunkWords, cfg.AnswerPassages = 40, 3
 	cfg.StreamChunkInterval = streamChunkEvery
 	cfg.Logger = slog.New(watch)
-	svc, err := ragtarget.New(cfg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	srv := httptest.NewServer(svc.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		_ = svc.Close()
-	})
+	svc, srv := serve(t, cfg)
 	drv, err := httpdriver.New(httpdriver.Config{BaseURL: srv.URL, SourceToken: sourceToken, Timeout: 5 * time.Second})
 	must(t, err)
 	e := &liveEnv{t: t, svc: svc, drv: drv, url: srv.URL, watch: watch}
