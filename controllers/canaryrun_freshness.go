@@ -57,7 +57,7 @@ func updatedDocument(run *v1alpha1.CanaryRun, t canaryToken, subject string) dri
 	return driver.Document{
 		ID:         run.Status.DocumentID,
 		Title:      "ragcanary revocation canary",
-		Body:       "This document is a ragcanary revocation canary. Its handle is " + t.Handle + " and its payload is " + t.Updated,
+		Body:       canaryBody(t.Handle, t.Updated),
 		Principals: []string{subject},
 	}
 }

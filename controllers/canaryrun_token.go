@@ -122,17 +122,29 @@ func tokenHash(t canaryToken) string {
 	return hex.EncodeToString(sum[:6])
 }
 
-// canaryDocument is the planted document. The handle and the payload are
-// its only rare terms and sit in one sentence, so any chunking keeps them
-// in one passage: a search for the handle finds this document and nothing
-// else, and an answer quoting that passage quotes the payload. Neither term
-// is followed by punctuation a tokenizer might glue to it.
+// canaryDocument is the planted document.
 func canaryDocument(run *v1alpha1.CanaryRun, t canaryToken) driver.Document {
 	return driver.Document{
 		ID:    run.Status.DocumentID,
 		Title: "ragcanary revocation canary",
-		Body:  "This document is a ragcanary revocation canary. Its handle is " + t.Handle + " and its payload is " + t.Payload,
+		Body:  canaryBody(t.Handle, t.Payload),
 	}
+}
+
+// canaryBody is a canary's text. The handle and the payload are its only
+// rare terms, and the handle sits in a sentence with the payload: a search
+// for the handle finds this document and nothing else, and an answer
+// quoting that passage quotes the payload. Every sentence carries the
+// payload, so any part of it is recognisable: a streamed answer chunk by
+// chunk (the InFlight surface), a derived document quoting one sentence (a
+// digest, caught by sentinels). It stays far below a passage (about 60
+// words), so chunking keeps it whole. Neither term is followed by
+// punctuation a tokenizer might glue to it.
+func canaryBody(handle, payload string) string {
+	return "This document is a ragcanary revocation canary and its payload is " + payload + " throughout. " +
+		"Its handle is " + handle + " and its payload is " + payload + " again. " +
+		"Every sentence of it carries " + payload + " so that any part of an answer quoting it shows it. " +
+		"Content with " + payload + " delivered after access was revoked is content served past its revocation."
 }
 
 // ensureToken returns the run's token, creating its Secret (owned by the
