@@ -100,6 +100,26 @@ spec:
 			want:     []string{"spec.schedule", "set exactly one of cron or every"},
 		},
 		{
+			name:     "InFlight alone",
+			manifest: canaryBase + "  schedule: {every: 5m}\n  probing: {surfaces: [InFlight]}\n",
+			want:     []string{"spec.probing", "InFlight is measured beside another surface"},
+		},
+		{
+			name:     "too many in-flight streams",
+			manifest: canaryBase + "  schedule: {every: 5m}\n  probing: {surfaces: [Stream, InFlight], inFlightStreams: 5}\n",
+			want:     []string{"spec.probing.inFlightStreams", "less than or equal to 4"},
+		},
+		{
+			name:     "InFlight on a content-freshness canary",
+			manifest: canaryBase + "  schedule: {every: 5m}\n  revocation: {method: UpdateContent}\n  probing: {surfaces: [Search, InFlight]}\n",
+			want:     []string{"remove Conversation and InFlight from probing.surfaces"},
+		},
+		{
+			name:     "negative post-revocation delivery SLO",
+			manifest: corpusBase + "  driver: {type: HTTP, http: {url: 'http://x', credentialSecretRef: {name: s, key: k}}}\n  freshness: {postRevocationDeliverySLO: -1s}\n",
+			want:     []string{"spec.freshness.postRevocationDeliverySLO", "must not be negative"},
+		},
+		{
 			name:     "negative interval",
 			manifest: canaryBase + "  schedule: {every: -5m}\n",
 			want:     []string{"spec.schedule.every", "at least 1s"},

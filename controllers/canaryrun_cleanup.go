@@ -27,6 +27,7 @@ import (
 func (r *CanaryRunReconciler) cleanUp(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	run := rc.run
 	_, _ = r.stopProbing(rc)
+	r.inFlight.Stop(rc.key)
 	// A control sighting in the loop's last rounds outranks the verdict.
 	run.Status.Verdict, run.Status.Message = measure.Amend(run.Status.Verdict, run.Status.Message, run.Status.IsolationViolations)
 	setMeasurementText(&run.Status)
@@ -50,6 +51,7 @@ func (r *CanaryRunReconciler) cleanUp(ctx context.Context, rc *runCtx) (ctrl.Res
 // collection when its canary is deleted) before letting it go.
 func (r *CanaryRunReconciler) finalize(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	_ = r.Probes.Stop(rc.key)
+	r.inFlight.Stop(rc.key)
 	if !controllerutil.ContainsFinalizer(rc.run, CanaryRunFinalizer) {
 		return ctrl.Result{}, nil
 	}

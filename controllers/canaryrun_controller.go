@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/inflight"
 	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
@@ -60,6 +61,8 @@ type CanaryRunReconciler struct {
 	Clock    clock.WithTicker
 	Probes   *probe.Engine
 	Recorder events.EventRecorder
+	// inFlight holds the streams runs read across their revocation.
+	inFlight inflight.Registry
 	// Heartbeat is how often probe counters reach status between transitions.
 	Heartbeat time.Duration
 
@@ -88,6 +91,7 @@ func (r *CanaryRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Get(ctx, req.NamespacedName, &run); err != nil {
 		if apierrors.IsNotFound(err) {
 			_ = r.Probes.Stop(req.NamespacedName)
+			r.inFlight.Stop(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -97,6 +101,7 @@ func (r *CanaryRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	if isTerminal(run.Status.Phase) {
 		_ = r.Probes.Stop(rc.key)
+		r.inFlight.Stop(rc.key)
 		return ctrl.Result{}, r.removeFinalizer(ctx, rc)
 	}
 	return r.advance(ctx, rc)

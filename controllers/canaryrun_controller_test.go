@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,6 +57,9 @@ type crTarget struct {
 	deletedDocs sync.Map // document ID → true
 	// released lets a held revocation be applied (see crTargetOptions.hold).
 	released atomic.Bool
+	// streamDone is when each chat stream's finish chunk was written,
+	// server side.
+	streamDone []time.Time
 }
 
 // crTargetOptions shape a crTarget.
@@ -153,8 +157,38 @@ func (tg *crTarget) gate(next http.Handler) http.Handler {
 			_, _ = w.Write([]byte(`{"code":"unavailable","message":"injected"}`))
 			return
 		}
+		if strings.HasSuffix(path, "/chat/completions") {
+			w = &doneRecorder{ResponseWriter: w, tg: tg}
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// doneRecorder notes when a chat stream's finish chunk is written: one
+// chunk interval after its last content chunk, as the server saw it.
+type doneRecorder struct {
+	http.ResponseWriter
+	tg *crTarget
+}
+
+func (d *doneRecorder) Write(b []byte) (int, error) {
+	n, err := d.ResponseWriter.Write(b)
+	if bytes.Contains(b, []byte(`"finish_reason":"stop"`)) {
+		d.tg.mu.Lock()
+		d.tg.streamDone = append(d.tg.streamDone, time.Now())
+		d.tg.mu.Unlock()
+	}
+	return n, err
+}
+
+// Unwrap lets http.ResponseController flush the stream.
+func (d *doneRecorder) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+
+// streamEnds are the finish chunk times of the chat streams served so far.
+func (tg *crTarget) streamEnds() []time.Time {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return slices.Clone(tg.streamDone)
 }
 
 // isRevocation reports whether r is the request the revocation method

@@ -118,7 +118,7 @@ func (r *CanaryRunReconciler) capabilities(ctx context.Context, deps *runDeps) (
 // setupProblem reports a configuration that cannot produce a valid
 // measurement on a target with caps, or "" when there is none.
 func setupProblem(run *v1alpha1.CanaryRun, deps *runDeps, caps *v1alpha1.CorpusCapabilities) string {
-	if msg := target.SurfaceProblem(deps.corpus.Object.Name, probingSurfaces(run), deps.corpus.Object.Spec.Surfaces, caps); msg != "" {
+	if msg := target.SurfaceProblem(deps.corpus.Object.Name, requestedSurfaces(run), deps.corpus.Object.Spec.Surfaces, caps); msg != "" {
 		return msg
 	}
 	if msg := conversationProblem(run, deps); msg != "" {

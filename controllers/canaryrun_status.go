@@ -163,6 +163,11 @@ func setMeasurementText(st *v1alpha1.CanaryRunStatus) {
 
 // probingSurfaces are the run's surfaces, Search when none are set.
 func probingSurfaces(run *v1alpha1.CanaryRun) []v1alpha1.Surface {
+	return v1alpha1.Probed(run.Spec.Probing.Surfaces)
+}
+
+// requestedSurfaces are every surface the run measures, InFlight included.
+func requestedSurfaces(run *v1alpha1.CanaryRun) []v1alpha1.Surface {
 	if len(run.Spec.Probing.Surfaces) == 0 {
 		return []v1alpha1.Surface{v1alpha1.SurfaceSearch}
 	}

@@ -252,8 +252,13 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 	if res, stop, err := r.startConversation(ctx, rc, deps); stop {
 		return res, err
 	}
+	if res, stop, err := r.openInFlight(ctx, rc, deps); stop {
+		return res, err
+	}
 	if run.Status.RevokeRequestedTime == nil {
-		run.Status.RevokeRequestedTime = measure.FloorMicro(r.Clock.Now())
+		at := r.Clock.Now()
+		run.Status.RevokeRequestedTime = measure.FloorMicro(at)
+		r.markInFlightRequested(rc, at)
 		if err := r.persist(ctx, rc); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -301,6 +306,11 @@ func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (c
 	snap := st.Snapshot()
 	// Control counts are counters: they wait for the heartbeat below.
 	r.recordViolations(rc, snap.IsolationViolations)
+	if measure.AllSettled(snap.Surfaces) && r.inFlightPending(rc, deadline) {
+		// Streams read across the revocation are part of the verdict: it
+		// waits for their end (each end enqueues the run).
+		return requeueBefore(rc.now, deadline, r.recordExclusionProgress(rc, snap)), nil
+	}
 	if measure.AllSettled(snap.Surfaces) {
 		// Stop first, so rounds after this snapshot (a control sighting in
 		// the last round) are part of the verdict.
@@ -338,10 +348,12 @@ func (r *CanaryRunReconciler) decideExclusion(ctx context.Context, rc *runCtx, s
 	rev := measure.Revocation{Requested: run.Status.RevokeRequestedTime.Time, Acknowledged: run.Status.RevokeAcknowledgedTime.Time}
 	corpus := r.corpusForSLO(ctx, run, deps)
 	final := finalizeSurfaces(run, surfaces, rev, corpus)
+	r.recordInFlight(rc, corpus)
 	verdict, msg := measure.Verdict(measure.RunOutcome{
 		Surfaces: final, IsolationViolations: run.Status.IsolationViolations,
 		SLO:        runSLO(run, corpus),
 		Revocation: rev, Controls: controlCounts(run), Content: isContentRun(run),
+		InFlight: run.Status.InFlight,
 	})
 	run.Status.Surfaces = final
 	run.Status.LastHeartbeatTime = &metav1.Time{Time: rc.now}

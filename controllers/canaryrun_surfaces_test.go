@@ -43,7 +43,7 @@ func crDeclareSurfaces(t *testing.T, ns string, tg *crTarget) {
 		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "target"}, &got); err != nil {
 			return err
 		}
-		want := []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation, v1alpha1.SurfaceStream}
+		want := []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation, v1alpha1.SurfaceStream, v1alpha1.SurfaceInFlight}
 		if got.Status.ObservedGeneration != got.Generation || !slices.Equal(got.Status.MeasurableSurfaces, want) {
 			return fmt.Errorf("generation %d observed %d, measurable %v", got.Generation, got.Status.ObservedGeneration, got.Status.MeasurableSurfaces)
 		}

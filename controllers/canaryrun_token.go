@@ -132,19 +132,19 @@ func canaryDocument(run *v1alpha1.CanaryRun, t canaryToken) driver.Document {
 }
 
 // canaryBody is a canary's text. The handle and the payload are its only
-// rare terms, and the handle sits in a sentence with the payload: a search
-// for the handle finds this document and nothing else, and an answer
-// quoting that passage quotes the payload. Every sentence carries the
-// payload, so any part of it is recognisable: a streamed answer chunk by
-// chunk (the InFlight surface), a derived document quoting one sentence (a
-// digest, caught by sentinels). It stays far below a passage (about 60
-// words), so chunking keeps it whole. Neither term is followed by
-// punctuation a tokenizer might glue to it.
+// rare terms, and the handle sits in the first sentence with the payload:
+// a search for the handle finds this document and nothing else, and an
+// answer quoting that passage quotes the payload. Every sentence carries
+// the payload and the text ends with it, so any part of it is recognisable
+// to the end: a streamed answer (the InFlight surface), a derived document
+// quoting one sentence (a digest, caught by sentinels). It stays below 400
+// characters, which answers quote whole, and far below a passage, so
+// chunking keeps it whole. Neither term is followed by punctuation a
+// tokenizer might glue to it.
 func canaryBody(handle, payload string) string {
-	return "This document is a ragcanary revocation canary and its payload is " + payload + " throughout. " +
-		"Its handle is " + handle + " and its payload is " + payload + " again. " +
-		"Every sentence of it carries " + payload + " so that any part of an answer quoting it shows it. " +
-		"Content with " + payload + " delivered after access was revoked is content served past its revocation."
+	return "This ragcanary canary has the handle " + handle + " and the payload " + payload + " here. " +
+		"Every sentence carries " + payload + " so any part of an answer quoting it shows it. " +
+		"Content delivered after its revocation still shows " + payload
 }
 
 // ensureToken returns the run's token, creating its Secret (owned by the

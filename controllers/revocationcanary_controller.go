@@ -286,6 +286,7 @@ func summarise(run *v1alpha1.CanaryRun) *v1alpha1.RunSummary {
 		}
 		s.Surfaces = append(s.Surfaces, sum)
 	}
+	s.InFlight = inFlightSummary(run.Status.InFlight)
 	if s.TimeToVisibility != nil {
 		s.VisibleAfter = format.HumanDuration(s.TimeToVisibility.Duration)
 	}
@@ -501,11 +502,9 @@ func newCanaryList() client.ObjectList { return &v1alpha1.RevocationCanaryList{}
 // canarySurfaces are the surfaces the canary's runs probe, Search when none
 // are set, as metric label values.
 func canarySurfaces(canary *v1alpha1.RevocationCanary) []string {
-	if len(canary.Spec.Probing.Surfaces) == 0 {
-		return []string{string(v1alpha1.SurfaceSearch)}
-	}
-	out := make([]string, 0, len(canary.Spec.Probing.Surfaces))
-	for _, s := range canary.Spec.Probing.Surfaces {
+	probed := v1alpha1.Probed(canary.Spec.Probing.Surfaces)
+	out := make([]string, 0, len(probed))
+	for _, s := range probed {
 		out = append(out, string(s))
 	}
 	return out

@@ -5,7 +5,7 @@ import (
 )
 
 // Surface is a place where a persona can see a canary token.
-// +kubebuilder:validation:Enum=Search;Answer;Conversation;Stream
+// +kubebuilder:validation:Enum=Search;Answer;Conversation;Stream;InFlight
 type Surface string
 
 const (
@@ -54,6 +54,7 @@ type Revocation struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.exclusionTimeout) || duration(self.interval).getMilliseconds() * (has(self.confirmations) ? self.confirmations : 3) < duration(self.exclusionTimeout).getMilliseconds()",message="confirmations × interval must be smaller than exclusionTimeout, or exclusion can never be confirmed"
 // +kubebuilder:validation:XValidation:rule="!has(self.interval) || !has(self.visibilityTimeout) || duration(self.interval) < duration(self.visibilityTimeout)",message="interval must be smaller than visibilityTimeout"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxInterval) || duration(self.maxInterval) == duration('0s') || duration(self.maxInterval) >= (has(self.interval) ? duration(self.interval) : duration('5s'))",message="maxInterval must not be smaller than interval"
+// +kubebuilder:validation:XValidation:rule="!has(self.surfaces) || !self.surfaces.exists(s, s == 'InFlight') || self.surfaces.exists(s, s != 'InFlight')",message="InFlight is measured beside another surface (Search, Answer or Stream), which awaits visibility and exclusion; add one to surfaces"
 type Probing struct {
 	// The exclusion rule above compares whole milliseconds because CEL cannot
 	// multiply a duration by an int; interval is at least 100ms, so the
@@ -120,13 +121,23 @@ type Probing struct {
 	// surfaces to probe, each one the corpus can measure
 	// (status.measurableSurfaces): Answer needs an answer surface,
 	// Conversation a conversation API (driver contract v1.1) or a chat
-	// surface, Stream a chat surface with stream: true.
+	// surface, Stream and InFlight a chat surface with stream: true.
+	// InFlight is measured beside another surface, which awaits
+	// visibility and exclusion.
 	// +optional
 	// +listType=set
 	// +kubebuilder:default={Search}
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:MaxItems=5
 	Surfaces []Surface `json:"surfaces,omitempty"`
+
+	// inFlightStreams is how many streams the InFlight surface opens before
+	// the revocation request.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4
+	InFlightStreams int32 `json:"inFlightStreams,omitempty"`
 }
 
 // ProbeSchedule says how probes are spaced in time.
@@ -179,7 +190,7 @@ type CanarySpec struct {
 
 // RevocationCanarySpec schedules canary runs.
 // +kubebuilder:validation:XValidation:rule="!has(self.controlPersonaRefs) || self.controlPersonaRefs.all(c, c.name != self.personaRef.name)",message="controlPersonaRefs must not include personaRef"
-// +kubebuilder:validation:XValidation:rule="!has(self.revocation) || !has(self.revocation.method) || self.revocation.method != 'UpdateContent' || !has(self.probing) || !has(self.probing.surfaces) || !self.probing.surfaces.exists(s, s == 'Conversation')",message="UpdateContent measures the Search and Answer surfaces; remove Conversation from probing.surfaces"
+// +kubebuilder:validation:XValidation:rule="!has(self.revocation) || !has(self.revocation.method) || self.revocation.method != 'UpdateContent' || !has(self.probing) || !has(self.probing.surfaces) || !self.probing.surfaces.exists(s, s == 'Conversation' || s == 'InFlight')",message="UpdateContent measures the Search and Answer surfaces; remove Conversation and InFlight from probing.surfaces"
 type RevocationCanarySpec struct {
 	Scheduling `json:",inline"`
 	CanarySpec `json:",inline"`
@@ -249,6 +260,10 @@ type RunSummary struct {
 	// +listMapKey=surface
 	// +kubebuilder:validation:MaxItems=8
 	Surfaces []SurfaceSummary `json:"surfaces,omitempty"`
+
+	// inFlight is the run's post-revocation delivery on the InFlight surface.
+	// +optional
+	InFlight *InFlightSummary `json:"inFlight,omitempty"`
 }
 
 // SurfaceSummary is a finished run's result on one surface.
@@ -334,6 +349,7 @@ type RevocationCanaryStatus struct {
 // +kubebuilder:printcolumn:name="Cache Invalidation",type=string,JSONPath=`.status.lastRun.surfaces[?(@.surface=="Answer")].exclusion`
 // +kubebuilder:printcolumn:name="Conversation Exclusion",type=string,JSONPath=`.status.lastRun.surfaces[?(@.surface=="Conversation")].exclusion`
 // +kubebuilder:printcolumn:name="Visible After",type=string,JSONPath=`.status.lastRun.visibleAfter`,priority=1
+// +kubebuilder:printcolumn:name="In-Flight Delivery",type=string,JSONPath=`.status.lastRun.inFlight.delivery`,priority=1
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.probing.schedule`,priority=1
 // +kubebuilder:printcolumn:name="Last Run",type=date,JSONPath=`.status.lastRun.completionTime`
 // +kubebuilder:printcolumn:name="Next Run",type=string,JSONPath=`.status.nextScheduleTime`,priority=1

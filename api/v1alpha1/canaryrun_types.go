@@ -22,7 +22,7 @@ const (
 
 // CanaryRunSpec is the configuration of one canary measurement.
 // +kubebuilder:validation:XValidation:rule="!has(self.controlPersonaRefs) || self.controlPersonaRefs.all(c, c.name != self.personaRef.name)",message="controlPersonaRefs must not include personaRef"
-// +kubebuilder:validation:XValidation:rule="!has(self.revocation) || !has(self.revocation.method) || self.revocation.method != 'UpdateContent' || !has(self.probing) || !has(self.probing.surfaces) || !self.probing.surfaces.exists(s, s == 'Conversation')",message="UpdateContent measures the Search and Answer surfaces; remove Conversation from probing.surfaces"
+// +kubebuilder:validation:XValidation:rule="!has(self.revocation) || !has(self.revocation.method) || self.revocation.method != 'UpdateContent' || !has(self.probing) || !has(self.probing.surfaces) || !self.probing.surfaces.exists(s, s == 'Conversation' || s == 'InFlight')",message="UpdateContent measures the Search and Answer surfaces; remove Conversation and InFlight from probing.surfaces"
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a run is one measurement"
 type CanaryRunSpec struct {
 	CanarySpec `json:",inline"`
@@ -213,6 +213,11 @@ type CanaryRunStatus struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`
 	ConversationID string `json:"conversationID,omitempty"`
 
+	// inFlight is what the streams opened before the revocation delivered
+	// after it (InFlight surface); set with the verdict.
+	// +optional
+	InFlight *InFlightMeasurement `json:"inFlight,omitempty"`
+
 	// revokeRequestedTime is when the revocation request was sent.
 	// +optional
 	RevokeRequestedTime *metav1.MicroTime `json:"revokeRequestedTime,omitempty"`
@@ -282,6 +287,7 @@ type CanaryRunStatus struct {
 // +kubebuilder:printcolumn:name="Cache Invalidation",type=string,JSONPath=`.status.surfaces[?(@.surface=="Answer")].exclusion`
 // +kubebuilder:printcolumn:name="Conversation Exclusion",type=string,JSONPath=`.status.surfaces[?(@.surface=="Conversation")].exclusion`
 // +kubebuilder:printcolumn:name="Content Freshness",type=string,JSONPath=`.status.contentFreshness`
+// +kubebuilder:printcolumn:name="In-Flight Delivery",type=string,JSONPath=`.status.inFlight.delivery`,priority=1
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.probing.schedule`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type CanaryRun struct {

@@ -191,6 +191,14 @@ type Freshness struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="cacheInvalidationSLO must be positive"
 	CacheInvalidationSLO *metav1.Duration `json:"cacheInvalidationSLO,omitempty"`
+
+	// postRevocationDeliverySLO is how long after a revocation request an
+	// answer already streaming may still deliver the revoked content
+	// (InFlight surface). 0s requires none at all: any canary content after
+	// the request breaches. Defaults to exclusionSLO when unset.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="postRevocationDeliverySLO must not be negative"
+	PostRevocationDeliverySLO *metav1.Duration `json:"postRevocationDeliverySLO,omitempty"`
 }
 
 // RateLimit bounds the request rate to one corpus, shared by every canary and

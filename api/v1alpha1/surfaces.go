@@ -19,3 +19,18 @@ func (r *RunSummary) Surface(s Surface) *SurfaceSummary {
 	}
 	return nil
 }
+
+// Probed are the surfaces of a probing list that probes measure, in order:
+// all but InFlight, which reads streams instead. Search when none are set.
+func Probed(surfaces []Surface) []Surface {
+	if len(surfaces) == 0 {
+		return []Surface{SurfaceSearch}
+	}
+	out := make([]Surface, 0, len(surfaces))
+	for _, s := range surfaces {
+		if s != SurfaceInFlight {
+			out = append(out, s)
+		}
+	}
+	return out
+}

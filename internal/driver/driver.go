@@ -12,6 +12,7 @@ package driver
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
@@ -205,6 +206,29 @@ type Conversations interface {
 // is an error, never a shorter answer.
 type Streamer interface {
 	AnswerStream(ctx context.Context, persona Token, question string) (Answer, error)
+}
+
+// StreamChunk is one content delta of a watched stream, stamped on arrival
+// with the monotonic clock.
+type StreamChunk struct {
+	At      time.Time
+	Content string
+}
+
+// StreamEnd is how a watched stream ended without failing: Finished when it
+// ran to its finish, else Declared names the declared access end it was cut
+// with (an error event of that type or code).
+type StreamEnd struct {
+	Finished bool
+	Declared string
+}
+
+// StreamWatcher reads a streamed answer chunk by chunk as it arrives (the
+// InFlight surface). onChunk is called in order from the calling
+// goroutine. A stream that fails or ends without a finish or a declared
+// cut is an error, never a cut.
+type StreamWatcher interface {
+	WatchStream(ctx context.Context, persona Token, question string, onChunk func(StreamChunk)) (StreamEnd, error)
 }
 
 // CapabilityReporter reports what an implementation supports.

@@ -30,5 +30,8 @@ func SurfaceSLO(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, s v1alpha1.S
 	if s == v1alpha1.SurfaceAnswer && corpus != nil && corpus.Spec.Freshness.CacheInvalidationSLO != nil {
 		slo, source = corpus.Spec.Freshness.CacheInvalidationSLO.Duration, "corpus freshness.cacheInvalidationSLO"
 	}
+	if s == v1alpha1.SurfaceInFlight && corpus != nil && corpus.Spec.Freshness.PostRevocationDeliverySLO != nil {
+		slo, source = corpus.Spec.Freshness.PostRevocationDeliverySLO.Duration, "corpus freshness.postRevocationDeliverySLO"
+	}
 	return slo, source
 }

@@ -28,6 +28,9 @@ type RunOutcome struct {
 	// carry the new content's measurement and SLO returns the
 	// content-freshness SLO.
 	Content bool
+	// InFlight is the streams read across the revocation (InFlight
+	// surface), judged by SLO(SurfaceInFlight); nil when not measured.
+	InFlight *v1alpha1.InFlightMeasurement
 }
 
 // Verdict decides a run. The order is fixed: an isolation violation
@@ -65,12 +68,28 @@ func Verdict(o RunOutcome) (v1alpha1.Verdict, string) {
 		return v1alpha1.VerdictInconclusive,
 			fmt.Sprintf("control persona(s) %s never got a valid reply, so isolation was not tested", strings.Join(names, ", "))
 	}
+	// In-flight streams rank like a surface: what they left open before
+	// any SLO judgement, their breach beside the others'.
+	var inFlight v1alpha1.Verdict
+	var inFlightMsg string
+	if o.InFlight != nil {
+		inFlight, inFlightMsg = InFlightVerdict(o.InFlight, o.SLO(v1alpha1.SurfaceInFlight))
+		if inFlight == v1alpha1.VerdictInconclusive {
+			return inFlight, inFlightMsg
+		}
+	}
 	for i := range o.Surfaces {
 		m := &o.Surfaces[i]
 		if breached(m.Bounds, o.SLO(m.Surface)) {
 			return v1alpha1.VerdictSLOBreached,
 				fmt.Sprintf("exclusion on the %s surface exceeded the SLO of %s", m.Surface, o.SLO(m.Surface))
 		}
+	}
+	if inFlight == v1alpha1.VerdictSLOBreached {
+		return inFlight, inFlightMsg
+	}
+	if o.InFlight != nil {
+		return v1alpha1.VerdictSLOMet, "exclusion was confirmed within the SLO on every surface, and streams in flight stopped delivering the canary within the post-revocation delivery SLO"
 	}
 	return v1alpha1.VerdictSLOMet, "exclusion was confirmed within the SLO on every surface"
 }

@@ -74,6 +74,15 @@ func (s *surfaced) AnswerStream(ctx context.Context, persona driver.Token, quest
 	return s.stream.Answer(ctx, persona, question)
 }
 
+// WatchStream reads a streamed answer chunk by chunk from the streaming
+// chat surface (the InFlight surface).
+func (s *surfaced) WatchStream(ctx context.Context, persona driver.Token, question string, onChunk func(driver.StreamChunk)) (driver.StreamEnd, error) {
+	if s.stream == nil {
+		return driver.StreamEnd{}, errNoStream
+	}
+	return s.stream.WatchStream(ctx, persona, question, onChunk)
+}
+
 // GrantGroup and RevokeGroup pass group grants to the wrapped driver, or as
 // a plain grant to the group's name where it has no group grants (what
 // revocation does for a driver without them).

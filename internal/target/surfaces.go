@@ -22,7 +22,7 @@ func MeasurableSurfaces(declared *v1alpha1.CorpusSurfaces, caps *v1alpha1.Corpus
 		out = append(out, v1alpha1.SurfaceConversation)
 	}
 	if chat && declared.Chat.Stream {
-		out = append(out, v1alpha1.SurfaceStream)
+		out = append(out, v1alpha1.SurfaceStream, v1alpha1.SurfaceInFlight)
 	}
 	return out
 }
@@ -53,4 +53,5 @@ var surfaceNeeds = map[v1alpha1.Surface]string{
 	v1alpha1.SurfaceAnswer:       "needs an answer endpoint or spec.surfaces.chat",
 	v1alpha1.SurfaceConversation: "needs driver contract v1.1 conversations or spec.surfaces.chat",
 	v1alpha1.SurfaceStream:       "needs spec.surfaces.chat with stream: true",
+	v1alpha1.SurfaceInFlight:     "needs spec.surfaces.chat with stream: true",
 }

@@ -1,0 +1,134 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/ragtarget"
+)
+
+// inFlightChunkInterval paces ragtarget's streams in these tests: the
+// canary's answer is about 16 content chunks, a few seconds of stream.
+const inFlightChunkInterval = 150 * time.Millisecond
+
+// inFlightRun starts a run measuring Search and InFlight against a
+// ragtarget whose streams re-authorise as mode says, the revocation applied
+// by the ACL sync lag after its request; the corpus's post-revocation
+// delivery SLO is slo.
+func inFlightRun(t *testing.T, mode ragtarget.ReauthorizeMode, lag time.Duration, slo time.Duration) (*crTarget, *v1alpha1.CanaryRun) {
+	t.Helper()
+	tg := startCRTarget(t, ragtarget.Config{StreamChunkInterval: inFlightChunkInterval,
+		StreamReauthorize: ragtarget.StreamReauthorize{Mode: mode}}, lag, false)
+	ns := crFixture(t, tg)
+	crDeclareSurfaces(t, ns, tg)
+	var c v1alpha1.Corpus
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "target"}, &c); err != nil {
+		t.Fatal(err)
+	}
+	base := c.DeepCopy()
+	c.Spec.Freshness.PostRevocationDeliverySLO = &metav1.Duration{Duration: slo}
+	if err := k8sClient.Patch(context.Background(), &c, client.MergeFrom(base)); err != nil {
+		t.Fatalf("setting the post-revocation delivery SLO: %v", err)
+	}
+	return tg, convRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceInFlight)
+}
+
+// inFlightStream is the run's only stream, checked for what every stream
+// read across a revocation must have.
+func inFlightStream(t *testing.T, run *v1alpha1.CanaryRun) v1alpha1.InFlightStream {
+	t.Helper()
+	m := run.Status.InFlight
+	if m == nil || len(m.Streams) != 1 {
+		t.Fatalf("status.inFlight %+v, want one stream", m)
+	}
+	s := m.Streams[0]
+	if s.OpenedTime == nil || s.EndTime == nil || s.LastCanaryChunkTime == nil {
+		t.Fatalf("stream %+v: want opened, end and last canary chunk times", s)
+	}
+	if !s.OpenedTime.Before(run.Status.RevokeRequestedTime) {
+		t.Errorf("stream opened at %s, not before the revocation request at %s", s.OpenedTime, run.Status.RevokeRequestedTime)
+	}
+	if len(s.Timeline) == 0 || s.Timeline[0].OffsetMillis > 0 {
+		t.Errorf("timeline %+v, want chunks from before the request", s.Timeline)
+	}
+	if m.SLO == nil || m.SLOSource != "corpus freshness.postRevocationDeliverySLO" {
+		t.Errorf("slo %v from %q, want the corpus's postRevocationDeliverySLO", m.SLO, m.SLOSource)
+	}
+	t.Logf("stream: %s %s, %d chunks (%d canary, %d after the request), delivery %v, %d bytes after the request; run: %s",
+		s.Outcome, s.EndReason, s.Chunks, s.CanaryChunks, s.CanaryChunksAfterRequest, s.PostRevocationDelivery, s.CanaryBytesAfterRequest, m.Delivery)
+	return s
+}
+
+// TestInFlightWithoutReauthorizationDeliversAfterRevocation: a stream that
+// never re-checks access runs to its end; the canary content it delivers
+// after the request breaches an SLO of 0, and the delivery measured ends
+// within one chunk interval of the stream's end as the server wrote it.
+func TestInFlightWithoutReauthorizationDeliversAfterRevocation(t *testing.T) {
+	tg, run := inFlightRun(t, ragtarget.ReauthorizeNone, 200*time.Millisecond, 0)
+	got := crWaitDone(t, run)
+	if got.Status.Verdict != v1alpha1.VerdictSLOBreached {
+		t.Fatalf("verdict %s (%s), want SLOBreached by the in-flight delivery", got.Status.Verdict, got.Status.Message)
+	}
+	s := inFlightStream(t, got)
+	if s.Outcome != v1alpha1.InFlightCompleted || s.CanaryChunksAfterRequest == 0 || s.CanaryBytesAfterRequest == 0 || s.PostRevocationDelivery == nil {
+		t.Fatalf("stream %+v, want Completed with canary content after the request", s)
+	}
+	ends := tg.streamEnds()
+	if len(ends) == 0 {
+		t.Fatal("the target wrote no finish chunk")
+	}
+	// The stream read across the revocation is the last one that finished
+	// before the run's stream ended; its last content chunk was written one
+	// chunk interval before its finish chunk: the stream's known end.
+	var finish time.Time
+	for _, e := range ends {
+		if !e.After(s.EndTime.Time) {
+			finish = e
+		}
+	}
+	known := finish.Add(-inFlightChunkInterval)
+	last := got.Status.RevokeRequestedTime.Add(s.PostRevocationDelivery.Duration)
+	t.Logf("last canary chunk %s after the request; the stream's known end %s after it",
+		s.PostRevocationDelivery.Duration, known.Sub(got.Status.RevokeRequestedTime.Time))
+	if d := last.Sub(known); d < -inFlightChunkInterval || d > inFlightChunkInterval {
+		t.Errorf("last canary chunk %s from the stream's known end, want within one chunk interval (%s)", d, inFlightChunkInterval)
+	}
+	if got.Status.InFlight.PostRevocationDelivery == nil || got.Status.InFlight.PostRevocationDelivery.Duration != s.PostRevocationDelivery.Duration {
+		t.Errorf("run delivery %v, want the stream's %v", got.Status.InFlight.PostRevocationDelivery, s.PostRevocationDelivery)
+	}
+}
+
+// TestInFlightPerChunkReauthorizationCutsAfterTheSync: a stream that
+// re-checks before every chunk is cut with its declared end, its canary
+// content stopping within one chunk interval of the ACL sync that applied
+// the revocation; what it delivered before that (the sync's lag) is
+// measured, within an SLO of 5s.
+func TestInFlightPerChunkReauthorizationCutsAfterTheSync(t *testing.T) {
+	tg, run := inFlightRun(t, ragtarget.ReauthorizePerChunk, 300*time.Millisecond, 5*time.Second)
+	got := crWaitDone(t, run)
+	if got.Status.Verdict != v1alpha1.VerdictSLOMet {
+		t.Fatalf("verdict %s (%s), want SLOMet", got.Status.Verdict, got.Status.Message)
+	}
+	s := inFlightStream(t, got)
+	if s.Outcome != v1alpha1.InFlightCut || s.EndReason != "access_revoked" {
+		t.Fatalf("stream %s %q, want Cut with access_revoked", s.Outcome, s.EndReason)
+	}
+	_, applied := tg.appliedRevocation()
+	if applied.IsZero() {
+		t.Fatal("the revocation was never applied by the test's ACL sync")
+	}
+	req := got.Status.RevokeRequestedTime.Time
+	t.Logf("sync applied %s after the request; last canary chunk %s after it", applied.Sub(req), s.LastCanaryChunkTime.Sub(req))
+	if s.LastCanaryChunkTime.After(applied.Add(inFlightChunkInterval)) {
+		t.Errorf("canary content arrived %s after the sync applied the revocation, want within one chunk interval (%s)",
+			s.LastCanaryChunkTime.Sub(applied), inFlightChunkInterval)
+	}
+	if s.PostRevocationDelivery == nil || s.CanaryChunksAfterRequest == 0 {
+		t.Errorf("stream %+v: want the canary content delivered during the sync's lag measured", s)
+	}
+}
