@@ -11,10 +11,11 @@ import (
 	"github.com/ragcanary/ragcanary/internal/cli"
 )
 
-// conversationFixture is a namespace with three canaries: chat-grant probes
+// conversationFixture is a namespace with four canaries: chat-grant probes
 // Search and Conversation (three kept runs, the middle one still visible in
 // the conversation at the timeout); search-only probes Search alone;
-// chat-unmeasured's last run established nothing on the conversation.
+// chat-unmeasured's last run established nothing on the conversation;
+// streaming read streams across its revocation (InFlight).
 func conversationFixture(t *testing.T, ns string) {
 	t.Helper()
 	fixtureNamespace(t, ns)
@@ -39,6 +40,18 @@ func conversationFixture(t *testing.T, ns string) {
 	only := createCanary(t, ns, "search-only", canarySpec("docs", S))
 	met(only, finishedRun(t, only, "search-only-1772436600", -30*time.Minute, v1alpha1.VerdictSLOMet, time.Second, "",
 		measured(S, 1400*time.Millisecond, 2210*time.Millisecond, 0, 0)))
+
+	// Streams read across the revocation: cut 140ms after the request,
+	// within the 30s SLO (the corpus's exclusion SLO: no delivery SLO set).
+	streaming := createCanary(t, ns, "streaming", canarySpec("docs", S, v1alpha1.SurfaceInFlight))
+	streamed := finishedRun(t, streaming, "streaming-1772436600", -30*time.Minute, v1alpha1.VerdictSLOMet, time.Second, "",
+		measured(S, 1400*time.Millisecond, 2210*time.Millisecond, 0, 0))
+	setCanaryStatus(t, streaming, func(s *v1alpha1.RevocationCanaryStatus) {
+		s.Conditions = append(ready(metav1.ConditionTrue, "Scheduled", ""), condition("SLOMet", metav1.ConditionTrue, "SLOMet"))
+		s.LastRun = summaryOf(streamed)
+		s.LastRun.InFlight = &v1alpha1.InFlightSummary{PostRevocationDelivery: dur(140 * time.Millisecond), CanaryBytesAfterRequest: 62,
+			Delivery: "140ms", Outcomes: "Cut=1", SLO: dur(30 * time.Second)}
+	})
 
 	// Inconclusive: the conversation's follow-ups only failed, so the run
 	// holds no conversation measurement at all.
@@ -97,6 +110,19 @@ func TestStatusShowsConversation(t *testing.T) {
 	}
 	if s := surfaceOf(t, &f, "chat-unmeasured", C); s == nil || s.LowerSeconds != nil || s.UpperSeconds != nil || s.SLOSeconds != 30 {
 		t.Errorf("chat-unmeasured conversation %+v, want probed with no bounds (null, not 0) against SLO 30", s)
+	}
+	for _, c := range f.Canaries {
+		switch {
+		case c.Name == "streaming":
+			if r := c.LastRun.InFlight; r == nil || !near(r.DeliverySeconds, 0.14) || r.CanaryBytesAfterRequest != 62 || r.SLOSeconds != 30 || r.Outcomes != "Cut=1" {
+				t.Errorf("streaming in-flight %+v, want 0.14s, 62 bytes, SLO 30, Cut=1", r)
+			}
+			if s := surfaceOf(t, &f, "streaming", v1alpha1.SurfaceInFlight); s != nil {
+				t.Errorf("InFlight shown as a probed surface with bounds: %+v", s)
+			}
+		case c.LastRun != nil && c.LastRun.InFlight != nil:
+			t.Errorf("%s shows an in-flight measurement it never took: %+v", c.Name, c.LastRun.InFlight)
+		}
 	}
 }
 

@@ -111,6 +111,10 @@ var panels = []spec{
 	{"Probe scheduling lag p95", "Delay between a probe's due time and its start (rate limit and load). It widens the measured intervals.", "timeseries", "s", [][2]string{
 		{`histogram_quantile(0.95, sum by (le, corpus) (rate(ragcanary_probe_scheduling_lag_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}}"},
 	}},
+	{"In-flight delivery vs SLO (last run)", "Answers already streaming when access was revoked: time from the revocation request to the last canary content they delivered (0: none after it), against the post-revocation delivery SLO. Absent when not established.", "timeseries", "s", [][2]string{
+		{`max by (namespace, canary, corpus) (ragcanary_last_run_post_revocation_delivery_seconds{` + sel + `})`, "{{canary}} delivery"},
+		{`max by (namespace, canary, corpus) (ragcanary_canary_surface_slo_seconds{` + sel + `, surface="InFlight"})`, "{{canary}} SLO"},
+	}},
 }
 
 func variable(name, query string) map[string]any {

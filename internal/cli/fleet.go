@@ -71,6 +71,22 @@ type LastRun struct {
 	CompletionTime          *time.Time      `json:"completionTime"`
 	TimeToVisibilitySeconds *float64        `json:"timeToVisibilitySeconds"`
 	Surfaces                []SurfaceBounds `json:"surfaces"`
+	// InFlight is the run's post-revocation delivery; absent when the
+	// canary does not measure the InFlight surface.
+	InFlight *InFlightResult `json:"inFlight,omitempty"`
+}
+
+// InFlightResult is what streams in flight across a revocation delivered
+// after its request.
+type InFlightResult struct {
+	// DeliverySeconds is null when not established.
+	DeliverySeconds         *float64 `json:"deliverySeconds"`
+	CanaryBytesAfterRequest int64    `json:"canaryBytesAfterRequest"`
+	Outcomes                string   `json:"outcomes"`
+	SLOSeconds              float64  `json:"sloSeconds"`
+	delivery                string
+	deliveryAt              *metav1.Duration
+	slo                     time.Duration
 }
 
 // SurfaceBounds is one surface's time-to-exclusion interval and its SLO.
@@ -218,9 +234,25 @@ func canaryState(ca *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus) CanaryS
 			CompletionTime:          timeOf(last.CompletionTime),
 			TimeToVisibilitySeconds: secondsOf(last.TimeToVisibility),
 			Surfaces:                summarySurfaces(&ca.Spec.CanarySpec, corpus, last),
+			InFlight:                inFlightResult(&ca.Spec.CanarySpec, corpus, last.InFlight),
 		}
 	}
 	return s
+}
+
+// inFlightResult is the summary's in-flight measurement against the SLO it
+// was judged by (the current rule when the summary does not say); nil when
+// the run read no streams.
+func inFlightResult(spec *v1alpha1.CanarySpec, corpus *v1alpha1.Corpus, m *v1alpha1.InFlightSummary) *InFlightResult {
+	if m == nil {
+		return nil
+	}
+	slo := SurfaceSLO(spec, corpus, v1alpha1.SurfaceInFlight)
+	if m.SLO != nil {
+		slo = m.SLO.Duration
+	}
+	return &InFlightResult{DeliverySeconds: secondsOf(m.PostRevocationDelivery), CanaryBytesAfterRequest: m.CanaryBytesAfterRequest,
+		Outcomes: m.Outcomes, SLOSeconds: slo.Seconds(), delivery: dash(m.Delivery), deliveryAt: m.PostRevocationDelivery, slo: slo}
 }
 
 // surfaceOrder is the order surfaces are shown in, as the printer columns
@@ -277,10 +309,7 @@ func surfaceBounds(s v1alpha1.Surface, b *v1alpha1.ExclusionBounds, slo time.Dur
 // probedSurfaces are the spec's surfaces, Search when none are set (the
 // CRD default).
 func probedSurfaces(spec *v1alpha1.CanarySpec) []v1alpha1.Surface {
-	if len(spec.Probing.Surfaces) == 0 {
-		return []v1alpha1.Surface{v1alpha1.SurfaceSearch}
-	}
-	return spec.Probing.Surfaces
+	return v1alpha1.Probed(spec.Probing.Surfaces)
 }
 
 // runStates splits the runs into those in flight and verdict counts of

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/format"
+	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/safetext"
 )
 
@@ -81,7 +82,7 @@ func writeCanaries(w io.Writer, f *Fleet, all bool) error {
 		fmt.Fprintln(w, "  none")
 		return nil
 	}
-	t := newTable(w, all, "NAME", "CORPUS", "READY", "LAST VERDICT", "SEARCH", "ANSWER (CACHE)", "CONVERSATION", "VISIBLE AFTER", "FINISHED", "NEXT RUN")
+	t := newTable(w, all, "NAME", "CORPUS", "READY", "LAST VERDICT", "SEARCH", "ANSWER (CACHE)", "CONVERSATION", "IN-FLIGHT", "VISIBLE AFTER", "FINISHED", "NEXT RUN")
 	for _, c := range f.Canaries {
 		ready := c.Ready
 		if c.Reason != "" && c.Ready != string(metav1.ConditionTrue) {
@@ -94,19 +95,36 @@ func writeCanaries(w io.Writer, f *Fleet, all bool) error {
 		case c.NextRun != nil:
 			next = relative(*c.NextRun, f.Now)
 		}
-		verdict, search, answer, conversation, visible, done := "-", "-", "-", "-", "-", "-"
+		verdict, search, answer, conversation, inFlight, visible, done := "-", "-", "-", "-", "-", "-", "-"
 		if r := c.LastRun; r != nil {
 			verdict = dash(r.Verdict)
 			search, answer = surfaceText(r.Surfaces, v1alpha1.SurfaceSearch), surfaceText(r.Surfaces, v1alpha1.SurfaceAnswer)
 			conversation = surfaceText(r.Surfaces, v1alpha1.SurfaceConversation)
+			inFlight = inFlightText(r.InFlight)
 			visible = secondsText(r.TimeToVisibilitySeconds, "-")
 			if r.CompletionTime != nil {
 				done = relative(*r.CompletionTime, f.Now)
 			}
 		}
-		t.row(c.Namespace, c.Name, c.Corpus, ready, verdict, search, answer, conversation, visible, done, next)
+		t.row(c.Namespace, c.Name, c.Corpus, ready, verdict, search, answer, conversation, inFlight, visible, done, next)
 	}
 	return t.flush()
+}
+
+// inFlightText is the post-revocation delivery against its SLO: "none ≤ 0s",
+// "2.7s ≰ 1s", "? vs 1s" when not established; "-" when not measured.
+func inFlightText(r *InFlightResult) string {
+	if r == nil {
+		return "-"
+	}
+	rel := "vs"
+	if r.DeliverySeconds != nil {
+		rel = "≤"
+		if measure.DeliveryBreached(r.deliveryAt, r.CanaryBytesAfterRequest, r.slo) {
+			rel = "≰"
+		}
+	}
+	return r.delivery + " " + rel + " " + format.HumanDuration(r.slo)
 }
 
 // surfaceText is the surface's interval against its SLO, "-" when the

@@ -44,7 +44,7 @@ func InFlightDelivery(streams []v1alpha1.InFlightStream) (delivery *metav1.Durat
 // or no stream in flight, leaves it Inconclusive; else SLOMet.
 func InFlightVerdict(m *v1alpha1.InFlightMeasurement, slo time.Duration) (v v1alpha1.Verdict, msg string) {
 	delivery, bytes, failed := InFlightDelivery(m.Streams)
-	if delivery != nil && (delivery.Duration > slo || (slo == 0 && bytes > 0)) {
+	if DeliveryBreached(delivery, bytes, slo) {
 		return v1alpha1.VerdictSLOBreached, fmt.Sprintf(
 			"a stream in flight delivered canary content %s after the revocation request (%d bytes), beyond the post-revocation delivery SLO of %s",
 			delivery.Duration.Round(time.Millisecond), bytes, slo)
@@ -56,6 +56,13 @@ func InFlightVerdict(m *v1alpha1.InFlightMeasurement, slo time.Duration) (v v1al
 		return v1alpha1.VerdictInconclusive, "every in-flight stream ended before the revocation request, so no delivery after it was observed"
 	}
 	return v1alpha1.VerdictSLOMet, ""
+}
+
+// DeliveryBreached: an established delivery past the SLO, or with an SLO
+// of 0 any canary content after the request. The verdict, the plugin and
+// RagcanaryInFlightDeliveryBreached apply this one rule.
+func DeliveryBreached(delivery *metav1.Duration, bytes int64, slo time.Duration) bool {
+	return delivery != nil && (delivery.Duration > slo || (slo == 0 && bytes > 0))
 }
 
 // HumanDelivery is a delivery for people: "none" when no canary content

@@ -43,6 +43,10 @@ var (
 		"Lower bound of the time until the surface served only the new content, in the content-freshness canary's last finished run.", surfaceLabels)
 	freshnessUpperBoundDesc = newGaugeDesc("last_run_content_freshness_upper_bound_seconds",
 		"Upper bound of the time until the surface served only the new content, in the content-freshness canary's last finished run; absent when censored.", surfaceLabels)
+	postRevocationDeliveryDesc = newGaugeDesc("last_run_post_revocation_delivery_seconds",
+		"Time from the revocation request to the last canary-bearing chunk that streams already in flight delivered, in the canary's last finished run (InFlight surface); 0 when none arrived after the request, absent when not established.", runLabels)
+	postRevocationBytesDesc = newGaugeDesc("last_run_post_revocation_canary_bytes",
+		"Content bytes streams already in flight delivered after the revocation request, up to their last canary-bearing chunk, in the canary's last finished run (InFlight surface); absent when not established.", runLabels)
 	suiteLastRunPassedDesc = newGaugeDesc("suite_last_run_passed",
 		"1 when the suite's latest finished run passed every gate, else 0; what the gate-failed alert watches.", suiteLabels)
 	suiteLastCompletedRunDesc = newGaugeDesc("suite_last_completed_run_timestamp_seconds",
@@ -54,6 +58,7 @@ var derivedDescs = []*prometheus.Desc{
 	canaryExclusionSLODesc, canarySchedulePeriodDesc, lastCompletedRunDesc,
 	exclusionLowerBoundDesc, exclusionUpperBoundDesc,
 	canarySurfaceSLODesc, canaryContentFreshnessSLODesc, freshnessLowerBoundDesc, freshnessUpperBoundDesc,
+	postRevocationDeliveryDesc, postRevocationBytesDesc,
 	suiteLastRunPassedDesc, suiteLastCompletedRunDesc,
 }
 
@@ -226,7 +231,21 @@ func canarySamples(canary *v1alpha1.RevocationCanary, o objects, now time.Time) 
 		}
 	}
 	out = append(out, lastRunSamples(r, last.CompletionTime, bounds)...)
+	out = append(out, inFlightSamples(r, last.InFlight)...)
 	return append(out, freshnessSamples(r, fresh)...)
+}
+
+// inFlightSamples: the last run's post-revocation delivery and bytes, when
+// established (an unknown delivery is no series, never 0).
+func inFlightSamples(r Run, m *v1alpha1.InFlightSummary) []sample {
+	if m == nil || m.PostRevocationDelivery == nil {
+		return nil
+	}
+	l := r.values()
+	return []sample{
+		{postRevocationDeliveryDesc, m.PostRevocationDelivery.Seconds(), l},
+		{postRevocationBytesDesc, float64(m.CanaryBytesAfterRequest), l},
+	}
 }
 
 // surfaceSLOSamples: per probed surface, the SLO the canary's runs are

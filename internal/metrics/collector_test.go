@@ -123,6 +123,17 @@ func fixture() []client.Object {
 			r.Spec.CorpusRef.Name = "old"
 			return r
 		}(),
+		// Streams in flight delivered canary content 2.5 s after the
+		// request; a second canary's delivery was not established: no series.
+		canary("streaming", func(c *v1alpha1.RevocationCanary) {
+			c.Spec.Probing.Surfaces = []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceInFlight}
+			c.Status.LastRun = &v1alpha1.RunSummary{Name: "streaming-1", CompletionTime: at(700),
+				InFlight: &v1alpha1.InFlightSummary{PostRevocationDelivery: dur(2500 * time.Millisecond), CanaryBytesAfterRequest: 700}}
+		}),
+		canary("streamfail", func(c *v1alpha1.RevocationCanary) {
+			c.Status.Conditions = ready(metav1.ConditionFalse, "PersonaNotFound")
+			c.Status.LastRun = &v1alpha1.RunSummary{Name: "streamfail-1", CompletionTime: at(600), InFlight: &v1alpha1.InFlightSummary{Delivery: "?"}}
+		}),
 		// Six-hourly cron: the period is 6 h, not the 30 s to the next time.
 		canary("cron", func(c *v1alpha1.RevocationCanary) {
 			c.Spec.Schedule = v1alpha1.Schedule{Cron: "0 */6 * * *"}
@@ -157,23 +168,29 @@ ragcanary_canary_exclusion_slo_seconds{canary="cron",corpus="kb",namespace="rag"
 ragcanary_canary_exclusion_slo_seconds{canary="hourly",corpus="kb",namespace="rag"} 60
 ragcanary_canary_exclusion_slo_seconds{canary="moved",corpus="kb",namespace="rag"} 30
 ragcanary_canary_exclusion_slo_seconds{canary="paused",corpus="kb",namespace="rag"} 60
+ragcanary_canary_exclusion_slo_seconds{canary="streaming",corpus="kb",namespace="rag"} 60
 # HELP ragcanary_canary_surface_slo_seconds Exclusion SLO the canary's runs are judged by, per probed surface; absent for content-freshness (UpdateContent) canaries.
 # TYPE ragcanary_canary_surface_slo_seconds gauge
 ragcanary_canary_surface_slo_seconds{canary="cron",corpus="kb",namespace="rag",surface="Search"} 60
 ragcanary_canary_surface_slo_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Search"} 60
 ragcanary_canary_surface_slo_seconds{canary="moved",corpus="kb",namespace="rag",surface="Search"} 30
 ragcanary_canary_surface_slo_seconds{canary="paused",corpus="kb",namespace="rag",surface="Search"} 60
+ragcanary_canary_surface_slo_seconds{canary="streaming",corpus="kb",namespace="rag",surface="InFlight"} 60
+ragcanary_canary_surface_slo_seconds{canary="streaming",corpus="kb",namespace="rag",surface="Search"} 60
 # HELP ragcanary_canary_schedule_period_seconds Time between the canary's scheduled runs; absent while the canary is suspended or not ready.
 # TYPE ragcanary_canary_schedule_period_seconds gauge
 ragcanary_canary_schedule_period_seconds{canary="cron",corpus="kb",namespace="rag"} 21600
 ragcanary_canary_schedule_period_seconds{canary="hourly",corpus="kb",namespace="rag"} 3600
 ragcanary_canary_schedule_period_seconds{canary="moved",corpus="kb",namespace="rag"} 3600
+ragcanary_canary_schedule_period_seconds{canary="streaming",corpus="kb",namespace="rag"} 3600
 # HELP ragcanary_last_completed_run_timestamp_seconds Unix time the canary's last run finished.
 # TYPE ragcanary_last_completed_run_timestamp_seconds gauge
 ragcanary_last_completed_run_timestamp_seconds{canary="",corpus="kb",namespace="rag"} 1200
 ragcanary_last_completed_run_timestamp_seconds{canary="broken",corpus="kb",namespace="rag"} 900
 ragcanary_last_completed_run_timestamp_seconds{canary="hourly",corpus="kb",namespace="rag"} 1000
 ragcanary_last_completed_run_timestamp_seconds{canary="moved",corpus="old",namespace="rag"} 800
+ragcanary_last_completed_run_timestamp_seconds{canary="streamfail",corpus="kb",namespace="rag"} 600
+ragcanary_last_completed_run_timestamp_seconds{canary="streaming",corpus="kb",namespace="rag"} 700
 # HELP ragcanary_last_run_exclusion_lower_bound_seconds Lower bound of time-to-exclusion of the canary's last finished run, per surface.
 # TYPE ragcanary_last_run_exclusion_lower_bound_seconds gauge
 ragcanary_last_run_exclusion_lower_bound_seconds{canary="",corpus="kb",namespace="rag",surface="Search"} 300
@@ -184,6 +201,12 @@ ragcanary_last_run_exclusion_lower_bound_seconds{canary="hourly",corpus="kb",nam
 # TYPE ragcanary_last_run_exclusion_upper_bound_seconds gauge
 ragcanary_last_run_exclusion_upper_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Conversation"} 75
 ragcanary_last_run_exclusion_upper_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Search"} 12
+# HELP ragcanary_last_run_post_revocation_canary_bytes Content bytes streams already in flight delivered after the revocation request, up to their last canary-bearing chunk, in the canary's last finished run (InFlight surface); absent when not established.
+# TYPE ragcanary_last_run_post_revocation_canary_bytes gauge
+ragcanary_last_run_post_revocation_canary_bytes{canary="streaming",corpus="kb",namespace="rag"} 700
+# HELP ragcanary_last_run_post_revocation_delivery_seconds Time from the revocation request to the last canary-bearing chunk that streams already in flight delivered, in the canary's last finished run (InFlight surface); 0 when none arrived after the request, absent when not established.
+# TYPE ragcanary_last_run_post_revocation_delivery_seconds gauge
+ragcanary_last_run_post_revocation_delivery_seconds{canary="streaming",corpus="kb",namespace="rag"} 2.5
 # HELP ragcanary_suite_last_completed_run_timestamp_seconds Unix time the suite's last run finished.
 # TYPE ragcanary_suite_last_completed_run_timestamp_seconds gauge
 ragcanary_suite_last_completed_run_timestamp_seconds{corpus="kb",namespace="rag",suite="iso"} 1300
@@ -219,8 +242,8 @@ func TestObjectCollectorDropsDeletedObjects(t *testing.T) {
 	if n := seriesOf(t, c, "hourly", "iso"); n != 0 {
 		t.Errorf("after deletion: %d series of canary hourly and suite iso remain", n)
 	}
-	if n := testutil.CollectAndCount(c, "ragcanary_canary_exclusion_slo_seconds"); n != 3 {
-		t.Errorf("other canaries' SLO series = %d, want 3", n)
+	if n := testutil.CollectAndCount(c, "ragcanary_canary_exclusion_slo_seconds"); n != 4 {
+		t.Errorf("other canaries' SLO series = %d, want 4", n)
 	}
 }
 
