@@ -43,7 +43,10 @@ type CanaryEvidence struct {
 	// IsolationViolations counts control-persona probes that saw the canary.
 	IsolationViolations int32             `json:"isolationViolations"`
 	Controls            []ControlEvidence `json:"controls"`
-	Conditions          []Condition       `json:"conditions"`
+	// InFlight is the streams read across the revocation; absent for a run
+	// that read none.
+	InFlight   *InFlightEvidence `json:"inFlight,omitempty"`
+	Conditions []Condition       `json:"conditions"`
 }
 
 // Comparison of a surface's bounds with its SLO, stated only as far as the
@@ -133,6 +136,7 @@ func BuildCanary(in CanaryInput, now time.Time) Evidence {
 		Timeline:            canaryTimeline(run),
 		IsolationViolations: st.IsolationViolations,
 		Controls:            controls(run),
+		InFlight:            inFlightEvidence(st.InFlight),
 		Conditions:          conditions(st.Conditions),
 		ControlPersonas:     []Referenced[v1alpha1.PersonaSpec]{},
 		Surfaces:            []SurfaceEvidence{},

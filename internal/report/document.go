@@ -98,6 +98,11 @@ func canarySections(c *CanaryEvidence) []section {
 		}}
 		sections = append(sections[:1], append([]section{fresh}, sections[1:]...)...)
 	}
+	if s, ok := inFlightSection(c.InFlight); ok {
+		// After the time to exclusion: what streams delivered past the request.
+		at := min(2, len(sections))
+		sections = append(sections[:at], append([]section{s}, sections[at:]...)...)
+	}
 	return sections
 }
 
