@@ -132,3 +132,31 @@ func TestInFlightPerChunkReauthorizationCutsAfterTheSync(t *testing.T) {
 		t.Errorf("stream %+v: want the canary content delivered during the sync's lag measured", s)
 	}
 }
+
+// TestInFlightIntervalReauthorizationCutsWithinItsInterval: a stream that
+// re-checks access every 450ms is cut too, its canary content stopping no
+// later than one re-check interval and one chunk after the ACL sync.
+func TestInFlightIntervalReauthorizationCutsWithinItsInterval(t *testing.T) {
+	const every = 450 * time.Millisecond
+	tg := startCRTarget(t, ragtarget.Config{StreamChunkInterval: inFlightChunkInterval,
+		StreamReauthorize: ragtarget.StreamReauthorize{Mode: ragtarget.ReauthorizeInterval, Every: every}}, 300*time.Millisecond, false)
+	ns := crFixture(t, tg)
+	crDeclareSurfaces(t, ns, tg)
+	got := crWaitDone(t, convRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceInFlight))
+	m := got.Status.InFlight
+	if m == nil || len(m.Streams) != 1 {
+		t.Fatalf("verdict %s (%s), status.inFlight %+v, want one stream", got.Status.Verdict, got.Status.Message, m)
+	}
+	s := m.Streams[0]
+	_, applied := tg.appliedRevocation()
+	req := got.Status.RevokeRequestedTime.Time
+	t.Logf("stream: %s %s, delivery %v (%d bytes after the request); sync applied %s after the request",
+		s.Outcome, s.EndReason, s.PostRevocationDelivery, s.CanaryBytesAfterRequest, applied.Sub(req))
+	if s.Outcome != v1alpha1.InFlightCut || s.EndReason != "access_revoked" || applied.IsZero() || s.LastCanaryChunkTime == nil {
+		t.Fatalf("stream %+v, want Cut with access_revoked after the applied sync", s)
+	}
+	if s.LastCanaryChunkTime.After(applied.Add(every + inFlightChunkInterval)) {
+		t.Errorf("canary content %s after the sync, want within the re-check interval and one chunk (%s)",
+			s.LastCanaryChunkTime.Sub(applied), every+inFlightChunkInterval)
+	}
+}
