@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -204,6 +205,15 @@ func (r *CanaryRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.transitions = make(chan event.TypedGenericEvent[types.NamespacedName], 1024)
 	r.Probes.OnTransition(r.enqueueTransition)
+	// Streams read across a revocation end with the manager, as they would
+	// with its process.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.inFlight.StopAll()
+		return nil
+	})); err != nil {
+		return err
+	}
 	enqueueKey := handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, key types.NamespacedName) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: key}}
 	})

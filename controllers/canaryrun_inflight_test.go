@@ -2,9 +2,12 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -158,5 +161,47 @@ func TestInFlightIntervalReauthorizationCutsWithinItsInterval(t *testing.T) {
 	if s.LastCanaryChunkTime.After(applied.Add(every + inFlightChunkInterval)) {
 		t.Errorf("canary content %s after the sync, want within the re-check interval and one chunk (%s)",
 			s.LastCanaryChunkTime.Sub(applied), every+inFlightChunkInterval)
+	}
+}
+
+// TestInFlightRestartMidStreamIsAnError stops the operator while a stream
+// it opened before the revocation is still delivering: a fresh operator
+// holds no stream, so what it delivered after the request is unknown. The
+// stream is reported as an Error and the run Inconclusive, never as a cut
+// or as nothing delivered; the Search surface is still measured.
+func TestInFlightRestartMidStreamIsAnError(t *testing.T) {
+	cfg, c := startOwnAPIServer(t)
+	tg := startCRTargetWith(t, ragtarget.Config{StreamChunkInterval: inFlightChunkInterval},
+		crTargetOptions{hold: true})
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "restart-inflight-"}}
+	crCreateIn(t, c, ns)
+	crFixtureIn(t, c, ns.Name, tg)
+	crDeclareSurfacesIn(t, c, ns.Name, tg)
+	run := crRunSpec(ns.Name, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceInFlight)
+	run.Spec.Probing.MaxInterval = metav1.Duration{Duration: 10 * time.Minute}
+	crCreateIn(t, c, run)
+
+	first := startTestOperator(t, cfg, 250*time.Millisecond)
+	eventually(t, "the revocation requested while the stream delivers", func() error {
+		if got := crGetIn(t, c, run); got.Status.Phase != v1alpha1.PhaseAwaitingExclusion {
+			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
+		}
+		return nil
+	})
+	first.stop()
+	tg.release()
+	startTestOperator(t, cfg, 250*time.Millisecond)
+
+	got := crWaitDoneIn(t, c, run)
+	if got.Status.Verdict != v1alpha1.VerdictInconclusive || !strings.Contains(got.Status.Message, "in-flight stream failed") {
+		t.Fatalf("verdict %s (%s), want Inconclusive for the lost stream", got.Status.Verdict, got.Status.Message)
+	}
+	m := got.Status.InFlight
+	if m == nil || len(m.Streams) != 1 || m.Streams[0].Outcome != v1alpha1.InFlightError ||
+		!strings.Contains(m.Streams[0].Message, "restarted") || m.PostRevocationDelivery != nil || m.Delivery != "?" {
+		t.Fatalf("status.inFlight %+v, want one Error stream and no delivery", m)
+	}
+	if s := crSurface(t, got, v1alpha1.SurfaceSearch); !s.Excluded {
+		t.Errorf("Search %+v, want still measured to exclusion", s)
 	}
 }

@@ -21,8 +21,26 @@ import (
 // through the contract's source API.
 func crDeclareSurfaces(t *testing.T, ns string, tg *crTarget) {
 	t.Helper()
+	crDeclareSurfacesIn(t, k8sClient, ns, tg)
+	eventually(t, "the corpus measuring every declared surface", func() error {
+		var got v1alpha1.Corpus
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "target"}, &got); err != nil {
+			return err
+		}
+		want := []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation, v1alpha1.SurfaceStream, v1alpha1.SurfaceInFlight}
+		if got.Status.ObservedGeneration != got.Generation || !slices.Equal(got.Status.MeasurableSurfaces, want) {
+			return fmt.Errorf("generation %d observed %d, measurable %v", got.Generation, got.Status.ObservedGeneration, got.Status.MeasurableSurfaces)
+		}
+		return nil
+	})
+}
+
+// crDeclareSurfacesIn declares the surfaces through kc, for an API server
+// of the test's own (whose corpus status no controller writes).
+func crDeclareSurfacesIn(t *testing.T, kc client.Client, ns string, tg *crTarget) {
+	t.Helper()
 	var c v1alpha1.Corpus
-	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "target"}, &c); err != nil {
+	if err := kc.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "target"}, &c); err != nil {
 		t.Fatal(err)
 	}
 	base := c.DeepCopy()
@@ -35,20 +53,9 @@ func crDeclareSurfaces(t *testing.T, ns string, tg *crTarget) {
 			Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"search": {{json .Query}}, "top": {{.K}}}`,
 			CredentialHeader: v1alpha1.CredentialHeader{Name: "api-key"}, Hits: "/value", ID: "/id", Text: "/content"},
 	}
-	if err := k8sClient.Patch(context.Background(), &c, client.MergeFrom(base)); err != nil {
+	if err := kc.Patch(context.Background(), &c, client.MergeFrom(base)); err != nil {
 		t.Fatalf("declaring the surfaces: %v", err)
 	}
-	eventually(t, "the corpus measuring every declared surface", func() error {
-		var got v1alpha1.Corpus
-		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "target"}, &got); err != nil {
-			return err
-		}
-		want := []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation, v1alpha1.SurfaceStream, v1alpha1.SurfaceInFlight}
-		if got.Status.ObservedGeneration != got.Generation || !slices.Equal(got.Status.MeasurableSurfaces, want) {
-			return fmt.Errorf("generation %d observed %d, measurable %v", got.Generation, got.Status.ObservedGeneration, got.Status.MeasurableSurfaces)
-		}
-		return nil
-	})
 }
 
 // TestSurfacesRunExcludedWithinACLLag: a canary planted through the

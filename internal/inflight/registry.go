@@ -67,6 +67,19 @@ func (r *Registry) Stop(key types.NamespacedName) {
 	}
 }
 
+// StopAll stops every run's streams: the process is going away.
+func (r *Registry) StopAll() {
+	r.mu.Lock()
+	keys := make([]types.NamespacedName, 0, len(r.runs))
+	for k := range r.runs {
+		keys = append(keys, k)
+	}
+	r.mu.Unlock()
+	for _, k := range keys {
+		r.Stop(k)
+	}
+}
+
 // Len is how many runs have streams here.
 func (r *Registry) Len() int {
 	r.mu.Lock()
