@@ -80,7 +80,7 @@ func (r *CanaryRunReconciler) openInFlight(ctx context.Context, rc *runCtx, deps
 		t, persona, key := token.target(run.Status.DocumentID), deps.persona.Token, rc.key
 		notify := func() { r.enqueueTransition(key) }
 		r.inFlight.Open(key, inFlightStreams(run), deps.corpus.Hold(), func(ctx context.Context) *inflight.Stream {
-			return inflight.Watch(ctx, w, persona, t.Handle, t.Payload, notify)
+			return inflight.Watch(ctx, w, deps.corpus.Wait, persona, t.Handle, t.Payload, notify)
 		})
 		log.FromContext(ctx).V(1).Info("in-flight streams opened before the revocation", "streams", inFlightStreams(run))
 	}

@@ -69,10 +69,20 @@ type Stream struct {
 // Watch opens one stream of question as persona and reads it to its end
 // in a goroutine of its own; notify (may be nil) is called when the stream
 // first shows the payload and when it ends, so a reconciler waiting on it
-// needs no polling.
-func Watch(ctx context.Context, w driver.StreamWatcher, persona driver.Token, question, payload string, notify func()) *Stream {
-	s := &Stream{payload: payload, opened: time.Now(), notify: notify, closed: make(chan struct{})}
+// needs no polling. wait (may be nil) is the target's rate limit, taken
+// before the request like every probe's; a wait that fails fails the stream.
+func Watch(ctx context.Context, w driver.StreamWatcher, wait func(context.Context) error, persona driver.Token, question, payload string, notify func()) *Stream {
+	s := &Stream{payload: payload, notify: notify, closed: make(chan struct{})}
 	go func() {
+		if wait != nil {
+			if err := wait(ctx); err != nil {
+				s.finish(driver.StreamEnd{}, err)
+				return
+			}
+		}
+		s.mu.Lock()
+		s.opened = time.Now()
+		s.mu.Unlock()
 		end, err := w.WatchStream(ctx, persona, question, s.add)
 		s.finish(end, err)
 	}()

@@ -34,7 +34,7 @@ func streamAcross(t *testing.T, w *scripted, before, after []string) v1alpha1.In
 	t.Helper()
 	w.chunks = make(chan driver.StreamChunk)
 	notified := make(chan struct{}, 4)
-	s := Watch(context.Background(), w, driver.Token(""), "q", payload, func() { notified <- struct{}{} })
+	s := Watch(context.Background(), w, nil, driver.Token(""), "q", payload, func() { notified <- struct{}{} })
 	// Chunks are stamped when sent, so every one sent before the request
 	// is stamped before it.
 	for _, c := range before {
@@ -178,5 +178,18 @@ func TestLostStreamsAreErrors(t *testing.T) {
 	m := Lost(2)
 	if len(m.Streams) != 2 || m.Streams[0].Outcome != v1alpha1.InFlightError {
 		t.Fatalf("%+v, want two Errors", m)
+	}
+}
+
+// TestFailedRateLimitWaitFailsTheStream: a stream whose rate-limit wait
+// fails (its run stopped) is an Error, never sent.
+func TestFailedRateLimitWaitFailsTheStream(t *testing.T) {
+	w := &scripted{chunks: make(chan driver.StreamChunk)}
+	close(w.chunks)
+	s := Watch(context.Background(), w, func(context.Context) error { return context.Canceled }, driver.Token(""), "q", payload, nil)
+	<-s.Closed()
+	s.Requested(time.Now())
+	if got := s.Result(); got.Outcome != v1alpha1.InFlightError || got.OpenedTime != nil {
+		t.Fatalf("%+v, want an Error that never opened", got)
 	}
 }
