@@ -111,6 +111,9 @@ var panels = []spec{
 	{"Probe scheduling lag p95", "Delay between a probe's due time and its start (rate limit and load). It widens the measured intervals.", "timeseries", "s", [][2]string{
 		{`histogram_quantile(0.95, sum by (le, corpus) (rate(ragcanary_probe_scheduling_lag_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}}"},
 	}},
+	{"Sentinel sightings", "Probes by personas outside a sentinel canary's access list that saw its payload, per canary, persona and surface, over the dashboard range. Anything above zero is a leak through derived content (a digest, a summary); the run's status.sentinel.sightings names the carrier.", "bargauge", "short", [][2]string{
+		{`sum by (namespace, canary, persona, surface) (increase(ragcanary_sentinel_sightings_total{` + sel + `}[$__range]))`, "{{canary}} {{persona}} {{surface}}"},
+	}},
 }
 
 func variable(name, query string) map[string]any {
