@@ -44,6 +44,8 @@ type CanaryEvidence struct {
 	IsolationViolations int32             `json:"isolationViolations"`
 	Controls            []ControlEvidence `json:"controls"`
 	Conditions          []Condition       `json:"conditions"`
+	// Sentinel is a sentinel run's watch and sightings; absent otherwise.
+	Sentinel *SentinelEvidence `json:"sentinel,omitempty"`
 }
 
 // Comparison of a surface's bounds with its SLO, stated only as far as the
@@ -143,6 +145,7 @@ func BuildCanary(in CanaryInput, now time.Time) Evidence {
 	if in.Corpus != nil {
 		ev.VisibilitySLO = secondsOf(in.Corpus.Spec.Freshness.VisibilitySLO)
 	}
+	ev.Sentinel = sentinelEvidence(run)
 	ev.Secrets = canarySecrets(run, ev)
 	for _, m := range st.Surfaces {
 		ev.Surfaces = append(ev.Surfaces, surface(m, run, in.Corpus))
