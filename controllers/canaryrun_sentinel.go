@@ -116,16 +116,13 @@ func (r *CanaryRunReconciler) watch(ctx context.Context, rc *runCtx) (ctrl.Resul
 		}
 	}
 	if _, ok := r.Probes.StateAt(rc.key, probe.StageVisibility); ok {
-		// The visibility loop's last rounds are kept, then it gives way.
-		if snap, ok := r.stopProbing(rc); ok {
-			r.recordSightings(rc, snap)
-		}
+		// The visibility loop's last rounds (sightings included) are
+		// kept, then it gives way.
+		r.stopProbing(rc)
 	}
 	deadline := run.Status.Sentinel.WatchUntil.Time
 	if !rc.now.Before(deadline) {
-		if snap, ok := r.stopProbing(rc); ok {
-			r.recordSightings(rc, snap)
-		}
+		r.stopProbing(rc)
 		return r.decideSentinel(rc)
 	}
 	st, res, err := r.ensureProbing(ctx, rc, probe.StageWatch, deadline)
@@ -168,7 +165,8 @@ func (r *CanaryRunReconciler) recordWatch(rc *runCtx, snap probe.Snapshot) time.
 }
 
 // recordSightings copies a snapshot's sightings into status when it holds
-// more than status does, with a Warning event naming the first one (the
+// more than status does (recordProbing calls it for every sentinel loop
+// that stops), with a Warning event naming the first one (the
 // persona, the surface and the carrier: IDs, never the payload). It reports
 // whether status changed.
 func (r *CanaryRunReconciler) recordSightings(rc *runCtx, snap probe.Snapshot) bool {

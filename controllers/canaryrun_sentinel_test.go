@@ -140,8 +140,8 @@ func TestSentinelPublicDigestIsAViolationNamingTheDigest(t *testing.T) {
 		t.Errorf("sightings on %v, want Search and Answer", surfaces)
 	}
 	detection := first.Time.Sub(got.Status.VisibleTime.Time)
-	t.Logf("public digest: detected %s after visibility (first sighting on %s through %v; %d sightings)",
-		detection, first.Surface, first.Carriers, st.TotalSightings)
+	t.Logf("public digest: detected %s after visibility, %s after the share request (first sighting on %s through %v; %d sightings)",
+		detection, first.Time.Sub(got.Status.ShareRequestedTime.Time), first.Surface, first.Carriers, st.TotalSightings)
 	// A digest interval, the content and ACL syncs that index it (200ms,
 	// 100ms), one probe gap (≤ 1s) and slack for a loaded machine.
 	if limit := sentinelDigestInterval + 300*time.Millisecond + time.Second + time.Second; detection > limit {
@@ -217,8 +217,8 @@ func TestSentinelUnionDigestLeaksToTheUnionOnly(t *testing.T) {
 		}
 	}
 	first := st.Sightings[0]
-	t.Logf("union digest: detected %s after visibility (first on %s through %v; %d sightings)",
-		first.Time.Sub(got.Status.VisibleTime.Time), first.Surface, first.Carriers, st.TotalSightings)
+	t.Logf("union digest: detected %s after visibility, %s after the share request (first on %s through %v; %d sightings)",
+		first.Time.Sub(got.Status.VisibleTime.Time), first.Time.Sub(got.Status.ShareRequestedTime.Time), first.Surface, first.Carriers, st.TotalSightings)
 	for _, s := range []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer} {
 		for _, c := range got.Status.ControlProbes {
 			if c.Persona == "eve" && c.Surface == s && (c.Answered == 0 || c.Errors != 0) {

@@ -219,6 +219,9 @@ func (r *CanaryRunReconciler) recordProbing(rc *runCtx, snap probe.Snapshot) {
 	if len(snap.Controls) > 0 {
 		rc.run.Status.ControlProbes = snap.Controls
 	}
+	if isSentinel(rc.run) {
+		r.recordSightings(rc, snap)
+	}
 }
 
 // recordViolations raises the persisted count to what probing saw, with a
