@@ -10,12 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
@@ -153,7 +157,38 @@ func TestSentinelPublicDigestIsAViolationNamingTheDigest(t *testing.T) {
 	if !tg.deleted(got.Status.DocumentID) {
 		t.Error("the sentinel document was not deleted")
 	}
+	assertSightingSignals(t, got, "mallory")
 	crAssertNoToken(t, got)
+}
+
+// assertSightingSignals checks a sighting reached the metric (per persona
+// and surface) and one Warning event naming the persona and the carrier.
+func assertSightingSignals(t *testing.T, run *v1alpha1.CanaryRun, persona string) {
+	t.Helper()
+	var counted float64
+	for _, s := range []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer} {
+		counted += testutil.ToFloat64(metrics.SentinelSightingsTotal.With(prometheus.Labels{metrics.LabelNamespace: run.Namespace,
+			metrics.LabelCanary: "", metrics.LabelCorpus: run.Spec.CorpusRef.Name, metrics.LabelPersona: persona, metrics.LabelSurface: string(s)}))
+	}
+	if counted == 0 || counted > float64(run.Status.Sentinel.TotalSightings) {
+		t.Errorf("sentinel_sightings_total for %s = %v, want 1..%d", persona, counted, run.Status.Sentinel.TotalSightings)
+	}
+	var list eventsv1.EventList
+	if err := k8sClient.List(context.Background(), &list, client.InNamespace(run.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	var warned int
+	for _, e := range list.Items {
+		if e.Reason == ReasonSentinelSighting && e.Regarding.Name == run.Name {
+			warned++
+			if e.Type != "Warning" || !strings.Contains(e.Note, persona) || !strings.Contains(e.Note, digestCarrier) {
+				t.Errorf("event %s %q, want a Warning naming %s and %s", e.Type, e.Note, persona, digestCarrier)
+			}
+		}
+	}
+	if warned != 1 {
+		t.Errorf("%d %s events, want one (the first sighting)", warned, ReasonSentinelSighting)
+	}
 }
 
 // TestSentinelMostRestrictiveDigestStaysIsolated: a digest readable only by
@@ -225,7 +260,13 @@ func TestSentinelUnionDigestLeaksToTheUnionOnly(t *testing.T) {
 				t.Errorf("eve on %s: %+v, want valid replies (her silence must be tested)", s, c)
 			}
 		}
+		eve := prometheus.Labels{metrics.LabelNamespace: ns, metrics.LabelCanary: "", metrics.LabelCorpus: "target",
+			metrics.LabelPersona: "eve", metrics.LabelSurface: string(s)}
+		if n := testutil.ToFloat64(metrics.SentinelSightingsTotal.With(eve)); n != 0 {
+			t.Errorf("eve counted %v sightings on %s", n, s)
+		}
 	}
+	assertSightingSignals(t, got, "mallory")
 	crAssertNoToken(t, got)
 }
 
