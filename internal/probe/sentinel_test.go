@@ -1,13 +1,20 @@
 package probe
 
 import (
+	"context"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/measure"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 var sentinelTarget = Target{DocumentID: "rc-1", Handle: "rcanaryaaaa1111", Payload: "rcpayloadbbbb2222"}
@@ -93,5 +100,53 @@ func TestKeepSightingBoundsAndRedacts(t *testing.T) {
 	s.apply(nil, []result{{surface: v1alpha1.SurfaceSearch, control: "mallory", outcome: measure.Error}})
 	if s.Snapshot().SightingTotal != snap.SightingTotal {
 		t.Fatal("a probe error was counted as a sighting")
+	}
+}
+
+// countingTarget counts searches per persona and shows the canary to none.
+type countingTarget struct {
+	fakeTarget
+	byPersona sync.Map // driver.Token → *atomic.Int64
+}
+
+func (c *countingTarget) Search(ctx context.Context, p driver.Token, q string, k int) ([]driver.Hit, error) {
+	n, _ := c.byPersona.LoadOrStore(p, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+	return c.fakeTarget.Search(ctx, p, q, k)
+}
+
+func (c *countingTarget) searchesBy(p driver.Token) int64 {
+	n, ok := c.byPersona.Load(p)
+	if !ok {
+		return 0
+	}
+	return n.(*atomic.Int64).Load()
+}
+
+// TestEngineWatchProbesOnlyTheControls: while a sentinel is watched its
+// owner is not probed, and a control's sighting is kept with its carrier.
+func TestEngineWatchProbesOnlyTheControls(t *testing.T) {
+	f := &countingTarget{fakeTarget: fakeTarget{visible: map[driver.Token]bool{}}}
+	e := NewEngine(clock.RealClock{}, target.NewLimiters(clock.RealClock{}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = e.Start(ctx) }()
+	key := types.NamespacedName{Namespace: "ns", Name: "sentinel"}
+	p := newPlan(StageWatch, f)
+	p.Schedule = Schedule{Adaptive: true, Precision: 0.1, MaxInterval: 20 * time.Millisecond}
+	st := e.Ensure(key, p)
+	waitFor(t, "control probes", func() bool { return f.searchesBy(control) >= 3 })
+	f.set(control, true)
+	waitFor(t, "a sighting", func() bool { return st.Snapshot().SightingTotal > 0 })
+	final := e.Stop(key).Snapshot()
+	if n := f.searchesBy(persona); n != 0 {
+		t.Fatalf("the owner was probed %d times while watching", n)
+	}
+	got := final.Sightings[0]
+	if got.Persona != "control" || got.Surface != v1alpha1.SurfaceSearch || !got.OwnDocument || !slices.Equal(got.Carriers, []string{"rc-1#0"}) {
+		t.Fatalf("sighting %+v", got)
+	}
+	if final.IsolationViolations != final.SightingTotal {
+		t.Fatalf("violations %d, sightings %d: every sighting is a violation", final.IsolationViolations, final.SightingTotal)
 	}
 }
