@@ -91,8 +91,7 @@ func suiteTone(p *bool) string {
 func canarySections(c *CanaryEvidence) []section {
 	sections := baseCanarySections(c)
 	if c.Sentinel != nil {
-		// After the verdict: a sentinel's sightings are what it judged.
-		sections = append(sections[:1], append([]section{sentinelSection(c.Sentinel)}, sections[1:]...)...)
+		sections = sentinelSections(sections, c.Sentinel)
 	}
 	if t, ok := freshnessTable(c.Surfaces); ok {
 		// After the verdict: for a content-freshness run this is what it judged.

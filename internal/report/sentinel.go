@@ -84,3 +84,20 @@ func sentinelSection(s *SentinelEvidence) section {
 	}
 	return section{ID: "sentinel", Title: "Sentinel", Blocks: append(blocks, tableBlock(t))}
 }
+
+// sentinelSections puts the sentinel's section right after the verdict, the
+// evidence it was judged by, and drops the revocation's: a sentinel is never
+// revoked, so it has no exclusion to show.
+func sentinelSections(base []section, s *SentinelEvidence) []section {
+	out := make([]section, 0, len(base)+1)
+	for i, sec := range base {
+		if sec.ID == "exclusion" || sec.ID == "probes" {
+			continue
+		}
+		out = append(out, sec)
+		if i == 0 {
+			out = append(out, sentinelSection(s))
+		}
+	}
+	return out
+}

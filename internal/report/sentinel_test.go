@@ -44,6 +44,9 @@ func TestSentinelSightingsTable(t *testing.T) {
 			t.Errorf("row %d = %q, want %q", i, rows[i], want[i])
 		}
 	}
+	if strings.Contains(md, "Time to exclusion per surface") {
+		t.Error("a sentinel's report shows an exclusion it never measured")
+	}
 	if !strings.Contains(md, "1 later sightings are counted but not listed") {
 		t.Error("the sightings status did not keep are not mentioned")
 	}
