@@ -377,3 +377,60 @@ func TestSentinelCanaryReplantsAndCleansUp(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSentinelRestartWhileWatchingKeepsItsEvidence: the operator stops
+// while a sentinel is watched and already seen through a public digest; a
+// fresh operator rebuilds the run from status: the watch window is the one
+// persisted before watching began, the sightings persisted before the stop
+// are kept as they were, and the lifetime ends in the violation.
+func TestSentinelRestartWhileWatchingKeepsItsEvidence(t *testing.T) {
+	cfg, c := startOwnAPIServer(t)
+	tg := startSentinelTarget(t, ragtarget.DigestPublic)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sentinel-restart-"}}
+	crCreateIn(t, c, ns)
+	crFixtureIn(t, c, ns.Name, tg)
+	// The contract's answer surface: its citations name the carrier.
+	run := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "sentinel"},
+		Spec: v1alpha1.CanaryRunSpec{CanarySpec: sentinelSpec(ns.Name, 6*time.Second, "mallory")}}
+	run.Spec.Probing.Surfaces = []v1alpha1.Surface{v1alpha1.SurfaceAnswer}
+	crCreateIn(t, c, run)
+
+	first := startTestOperator(t, cfg, 250*time.Millisecond)
+	var before *v1alpha1.CanaryRun
+	eventually(t, "a sighting persisted while watching", func() error {
+		before = crGetIn(t, c, run)
+		if st := before.Status.Sentinel; before.Status.Phase != v1alpha1.PhaseWatching || st == nil || len(st.Sightings) == 0 {
+			return fmt.Errorf("phase %s, sentinel %+v", before.Status.Phase, before.Status.Sentinel)
+		}
+		return nil
+	})
+	first.stop()
+	before = crGetIn(t, c, run)
+	if before.Status.Phase != v1alpha1.PhaseWatching {
+		t.Fatalf("the lifetime ended before the restart could be tested: phase %s", before.Status.Phase)
+	}
+	startTestOperator(t, cfg, 250*time.Millisecond)
+	got := crWaitDoneIn(t, c, run)
+
+	b, a := before.Status.Sentinel, got.Status.Sentinel
+	if !a.WatchStartTime.Equal(b.WatchStartTime) || !a.WatchUntil.Equal(b.WatchUntil) {
+		t.Errorf("watch window moved across the restart: [%v, %v] → [%v, %v]", b.WatchStartTime, b.WatchUntil, a.WatchStartTime, a.WatchUntil)
+	}
+	if a.TotalSightings < b.TotalSightings || len(a.Sightings) < len(b.Sightings) {
+		t.Fatalf("sightings went from %d to %d across the restart", b.TotalSightings, a.TotalSightings)
+	}
+	for i := range b.Sightings {
+		if !equalSighting(a.Sightings[i], b.Sightings[i]) {
+			t.Errorf("sighting %d changed across the restart: %+v → %+v", i, b.Sightings[i], a.Sightings[i])
+		}
+	}
+	if got.Status.Verdict != v1alpha1.VerdictIsolationViolation || !carriedBy(a.Sightings[0], digestCarrier) {
+		t.Fatalf("verdict %s (%s), first sighting %+v", got.Status.Verdict, got.Status.Message, a.Sightings[0])
+	}
+	t.Logf("restart while watching: %d sightings before the stop, %d at the end; window kept", b.TotalSightings, a.TotalSightings)
+}
+
+func equalSighting(a, b v1alpha1.SentinelSighting) bool {
+	return a.Persona == b.Persona && a.Surface == b.Surface && a.OwnDocument == b.OwnDocument &&
+		slices.Equal(a.Carriers, b.Carriers) && a.Time.Equal(&b.Time)
+}
