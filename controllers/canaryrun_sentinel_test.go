@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -326,6 +327,13 @@ func TestSentinelCanaryReplantsAndCleansUp(t *testing.T) {
 		t.Fatalf("first sentinel: verdict %s (%s), want Isolated", first.Status.Verdict, first.Status.Message)
 	}
 	firstPayload := crTokenPair(t, first).Payload
+	eventually(t, "the canary's SLOMet condition reading the isolated sentinel", func() error {
+		c := meta.FindStatusCondition(canaryGet(t, canary).Status.Conditions, ConditionSLOMet)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(v1alpha1.VerdictIsolated) {
+			return fmt.Errorf("SLOMet condition %+v", c)
+		}
+		return nil
+	})
 
 	// The next scheduled run is due an hour after creation.
 	scheduleClock.SetTime(created.Add(time.Hour + time.Second))
