@@ -140,6 +140,8 @@ func (r *CanaryRunReconciler) step(phase v1alpha1.CanaryPhase) stepFunc {
 		return r.revoke
 	case v1alpha1.PhaseAwaitingExclusion:
 		return r.awaitExclusion
+	case v1alpha1.PhaseWatching:
+		return r.watch
 	case v1alpha1.PhaseCleaningUp:
 		return r.cleanUp
 	default:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -97,7 +98,10 @@ func startCRTargetWith(t *testing.T, cfg ragtarget.Config, opts crTargetOptions)
 		opts.revokeSync = ragtarget.SyncACL
 	}
 	cfg.SourceToken = testSourceToken
-	cfg.Tokens = map[string]string{testAliceToken: "alice@example.com", testMalloryToken: "mallory@example.com"}
+	// Personas a test adds (cfg.Tokens) join the fixture's two.
+	tokens := map[string]string{testAliceToken: "alice@example.com", testMalloryToken: "mallory@example.com"}
+	maps.Copy(tokens, cfg.Tokens)
+	cfg.Tokens = tokens
 	if cfg.ContentSyncInterval == 0 {
 		cfg.ContentSyncInterval = 200 * time.Millisecond
 	}

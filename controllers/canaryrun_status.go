@@ -88,9 +88,10 @@ func isTerminal(p v1alpha1.CanaryPhase) bool {
 	return p == v1alpha1.PhaseSucceeded || p == v1alpha1.PhaseFailed
 }
 
-// eventType is Normal only for a met SLO: everything else deserves attention.
+// eventType is Normal only for a met SLO or an isolated sentinel:
+// everything else deserves attention.
 func eventType(v v1alpha1.Verdict) string {
-	if v == v1alpha1.VerdictSLOMet {
+	if v == v1alpha1.VerdictSLOMet || v == v1alpha1.VerdictIsolated {
 		return "Normal"
 	}
 	return "Warning"

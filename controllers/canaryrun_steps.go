@@ -80,7 +80,7 @@ func (r *CanaryRunReconciler) plant(ctx context.Context, rc *runCtx) (ctrl.Resul
 		return r.conclude(rc, v1alpha1.VerdictSetupFailed, problem)
 	}
 	run.Status.TokenHash = tokenHash(token)
-	err = deps.corpus.Driver.CreateDocument(ctx, canaryDocument(run, token))
+	err = deps.corpus.Driver.CreateDocument(ctx, plantedDocument(run, token))
 	if res, stop, err := r.sourceResult(rc, "planting the canary document", err, r.setupDeadline(run)); stop {
 		return res, err
 	}
@@ -154,7 +154,7 @@ func (r *CanaryRunReconciler) awaitVisibility(ctx context.Context, rc *runCtx) (
 	}
 	run.Status.VisibleTime = measure.CeilMicro(snap.FirstVisibleEnd)
 	run.Status.TimeToVisibility = durationBetween(run.Status.ShareRequestedTime, run.Status.VisibleTime)
-	run.Status.Phase = v1alpha1.PhaseRevoking
+	run.Status.Phase = afterVisibility(run)
 	return ctrl.Result{}, nil
 }
 
@@ -209,7 +209,7 @@ func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage,
 	if ack := run.Status.RevokeAcknowledgedTime; ack != nil {
 		p.RevokeAcknowledged = ack.Time
 	}
-	return p
+	return sentinelPlan(run, p)
 }
 
 // recordProbing persists what the loop learned that status must keep:
@@ -218,6 +218,9 @@ func (r *CanaryRunReconciler) recordProbing(rc *runCtx, snap probe.Snapshot) {
 	r.recordViolations(rc, snap.IsolationViolations)
 	if len(snap.Controls) > 0 {
 		rc.run.Status.ControlProbes = snap.Controls
+	}
+	if isSentinel(rc.run) {
+		r.recordSightings(rc, snap)
 	}
 }
 

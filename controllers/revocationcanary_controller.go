@@ -210,8 +210,7 @@ func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary
 	}
 	// Counters exist at zero from the first ready reconcile, so their
 	// first increase shows in rate().
-	metrics.InitCanary(metrics.Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: canary.Spec.CorpusRef.Name},
-		canarySurfaces(canary)...)
+	initCanaryMetrics(canary)
 	parent := canaryParent(canary, &sched)
 	parent.wasHeld = wasHeld
 	return sch.schedule(ctx, parent, runs, func(planned *schedule.Run) client.Object {
@@ -302,6 +301,8 @@ func sloCondition(last *v1alpha1.RunSummary, generation int64) metav1.Condition 
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonNoRunFinished, "no canary run has finished yet"
 	case last.Verdict == v1alpha1.VerdictSLOMet:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, string(v1alpha1.VerdictSLOMet), fmt.Sprintf("run %s met its SLO", last.Name)
+	case last.Verdict == v1alpha1.VerdictIsolated:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, string(v1alpha1.VerdictIsolated), fmt.Sprintf("sentinel run %s stayed isolated", last.Name)
 	default:
 		c.Status, c.Reason = metav1.ConditionFalse, verdictReason(last.Verdict)
 		c.Message = fmt.Sprintf("run %s finished with verdict %s", last.Name, c.Reason)
@@ -334,7 +335,10 @@ func (r *RevocationCanaryReconciler) verdictEvent(canary *v1alpha1.RevocationCan
 	case latest.Verdict == v1alpha1.VerdictSLOMet && previous != nil:
 		r.Recorder.Eventf(canary, nil, corev1.EventTypeNormal, ReasonRecovered, "RunFinished",
 			"run %s met the SLO again after %s", latest.Name, verdictReason(prev))
-	case latest.Verdict != v1alpha1.VerdictSLOMet:
+	case latest.Verdict == v1alpha1.VerdictIsolated && previous != nil:
+		r.Recorder.Eventf(canary, nil, corev1.EventTypeNormal, ReasonRecovered, "RunFinished",
+			"sentinel run %s stayed isolated after %s", latest.Name, verdictReason(prev))
+	case latest.Verdict != v1alpha1.VerdictSLOMet && latest.Verdict != v1alpha1.VerdictIsolated:
 		reason := verdictReason(latest.Verdict)
 		r.Recorder.Eventf(canary, nil, corev1.EventTypeWarning, reason, "RunFinished",
 			"run %s finished with verdict %s", latest.Name, reason)

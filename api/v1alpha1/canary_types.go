@@ -186,18 +186,27 @@ type CanarySpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="exclusionSLO must be positive"
 	ExclusionSLO *metav1.Duration `json:"exclusionSLO,omitempty"`
+
+	// sentinel, when set, makes this a sentinel canary (see Sentinel):
+	// personaRef is its owner, controlPersonaRefs (at least one) watch it,
+	// and nothing is revoked.
+	// +optional
+	Sentinel *Sentinel `json:"sentinel,omitempty"`
 }
 
 // RevocationCanarySpec schedules canary runs.
 // +kubebuilder:validation:XValidation:rule="!has(self.controlPersonaRefs) || self.controlPersonaRefs.all(c, c.name != self.personaRef.name)",message="controlPersonaRefs must not include personaRef"
 // +kubebuilder:validation:XValidation:rule="!has(self.revocation) || !has(self.revocation.method) || self.revocation.method != 'UpdateContent' || !has(self.probing) || !has(self.probing.surfaces) || !self.probing.surfaces.exists(s, s == 'Conversation' || s == 'InFlight')",message="UpdateContent measures the Search and Answer surfaces; remove Conversation and InFlight from probing.surfaces"
+// +kubebuilder:validation:XValidation:rule="!(has(self.sentinel) && (!has(self.controlPersonaRefs) || size(self.controlPersonaRefs) == 0))",message="a sentinel needs at least one controlPersonaRefs entry: the personas outside its access list that watch it"
+// +kubebuilder:validation:XValidation:rule="!(has(self.sentinel) && has(self.revocation) && ((has(self.revocation.method) && self.revocation.method != 'RemoveGrant') || has(self.revocation.group)))",message="a sentinel is shared with its owner by a grant and never revoked: remove revocation (or leave method RemoveGrant without a group)"
+// +kubebuilder:validation:XValidation:rule="!(has(self.sentinel) && has(self.probing) && has(self.probing.surfaces) && self.probing.surfaces.exists(s, s == 'InFlight'))",message="a sentinel is never revoked, so nothing is in flight across a revocation: remove InFlight from probing.surfaces"
 type RevocationCanarySpec struct {
 	Scheduling `json:",inline"`
 	CanarySpec `json:",inline"`
 }
 
 // Verdict is the outcome of one canary run.
-// +kubebuilder:validation:Enum=SLOMet;SLOBreached;NotExcluded;Inconclusive;IsolationViolation;SetupFailed
+// +kubebuilder:validation:Enum=SLOMet;SLOBreached;NotExcluded;Inconclusive;IsolationViolation;SetupFailed;Isolated
 type Verdict string
 
 const (
@@ -213,6 +222,11 @@ const (
 	VerdictIsolationViolation Verdict = "IsolationViolation"
 	// VerdictSetupFailed: the token never became visible, or the source rejected a step.
 	VerdictSetupFailed Verdict = "SetupFailed"
+	// VerdictIsolated: a sentinel's whole lifetime passed with every control
+	// persona getting valid replies on every surface and none of them
+	// seeing its payload. It claims only what was probed: those personas,
+	// those surfaces, that time.
+	VerdictIsolated Verdict = "Isolated"
 )
 
 // ExclusionBounds is an interval-censored time-to-exclusion: exclusion

@@ -5,7 +5,7 @@ import (
 )
 
 // CanaryPhase is the step of the canary lifecycle a run is in.
-// +kubebuilder:validation:Enum=Pending;Planting;Sharing;AwaitingVisibility;Revoking;AwaitingExclusion;CleaningUp;Succeeded;Failed
+// +kubebuilder:validation:Enum=Pending;Planting;Sharing;AwaitingVisibility;Revoking;AwaitingExclusion;Watching;CleaningUp;Succeeded;Failed
 type CanaryPhase string
 
 const (
@@ -15,14 +15,20 @@ const (
 	PhaseAwaitingVisibility CanaryPhase = "AwaitingVisibility"
 	PhaseRevoking           CanaryPhase = "Revoking"
 	PhaseAwaitingExclusion  CanaryPhase = "AwaitingExclusion"
-	PhaseCleaningUp         CanaryPhase = "CleaningUp"
-	PhaseSucceeded          CanaryPhase = "Succeeded"
-	PhaseFailed             CanaryPhase = "Failed"
+	// PhaseWatching: a sentinel visible to its owner is probed by the
+	// control personas until its lifetime ends.
+	PhaseWatching   CanaryPhase = "Watching"
+	PhaseCleaningUp CanaryPhase = "CleaningUp"
+	PhaseSucceeded  CanaryPhase = "Succeeded"
+	PhaseFailed     CanaryPhase = "Failed"
 )
 
 // CanaryRunSpec is the configuration of one canary measurement.
 // +kubebuilder:validation:XValidation:rule="!has(self.controlPersonaRefs) || self.controlPersonaRefs.all(c, c.name != self.personaRef.name)",message="controlPersonaRefs must not include personaRef"
 // +kubebuilder:validation:XValidation:rule="!has(self.revocation) || !has(self.revocation.method) || self.revocation.method != 'UpdateContent' || !has(self.probing) || !has(self.probing.surfaces) || !self.probing.surfaces.exists(s, s == 'Conversation' || s == 'InFlight')",message="UpdateContent measures the Search and Answer surfaces; remove Conversation and InFlight from probing.surfaces"
+// +kubebuilder:validation:XValidation:rule="!(has(self.sentinel) && (!has(self.controlPersonaRefs) || size(self.controlPersonaRefs) == 0))",message="a sentinel needs at least one controlPersonaRefs entry: the personas outside its access list that watch it"
+// +kubebuilder:validation:XValidation:rule="!(has(self.sentinel) && has(self.revocation) && ((has(self.revocation.method) && self.revocation.method != 'RemoveGrant') || has(self.revocation.group)))",message="a sentinel is shared with its owner by a grant and never revoked: remove revocation (or leave method RemoveGrant without a group)"
+// +kubebuilder:validation:XValidation:rule="!(has(self.sentinel) && has(self.probing) && has(self.probing.surfaces) && self.probing.surfaces.exists(s, s == 'InFlight'))",message="a sentinel is never revoked, so nothing is in flight across a revocation: remove InFlight from probing.surfaces"
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a run is one measurement"
 type CanaryRunSpec struct {
 	CanarySpec `json:",inline"`
@@ -247,6 +253,10 @@ type CanaryRunStatus struct {
 	// +listMapKey=surface
 	// +kubebuilder:validation:MaxItems=64
 	ControlProbes []ControlProbeCounts `json:"controlProbes,omitempty"`
+
+	// sentinel is what a sentinel run observed while watching.
+	// +optional
+	Sentinel *SentinelStatus `json:"sentinel,omitempty"`
 
 	// lastHeartbeatTime is when status was last written while probing.
 	// +optional

@@ -101,13 +101,15 @@ type InFlightStream struct {
 	// +optional
 	LastCanaryChunkTime *metav1.MicroTime `json:"lastCanaryChunkTime,omitempty"`
 
-	// chunks counts the content chunks delivered; canaryChunks those that
-	// carried canary content; canaryChunksAfterRequest those of them that
-	// arrived after the revocation request.
+	// chunks counts the content chunks delivered.
 	// +optional
 	Chunks int32 `json:"chunks,omitempty"`
+	// canaryChunks counts the chunks that carried canary content (completed
+	// an occurrence of its payload).
 	// +optional
 	CanaryChunks int32 `json:"canaryChunks,omitempty"`
+	// canaryChunksAfterRequest counts the canary chunks that arrived after
+	// the revocation request.
 	// +optional
 	CanaryChunksAfterRequest int32 `json:"canaryChunksAfterRequest,omitempty"`
 
@@ -122,11 +124,12 @@ type InFlightStream struct {
 	// +optional
 	PostRevocationDelivery *metav1.Duration `json:"postRevocationDelivery,omitempty"`
 
-	// timeline is the content chunks as they arrived, the first 64 (the
-	// evidence report draws it); timelineTruncated says more arrived.
+	// timeline is the content chunks around the revocation request as they
+	// arrived: up to 16 before it and 48 after (the evidence report draws it).
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	Timeline []InFlightChunk `json:"timeline,omitempty"`
+	// timelineTruncated says more chunks arrived than timeline shows.
 	// +optional
 	TimelineTruncated bool `json:"timelineTruncated,omitempty"`
 }

@@ -115,6 +115,9 @@ var panels = []spec{
 		{`max by (namespace, canary, corpus) (ragcanary_last_run_post_revocation_delivery_seconds{` + sel + `})`, "{{canary}} delivery"},
 		{`max by (namespace, canary, corpus) (ragcanary_canary_surface_slo_seconds{` + sel + `, surface="InFlight"})`, "{{canary}} SLO"},
 	}},
+	{"Sentinel sightings", "Probes by personas outside a sentinel canary's access list that saw its payload, per canary, persona and surface, over the dashboard range. Anything above zero is a leak through derived content (a digest, a summary); the run's status.sentinel.sightings names the carrier.", "bargauge", "short", [][2]string{
+		{`sum by (namespace, canary, persona, surface) (increase(ragcanary_sentinel_sightings_total{` + sel + `}[$__range]))`, "{{canary}} {{persona}} {{surface}}"},
+	}},
 }
 
 func variable(name, query string) map[string]any {

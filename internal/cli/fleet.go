@@ -112,6 +112,8 @@ type RunInFlight struct {
 	// revocation, as of now and the run's last status write.
 	Exposure            []Exposure `json:"liveExposure"`
 	IsolationViolations int32      `json:"isolationViolations"`
+	// Sentinel is a sentinel run's watch; absent for other runs.
+	Sentinel *SentinelView `json:"sentinel,omitempty"`
 }
 
 // Exposure is the live exposure of one surface.
@@ -359,6 +361,7 @@ func runInFlight(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus, now time.Time
 		Namespace: run.Namespace, Name: run.Name, Canary: canaryOf(run),
 		Phase: string(run.Status.Phase), StartTime: timeOf(run.Status.StartTime),
 		IsolationViolations: run.Status.IsolationViolations,
+		Sentinel:            sentinelView(run, now),
 	}
 	if r.Phase == "" {
 		r.Phase = string(v1alpha1.PhasePending)

@@ -49,7 +49,7 @@ func (t *table) flush() error { return t.tw.Flush() }
 // WriteFleet writes the fleet for people: one table per kind, then what is
 // breached. allNamespaces adds a namespace column.
 func WriteFleet(w io.Writer, f *Fleet, allNamespaces bool) error {
-	sections := []func(io.Writer, *Fleet, bool) error{writeCorpora, writeCanaries, writeInFlight, writeRecent, writeSuites}
+	sections := []func(io.Writer, *Fleet, bool) error{writeCorpora, writeCanaries, writeInFlightAndSentinels, writeRecent, writeSuites}
 	for i, section := range sections {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -138,6 +138,13 @@ func surfaceText(ss []SurfaceBounds, s v1alpha1.Surface) string {
 	return "-"
 }
 
+func writeInFlightAndSentinels(w io.Writer, f *Fleet, all bool) error {
+	if err := writeInFlight(w, f, all); err != nil {
+		return err
+	}
+	return writeSentinels(w, f, all)
+}
+
 func writeInFlight(w io.Writer, f *Fleet, all bool) error {
 	fmt.Fprintln(w, "RUNS IN FLIGHT")
 	if len(f.InFlight) == 0 {
@@ -199,7 +206,7 @@ func writeRecent(w io.Writer, f *Fleet, all bool) error {
 // verdictOrder lists verdicts good news first, so counts read the same way
 // in every row.
 var verdictOrder = []v1alpha1.Verdict{
-	v1alpha1.VerdictSLOMet, v1alpha1.VerdictSLOBreached, v1alpha1.VerdictNotExcluded,
+	v1alpha1.VerdictSLOMet, v1alpha1.VerdictIsolated, v1alpha1.VerdictSLOBreached, v1alpha1.VerdictNotExcluded,
 	v1alpha1.VerdictIsolationViolation, v1alpha1.VerdictInconclusive, v1alpha1.VerdictSetupFailed,
 }
 

@@ -29,16 +29,17 @@ type Progress struct {
 	Done bool `json:"done"`
 	// Verdict is the canary verdict, or Passed/Failed for a suite run.
 	Verdict string `json:"verdict,omitempty"`
-	// OK is true for SLOMet and for a suite run whose gates all passed.
+	// OK is true for SLOMet, for an Isolated sentinel and for a suite run whose gates all passed.
 	OK        bool       `json:"ok"`
 	Message   string     `json:"message,omitempty"`
 	StartTime *time.Time `json:"startTime,omitempty"`
 
 	// Canary runs.
-	TimeToVisibilitySeconds *float64     `json:"timeToVisibilitySeconds,omitempty"`
-	Surfaces                []RunSurface `json:"surfaces,omitempty"`
-	Exposure                []Exposure   `json:"liveExposure,omitempty"`
-	IsolationViolations     int32        `json:"isolationViolations,omitempty"`
+	TimeToVisibilitySeconds *float64      `json:"timeToVisibilitySeconds,omitempty"`
+	Surfaces                []RunSurface  `json:"surfaces,omitempty"`
+	Exposure                []Exposure    `json:"liveExposure,omitempty"`
+	IsolationViolations     int32         `json:"isolationViolations,omitempty"`
+	Sentinel                *SentinelView `json:"sentinel,omitempty"`
 
 	// Suite runs.
 	Executions  *int32                `json:"executions,omitempty"`
@@ -102,12 +103,13 @@ func observeCanaryRun(p *Progress, run *v1alpha1.CanaryRun, corpus *v1alpha1.Cor
 	p.Phase, p.StartTime = flight.Phase, flight.StartTime
 	p.Message = run.Status.Message
 	p.IsolationViolations = run.Status.IsolationViolations
+	p.Sentinel = flight.Sentinel
 	p.Done = finished(run)
 	hr := historyRun(run, corpus)
 	p.TimeToVisibilitySeconds, p.Surfaces = hr.TimeToVisibilitySeconds, hr.Surfaces
 	if p.Done {
 		p.Verdict = string(run.Status.Verdict)
-		p.OK = run.Status.Verdict == v1alpha1.VerdictSLOMet
+		p.OK = goodVerdict(run.Status.Verdict)
 		return
 	}
 	p.Exposure = flight.Exposure

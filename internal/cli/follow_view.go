@@ -52,11 +52,13 @@ type LiveView struct {
 	Now func() time.Time
 }
 
-// canarySteps are the lifecycle phases, with the short names the live view shows.
-var canarySteps = []struct {
+type step struct {
 	phase v1alpha1.CanaryPhase
 	short string
-}{
+}
+
+// canarySteps are the lifecycle phases, with the short names the live view shows.
+var canarySteps = []step{
 	{v1alpha1.PhasePending, "pending"},
 	{v1alpha1.PhasePlanting, "plant"},
 	{v1alpha1.PhaseSharing, "share"},
@@ -84,7 +86,7 @@ func liveLine(p Progress, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  ", p.Run)
 	if p.Kind == "CanaryRun" {
-		b.WriteString(stepsLine(v1alpha1.CanaryPhase(p.Phase)))
+		b.WriteString(stepsLine(stepsFor(p), v1alpha1.CanaryPhase(p.Phase)))
 	} else {
 		b.WriteString("▶ " + strings.ToLower(p.Phase))
 	}
@@ -95,25 +97,27 @@ func liveLine(p Progress, now time.Time) string {
 	if len(p.Exposure) > 0 {
 		b.WriteString("  exposed: " + exposureText(p.Exposure))
 	}
-	if p.IsolationViolations > 0 {
+	if p.Sentinel != nil {
+		b.WriteString("  " + sentinelText(p.Sentinel))
+	} else if p.IsolationViolations > 0 {
 		fmt.Fprintf(&b, "  CONTROL SIGHTINGS: %d", p.IsolationViolations)
 	}
 	return b.String()
 }
 
 // stepsLine marks finished phases ✓, the current one ▶ and later ones ·.
-func stepsLine(phase v1alpha1.CanaryPhase) string {
+func stepsLine(steps []step, phase v1alpha1.CanaryPhase) string {
 	current := -1
-	for i, s := range canarySteps {
+	for i, s := range steps {
 		if s.phase == phase {
 			current = i
 		}
 	}
 	if phase == v1alpha1.PhaseSucceeded || phase == v1alpha1.PhaseFailed {
-		current = len(canarySteps)
+		current = len(steps)
 	}
-	parts := make([]string, 0, len(canarySteps))
-	for i, s := range canarySteps {
+	parts := make([]string, 0, len(steps))
+	for i, s := range steps {
 		mark := "·"
 		switch {
 		case i < current:

@@ -21,7 +21,7 @@ func TestLiveViewRedrawsOneLine(t *testing.T) {
 	if got != want {
 		t.Errorf("live line\n%q, want\n%q", got, want)
 	}
-	if got := stepsLine("Succeeded"); got != "✓pending ✓plant ✓share ✓visible? ✓revoke ✓excluded? ✓clean up" {
+	if got := stepsLine(canarySteps, "Succeeded"); got != "✓pending ✓plant ✓share ✓visible? ✓revoke ✓excluded? ✓clean up" {
 		t.Errorf("a finished run's steps %q, want all done", got)
 	}
 	v.Done(Progress{Kind: "CanaryRun", Run: "r", Created: true, Done: true, Verdict: "SLOBreached"})

@@ -40,42 +40,64 @@ type Target struct {
 // failure, including an unparseable reply, is measure.Error and never an
 // absence.
 func Probe(ctx context.Context, d driver.Driver, surface v1alpha1.Surface, persona driver.Token, t Target) measure.Outcome {
-	switch surface {
-	case v1alpha1.SurfaceSearch:
+	return ProbeEvidence(ctx, d, surface, persona, t).Outcome
+}
+
+// Evidence is what one probe's reply showed: its outcome and, for a
+// sighting, the IDs that carried the canary (see Carriers).
+type Evidence struct {
+	Outcome measure.Outcome
+	// Carriers are target-chosen IDs, unsanitised: the search hits that
+	// showed the canary, or the citations of an answer that showed it
+	// (the canary document's own first). Empty for an answer that quoted
+	// the payload citing nothing.
+	Carriers []string
+}
+
+var errorEvidence = Evidence{Outcome: measure.Error}
+
+// ProbeEvidence is Probe with the carriers of a sighting, which a sentinel
+// needs to name the document that leaked it.
+func ProbeEvidence(ctx context.Context, d driver.Driver, surface v1alpha1.Surface, persona driver.Token, t Target) Evidence {
+	if surface == v1alpha1.SurfaceSearch {
 		hits, err := d.Search(ctx, persona, t.Handle, searchK)
 		if err != nil {
-			return measure.Error
+			return errorEvidence
 		}
-		return outcome(SearchShows(hits, t))
+		return SearchEvidence(hits, t)
+	}
+	a, err := answerOn(ctx, d, surface, persona, t)
+	if err != nil {
+		return errorEvidence
+	}
+	return AnswerEvidence(a, t)
+}
+
+// answerOn asks the handle on an answer-shaped surface.
+func answerOn(ctx context.Context, d driver.Driver, surface v1alpha1.Surface, persona driver.Token, t Target) (driver.Answer, error) {
+	switch surface {
 	case v1alpha1.SurfaceAnswer:
-		a, err := d.Answer(ctx, persona, t.Handle)
-		if err != nil {
-			return measure.Error
-		}
-		return outcome(AnswerShows(a, t))
+		return d.Answer(ctx, persona, t.Handle)
 	case v1alpha1.SurfaceConversation:
-		a, err := askInConversation(ctx, d, persona, t)
-		if err != nil {
-			// A conversation that vanished (404) is an error too: the
-			// system forgot it, which says nothing about the canary.
-			return measure.Error
-		}
-		return outcome(AnswerShows(a, t))
+		// A conversation that vanished (404) is an error too: the system
+		// forgot it, which says nothing about the canary.
+		return askInConversation(ctx, d, persona, t)
 	case v1alpha1.SurfaceStream:
 		s, ok := d.(driver.Streamer)
 		if !ok {
-			return measure.Error
+			return driver.Answer{}, errNoStream
 		}
-		a, err := s.AnswerStream(ctx, persona, t.Handle)
-		if err != nil {
-			// A stream that broke off is an error, never an absence.
-			return measure.Error
-		}
-		return outcome(AnswerShows(a, t))
+		// A stream that broke off is an error, never an absence.
+		return s.AnswerStream(ctx, persona, t.Handle)
 	default:
-		return measure.Error
+		return driver.Answer{}, errUnknownSurface
 	}
 }
+
+var (
+	errNoStream       = errors.New("the driver cannot stream answers")
+	errUnknownSurface = errors.New("unknown surface")
+)
 
 // Conversation names a conversation and the persona it belongs to. Only
 // that persona's probes follow up in it; a control persona cannot (the
@@ -118,15 +140,31 @@ func outcome(present bool) measure.Outcome {
 // surfaces.search) names hits by its own IDs, and the payload in a hit's
 // text is the evidence: any document carrying it got it from the canary.
 func SearchShows(hits []driver.Hit, t Target) bool {
+	return SearchEvidence(hits, t).Outcome == measure.Present
+}
+
+// SearchEvidence classifies hits as SearchShows does and names each hit that
+// showed the canary. A hit of another document with no text proves nothing
+// (a vector index returns neighbours for any query), so only its text can
+// make it a carrier.
+func SearchEvidence(hits []driver.Hit, t Target) Evidence {
+	ev := Evidence{Outcome: measure.Absent}
 	for _, h := range hits {
-		if h.DocumentID == t.DocumentID || documentOf(h.ChunkID) == t.DocumentID {
-			return true
-		}
-		if h.Text != "" && quotes(Normalize(h.Text), t.Payload) {
-			return true
+		own := h.DocumentID == t.DocumentID || documentOf(h.ChunkID) == t.DocumentID
+		if own || (h.Text != "" && quotes(Normalize(h.Text), t.Payload)) {
+			ev.Outcome = measure.Present
+			ev.Carriers = append(ev.Carriers, hitID(h))
 		}
 	}
-	return false
+	return ev
+}
+
+// hitID names a hit by its passage when it has one.
+func hitID(h driver.Hit) string {
+	if h.ChunkID != "" {
+		return h.ChunkID
+	}
+	return h.DocumentID
 }
 
 // AnswerShows reports whether the answer quotes the payload or cites a
@@ -135,15 +173,30 @@ func SearchShows(hits []driver.Hit, t Target) bool {
 // for after normalisation (see Normalize): a model that re-styles the
 // payload still shows it.
 func AnswerShows(a driver.Answer, t Target) bool {
-	if quotes(Normalize(a.Text), t.Payload) {
-		return true
-	}
+	return AnswerEvidence(a, t).Outcome == measure.Present
+}
+
+// AnswerEvidence classifies an answer as AnswerShows does. A citation of the
+// canary document is a carrier by itself; an answer that quotes the payload
+// got it from some passage it cites, and which one an answer does not say,
+// so every citation is a candidate carrier.
+func AnswerEvidence(a driver.Answer, t Target) Evidence {
+	var own, other []string
 	for _, c := range a.Citations {
 		if documentOf(c) == t.DocumentID {
-			return true
+			own = append(own, c)
+		} else {
+			other = append(other, c)
 		}
 	}
-	return false
+	switch {
+	case len(own) > 0:
+		return Evidence{Outcome: measure.Present, Carriers: append(own, other...)}
+	case quotes(Normalize(a.Text), t.Payload):
+		return Evidence{Outcome: measure.Present, Carriers: other}
+	default:
+		return Evidence{Outcome: measure.Absent}
+	}
 }
 
 // documentOf returns the document part of a "<documentID>#<n>" chunk ID.

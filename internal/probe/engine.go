@@ -56,6 +56,14 @@ type Plan struct {
 	Resume           []v1alpha1.SurfaceMeasurement
 	ResumeViolations int32
 	ResumeControls   []v1alpha1.ControlProbeCounts
+	// ResumeSightings and ResumeSightingTotal are a sentinel's sightings
+	// read back from status (watch stage).
+	ResumeSightings     []v1alpha1.SentinelSighting
+	ResumeSightingTotal int32
+	// Sentinel keeps control sightings with their carriers at every
+	// stage, not only while watching: a sentinel seen by an outsider
+	// before its owner needs the same evidence.
+	Sentinel bool
 }
 
 func (p Plan) release() {
@@ -275,7 +283,11 @@ func (e *Engine) round(ctx context.Context, p Plan, series *metrics.ProbeSeries,
 	}
 	var jobs []job
 	for _, s := range p.Surfaces {
-		jobs = append(jobs, job{surface: s, token: p.Persona})
+		// A sentinel's owner saw it before watching began; only the
+		// personas outside its access list are watching.
+		if p.Stage != StageWatch {
+			jobs = append(jobs, job{surface: s, token: p.Persona})
+		}
 		for _, c := range p.Controls {
 			jobs = append(jobs, job{surface: s, token: c.Token, control: c.Name})
 		}
@@ -309,7 +321,8 @@ func (e *Engine) probe(ctx context.Context, p Plan, series *metrics.ProbeSeries,
 		r.content = true
 		r.outcome, r.fresh = ProbeContent(ctx, p.Driver, surface, token, p.Target)
 	} else {
-		r.outcome = Probe(ctx, p.Driver, surface, token, p.Target)
+		ev := ProbeEvidence(ctx, p.Driver, surface, token, p.Target)
+		r.outcome, r.carriers = ev.Outcome, ev.Carriers
 	}
 	r.end = e.clock.Now()
 	role := metrics.RolePersona
@@ -323,6 +336,9 @@ func (e *Engine) probe(ctx context.Context, p Plan, series *metrics.ProbeSeries,
 // record updates the live metrics after a round.
 func (e *Engine) record(p Plan, st *State, ch change) {
 	metrics.AddIsolationViolations(p.Metrics, ch.violations)
+	for _, s := range ch.sightings {
+		metrics.AddSentinelSighting(p.Metrics, s.Persona, string(s.Surface))
+	}
 	for _, s := range ch.reappearances {
 		metrics.AddReappearance(p.Metrics, string(s))
 	}

@@ -165,7 +165,8 @@ type roundSummary struct {
 // summarize condenses a round for NextDue. Only surfaces still being
 // measured count: a surface whose exclusion is confirmed (or, while waiting
 // for visibility, that was seen) has nothing left for a probe to narrow.
-// Control personas' probes count towards the duration only.
+// Control personas' probes count towards the duration only, except while
+// watching a sentinel, which only they probe.
 func (s *State) summarize(results []result) roundSummary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -191,6 +192,11 @@ func (s *State) summarize(results []result) roundSummary {
 	for _, r := range results {
 		sum.slowest = max(sum.slowest, r.end.Sub(r.start))
 		if r.control == "" && r.outcome == measure.Error && !settled[r.surface] {
+			sum.outcome = measure.Error
+		}
+		// A sentinel is watched by its controls alone: a failed control
+		// probe left its gap open, so the next one comes at Interval.
+		if s.stage == StageWatch && r.outcome == measure.Error {
 			sum.outcome = measure.Error
 		}
 	}

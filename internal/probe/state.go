@@ -16,6 +16,9 @@ const (
 	StageVisibility Stage = iota + 1
 	// StageExclusion measures exclusion after the revocation.
 	StageExclusion
+	// StageWatch watches a sentinel: only the control personas probe, and
+	// each sighting is kept with its carriers (see Sightings).
+	StageWatch
 )
 
 // State accumulates one run's probe results in memory. The probe loop
@@ -37,6 +40,13 @@ type State struct {
 	visibilityErrors int64
 	// planned are the plan's surfaces, in order.
 	planned []v1alpha1.Surface
+	// sightings (watch stage) are the first control sightings and
+	// sightingTotal counts all of them; target holds the secrets a carrier
+	// ID is checked against before it is kept.
+	sightings     []v1alpha1.SentinelSighting
+	sightingTotal int32
+	target        Target
+	keepEvidence  bool
 }
 
 // Snapshot is a copy of a State at one moment.
@@ -59,7 +69,12 @@ type Snapshot struct {
 	// VisibilityErrors its failed probes (visibility stage).
 	Replies          map[v1alpha1.Surface]int64
 	VisibilityErrors int64
-	surfaces         []v1alpha1.Surface
+	// Sightings are the first control sightings of a sentinel with their
+	// carriers, and SightingTotal counts all of them, including those
+	// resumed from status (watch stage).
+	Sightings     []v1alpha1.SentinelSighting
+	SightingTotal int32
+	surfaces      []v1alpha1.Surface
 }
 
 // SurfaceWithoutReply is the first surface on which no visibility probe of
@@ -81,7 +96,11 @@ func (s Snapshot) SurfaceWithoutReply() (v1alpha1.Surface, bool) {
 // an unconfirmed streak starts again.
 func newState(p Plan) *State {
 	s := &State{stage: p.Stage, confirmations: p.Confirmations, seen: map[v1alpha1.Surface]bool{},
-		violations: p.ResumeViolations, replies: map[v1alpha1.Surface]int64{}, planned: p.Surfaces}
+		violations: p.ResumeViolations, replies: map[v1alpha1.Surface]int64{}, planned: p.Surfaces,
+		target: p.Target, sightingTotal: p.ResumeSightingTotal, keepEvidence: p.Sentinel || p.Stage == StageWatch}
+	for _, r := range p.ResumeSightings {
+		s.sightings = append(s.sightings, *r.DeepCopy())
+	}
 	for _, c := range p.Controls {
 		for _, surface := range p.Surfaces {
 			counts := v1alpha1.ControlProbeCounts{Persona: c.Name, Surface: surface}
@@ -116,7 +135,10 @@ func (s *State) Snapshot() Snapshot {
 	out := Snapshot{Stage: s.stage, FirstVisibleEnd: s.firstVisibleEnd, IsolationViolations: s.violations, Rounds: s.rounds,
 		Controls:         append([]v1alpha1.ControlProbeCounts(nil), s.controls...),
 		Replies:          make(map[v1alpha1.Surface]int64, len(s.replies)),
-		VisibilityErrors: s.visibilityErrors, surfaces: s.planned}
+		VisibilityErrors: s.visibilityErrors, surfaces: s.planned, SightingTotal: s.sightingTotal}
+	for i := range s.sightings {
+		out.Sightings = append(out.Sightings, *s.sightings[i].DeepCopy())
+	}
 	for k, v := range s.replies {
 		out.Replies[k] = v
 	}
@@ -147,6 +169,8 @@ type result struct {
 	// the old payload, fresh of the new one.
 	content bool
 	fresh   measure.Outcome
+	// carriers name what showed the canary in a sighting (Evidence).
+	carriers []string
 }
 
 // change says what applying a round changed, for notifications and metrics.
@@ -157,6 +181,8 @@ type change struct {
 	transition    bool
 	violations    int
 	reappearances []v1alpha1.Surface
+	// sightings are this round's control sightings (watch stage).
+	sightings []v1alpha1.SentinelSighting
 }
 
 // apply folds one round's results into the state. Results of one round
@@ -173,6 +199,9 @@ func (s *State) apply(surfaces []v1alpha1.Surface, results []result) change {
 				s.violations++
 				ch.violations++
 				ch.transition = true
+				if s.keepEvidence {
+					ch.sightings = append(ch.sightings, s.keepSighting(r))
+				}
 			}
 			continue
 		}

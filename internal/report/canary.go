@@ -47,6 +47,8 @@ type CanaryEvidence struct {
 	// that read none.
 	InFlight   *InFlightEvidence `json:"inFlight,omitempty"`
 	Conditions []Condition       `json:"conditions"`
+	// Sentinel is a sentinel run's watch and sightings; absent otherwise.
+	Sentinel *SentinelEvidence `json:"sentinel,omitempty"`
 }
 
 // Comparison of a surface's bounds with its SLO, stated only as far as the
@@ -147,6 +149,7 @@ func BuildCanary(in CanaryInput, now time.Time) Evidence {
 	if in.Corpus != nil {
 		ev.VisibilitySLO = secondsOf(in.Corpus.Spec.Freshness.VisibilitySLO)
 	}
+	ev.Sentinel = sentinelEvidence(run)
 	ev.Secrets = canarySecrets(run, ev)
 	for _, m := range st.Surfaces {
 		ev.Surfaces = append(ev.Surfaces, surface(m, run, in.Corpus))

@@ -90,6 +90,9 @@ func suiteTone(p *bool) string {
 
 func canarySections(c *CanaryEvidence) []section {
 	sections := baseCanarySections(c)
+	if c.Sentinel != nil {
+		sections = sentinelSections(sections, c.Sentinel)
+	}
 	if t, ok := freshnessTable(c.Surfaces); ok {
 		// After the verdict: for a content-freshness run this is what it judged.
 		fresh := section{ID: "freshness", Title: "Content freshness", Blocks: []block{

@@ -23,7 +23,7 @@ func TestMeasurableSurfaces(t *testing.T) {
 		{"contract v1.1", nil, &v1alpha1.CorpusCapabilities{AnswerSurface: true, ConversationSurface: true},
 			s(v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation)},
 		{"chat", chat, &v1alpha1.CorpusCapabilities{}, s(v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation)},
-		{"chat streaming", stream, nil, s(v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation, v1alpha1.SurfaceStream)},
+		{"chat streaming", stream, nil, s(v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation, v1alpha1.SurfaceStream, v1alpha1.SurfaceInFlight)},
 	} {
 		if got := MeasurableSurfaces(c.declared, c.caps); !slices.Equal(got, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)

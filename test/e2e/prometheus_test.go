@@ -40,8 +40,8 @@ func TestAlertRulesAgainstOperator(t *testing.T) {
 	for name, expr := range alertRules(t) {
 		queries["alert "+name] = expr
 	}
-	if len(queries) < 11 {
-		t.Fatalf("found %d alerts in alerts.yaml, want the 11 the chart documents", len(queries))
+	if len(queries) < 12 {
+		t.Fatalf("found %d alerts in alerts.yaml, want the 12 the chart documents", len(queries))
 	}
 	checkQueries(t, queries)
 }

@@ -129,6 +129,25 @@ func scenarioObjects() []client.Object {
 				},
 			},
 		},
+		// A sentinel canary whose first run is an hour away: ready, so its
+		// sighting series exist at zero for the alert and the panel, and it
+		// plants nothing the other tests would see.
+		&v1alpha1.RevocationCanary{
+			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "sentinel"},
+			Spec: v1alpha1.RevocationCanarySpec{
+				Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: time.Hour}}},
+				CanarySpec: v1alpha1.CanarySpec{
+					CorpusRef: ref("kb"), PersonaRef: ref("alice"),
+					ControlPersonaRefs: []v1alpha1.LocalObjectReference{ref("mallory")},
+					Sentinel:           &v1alpha1.Sentinel{Lifetime: dur(time.Hour)},
+					Probing: v1alpha1.Probing{
+						Interval: dur(time.Second), Confirmations: 2,
+						VisibilityTimeout: dur(30 * time.Second), ExclusionTimeout: dur(60 * time.Second), MaxInterval: dur(10 * time.Minute),
+						Surfaces: []v1alpha1.Surface{v1alpha1.SurfaceSearch},
+					},
+				},
+			},
+		},
 		&v1alpha1.EvalSuite{
 			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "isolation",
 				Annotations: map[string]string{v1alpha1.RunNowAnnotation: "first"}},
