@@ -42,6 +42,9 @@ func runScenario() error {
 	if err := startTailsTarget(ctx); err != nil {
 		return err
 	}
+	if err := startStreamTarget(ctx); err != nil {
+		return err
+	}
 	if err := waitScraping(); err != nil {
 		return err
 	}

@@ -44,6 +44,7 @@ func startRagtarget(ctx context.Context) (func(), error) {
 	mux.Handle("/", svc.Handler())
 	mux.Handle(restartTargetPath+"/", http.StripPrefix(restartTargetPath, &env.restartTarget))
 	mux.Handle(tailsTargetPath+"/", http.StripPrefix(tailsTargetPath, &tailsTarget))
+	mux.Handle(streamTargetPath+"/", http.StripPrefix(streamTargetPath, &streamTarget))
 	mux.Handle(lagTargetsPath+"/", http.StripPrefix(lagTargetsPath, &lagTargets))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()

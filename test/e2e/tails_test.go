@@ -54,6 +54,31 @@ func startTailsTarget(ctx context.Context) error {
 	return nil
 }
 
+// streamTargetPath is where the scenario serves a ragtarget whose chat
+// streams slowly and never re-checks access: the in-flight canary's run
+// measures a post-revocation delivery on it.
+const streamTargetPath = "/stream"
+
+// streamTarget serves it once the scenario started it.
+var streamTarget mount
+
+// startStreamTarget starts the streaming target.
+func startStreamTarget(ctx context.Context) error {
+	svc, err := ragtarget.New(ragtarget.Config{
+		SourceToken:         sourceToken,
+		Tokens:              map[string]string{aliceToken: "alice@example.com", malloryToken: "mallory@example.com"},
+		ContentSyncInterval: 200 * time.Millisecond,
+		ACLSyncInterval:     200 * time.Millisecond,
+		StreamChunkInterval: 150 * time.Millisecond,
+	})
+	if err != nil {
+		return err
+	}
+	svc.Start(ctx)
+	streamTarget.set(svc.Handler())
+	return nil
+}
+
 // tailsObjects are the scenario's content-freshness canary (on the main
 // ragtarget, whose content sync runs every 500ms) and its censored canary
 // (on the target that loses revocations). Each runs once.
@@ -88,6 +113,17 @@ func tailsObjects() []client.Object {
 			},
 		},
 		canary("alice-stuck", "stuck", v1alpha1.RevokeRemoveGrant, probing(5*time.Second, v1alpha1.SurfaceSearch)),
+		&v1alpha1.Corpus{
+			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "streaming"},
+			Spec: v1alpha1.CorpusSpec{
+				Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
+					URL: env.ragtargetURL + streamTargetPath, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
+				Freshness: v1alpha1.Freshness{ExclusionSLO: &metav1.Duration{Duration: 30 * time.Second}},
+				Surfaces: &v1alpha1.CorpusSurfaces{Chat: &v1alpha1.ChatSurface{Type: v1alpha1.ChatOpenAI,
+					URL: env.ragtargetURL + streamTargetPath + "/v1/", Model: "ragtarget", Stream: true}},
+			},
+		},
+		canary("alice-in-flight", "streaming", v1alpha1.RevokeRemoveGrant, probing(60*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceInFlight)),
 		canary("alice-edit", "kb", v1alpha1.RevokeUpdateContent, probing(60*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer)),
 	}
 }
@@ -105,7 +141,7 @@ func waitScraping() error {
 
 // waitTailsScenario waits until both tails canaries finished their run.
 func waitTailsScenario(ctx context.Context) error {
-	for _, name := range []string{"alice-stuck", "alice-edit"} {
+	for _, name := range []string{"alice-stuck", "alice-edit", "alice-in-flight"} {
 		if err := waitFor(2*time.Minute, "a finished run of "+name, func() (bool, error) {
 			var c v1alpha1.RevocationCanary
 			err := env.client.Get(ctx, client.ObjectKey{Namespace: scenarioNamespace, Name: name}, &c)
@@ -284,4 +320,29 @@ func dashboardQueries(t *testing.T) map[string]string {
 		}
 	}
 	return out
+}
+
+// TestInFlightDeliveryReachesPrometheus: the in-flight canary's stream
+// (never re-authorised) delivered canary content after the revocation
+// request, and the operator's gauge a real Prometheus scraped carries the
+// delivery its status recorded.
+func TestInFlightDeliveryReachesPrometheus(t *testing.T) {
+	ensureScenario(t)
+	var c v1alpha1.RevocationCanary
+	if err := env.client.Get(context.Background(), client.ObjectKey{Namespace: scenarioNamespace, Name: "alice-in-flight"}, &c); err != nil {
+		t.Fatal(err)
+	}
+	m := c.Status.LastRun.InFlight
+	if m == nil || m.PostRevocationDelivery == nil || m.PostRevocationDelivery.Duration <= 0 || m.CanaryBytesAfterRequest == 0 {
+		t.Fatalf("last run %s (%s): in-flight %+v, want canary content delivered after the request", c.Status.LastRun.Verdict, c.Status.LastRun.Name, m)
+	}
+	want := m.PostRevocationDelivery.Seconds()
+	var got []promSample
+	if err := waitFor(60*time.Second, "the delivery gauge scraped", func() (bool, error) {
+		var err error
+		got, err = promVector(`ragcanary_last_run_post_revocation_delivery_seconds{canary="alice-in-flight"}`)
+		return hasSample(got, map[string]string{"canary": "alice-in-flight"}, want), err
+	}); err != nil {
+		t.Fatalf("%v: samples %v, want %v", err, got, want)
+	}
 }
