@@ -300,16 +300,22 @@ spec: {subject: alice}
 			// A unique name, so an object wrongly accepted by one case does not
 			// make the next case fail with "already exists" instead.
 			obj.SetName(fmt.Sprintf("%s-%d", obj.GetName(), i))
-			err := k8sClient.Create(context.Background(), obj)
-			if err == nil {
-				t.Fatalf("API server accepted an invalid object; want rejection mentioning %q", tt.want)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("rejection message %q does not contain %q", err.Error(), w)
-				}
-			}
+			assertRejected(t, k8sClient.Create(context.Background(), obj), tt.want)
 		})
+	}
+}
+
+// assertRejected checks a create was refused with a message containing
+// every one of want.
+func assertRejected(t *testing.T, err error, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("API server accepted an invalid object; want rejection mentioning %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("rejection message %q does not contain %q", err.Error(), w)
+		}
 	}
 }
 
