@@ -32,25 +32,37 @@ var tailsTarget mount
 // is still visible at its timeout every time, a censored run by
 // construction rather than by a race with a sync.
 func startTailsTarget(ctx context.Context) error {
-	svc, err := ragtarget.New(ragtarget.Config{
-		SourceToken: sourceToken,
-		Tokens:      map[string]string{aliceToken: "alice@example.com", malloryToken: "mallory@example.com"},
-		// Fast syncs: the share is visible at once; only the lost
-		// revocation keeps the canary visible.
-		ContentSyncInterval: 200 * time.Millisecond,
-		ACLSyncInterval:     200 * time.Millisecond,
-	})
+	// Fast syncs: the share is visible at once; only the lost revocation
+	// keeps the canary visible.
+	return startMounted(ctx, &tailsTarget, ragtarget.Config{ACLSyncInterval: 200 * time.Millisecond},
+		func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/grants/") {
+					w.WriteHeader(http.StatusNoContent)
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		})
+}
+
+// startMounted starts a ragtarget with the scenario's credentials and a
+// 200ms content sync (cfg adds the rest) and serves it on m, through wrap
+// when set.
+func startMounted(ctx context.Context, m *mount, cfg ragtarget.Config, wrap func(http.Handler) http.Handler) error {
+	cfg.SourceToken = sourceToken
+	cfg.Tokens = map[string]string{aliceToken: "alice@example.com", malloryToken: "mallory@example.com"}
+	cfg.ContentSyncInterval = 200 * time.Millisecond
+	svc, err := ragtarget.New(cfg)
 	if err != nil {
 		return err
 	}
 	svc.Start(ctx)
-	tailsTarget.set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/grants/") {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		svc.Handler().ServeHTTP(w, r)
-	}))
+	h := svc.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	m.set(h)
 	return nil
 }
 
@@ -64,19 +76,8 @@ var streamTarget mount
 
 // startStreamTarget starts the streaming target.
 func startStreamTarget(ctx context.Context) error {
-	svc, err := ragtarget.New(ragtarget.Config{
-		SourceToken:         sourceToken,
-		Tokens:              map[string]string{aliceToken: "alice@example.com", malloryToken: "mallory@example.com"},
-		ContentSyncInterval: 200 * time.Millisecond,
-		ACLSyncInterval:     200 * time.Millisecond,
-		StreamChunkInterval: 150 * time.Millisecond,
-	})
-	if err != nil {
-		return err
-	}
-	svc.Start(ctx)
-	streamTarget.set(svc.Handler())
-	return nil
+	return startMounted(ctx, &streamTarget, ragtarget.Config{ACLSyncInterval: 200 * time.Millisecond,
+		StreamChunkInterval: 150 * time.Millisecond}, nil)
 }
 
 // tailsObjects are the scenario's content-freshness canary (on the main
