@@ -93,19 +93,20 @@ func (n Network) up(ctx context.Context) error {
 		"echo 1 > /proc/sys/net/ipv4/ip_forward && echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables")
 }
 
-// down removes the namespace (and with it eth0, the bridge, the Pods'
-// links and every iptables chain made inside) and the host's end. Missing
-// pieces are not errors: down must finish a half-made or half-removed
-// network.
+// down removes the host's end of the veth pair (and with it the node's
+// eth0) and then the namespace (and with it the bridge, the Pods' links and
+// every iptables chain made inside). The host's end goes first because a
+// namespace's devices are destroyed asynchronously after "ip netns del": the
+// host's end would vanish at a moment of the kernel's choosing, racing a
+// delete of our own (CI saw "Cannot find device"). Missing pieces are not
+// errors: down must finish a half-made or half-removed network.
 func (n Network) down(ctx context.Context) error {
 	var errs []string
+	if err := n.deleteHostLink(ctx); err != nil {
+		errs = append(errs, err.Error())
+	}
 	if _, err := os.Stat(n.NamespacePath()); err == nil {
 		if err := run(ctx, "ip", "netns", "del", n.Namespace); err != nil {
-			errs = append(errs, err.Error())
-		}
-	}
-	if _, err := net.InterfaceByName(n.HostLink); err == nil {
-		if err := run(ctx, "ip", "link", "del", n.HostLink); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
@@ -113,6 +114,25 @@ func (n Network) down(ctx context.Context) error {
 		return fmt.Errorf("network %s: %s", n.Namespace, strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// deleteHostLink deletes the host's end if it exists. A delete that fails
+// because the link is gone by then (someone else removed it in between)
+// has still reached what down wants.
+func (n Network) deleteHostLink(ctx context.Context) error {
+	if !n.hostLinkExists() {
+		return nil
+	}
+	err := run(ctx, "ip", "link", "del", n.HostLink)
+	if err != nil && !n.hostLinkExists() {
+		return nil
+	}
+	return err
+}
+
+func (n Network) hostLinkExists() bool {
+	_, err := os.Stat(filepath.Join("/sys/class/net", n.HostLink))
+	return err == nil
 }
 
 // exec runs a command inside the node's network namespace.
