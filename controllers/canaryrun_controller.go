@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"hash/fnv"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -29,13 +30,15 @@ import (
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
-// DefaultProbeHeartbeat is how often probe counters are written to status
-// between transitions. What cannot be re-observed is written when it
-// changes (recordExclusionProgress), so the heartbeat only refreshes
-// counters and the latest sighting; two minutes keeps an active run at
-// about 0.008 status writes per second, under the 0.01 a 10,000-canary
-// fleet on one replica is sized for (make bench-canaries).
-const DefaultProbeHeartbeat = 2 * time.Minute
+// DefaultStatusCheckpointInterval is how often probe counters and the
+// latest sighting are checkpointed into status between transitions. What
+// cannot be re-observed is written when it changes (persistNow), so a
+// checkpoint only refreshes counters and the latest sighting of a token
+// still visible; losing them to a restart widens the interval by at most
+// one checkpoint interval (docs/scaling.md). Twenty minutes keeps an active
+// run at 1/1200 ≈ 0.00083 status writes per second, under the 0.001 a
+// 10,000-canary fleet is sized for (make bench-canaries).
+const DefaultStatusCheckpointInterval = 20 * time.Minute
 
 // waitRetry is how often a run waiting for a missing reference re-checks.
 const waitRetry = 10 * time.Second
@@ -64,8 +67,9 @@ type CanaryRunReconciler struct {
 	Recorder events.EventRecorder
 	// inFlight holds the streams runs read across their revocation.
 	inFlight inflight.Registry
-	// Heartbeat is how often probe counters reach status between transitions.
-	Heartbeat time.Duration
+	// Checkpoint is how often probe counters reach status between
+	// transitions (--status-checkpoint-interval).
+	Checkpoint time.Duration
 
 	transitions chan event.TypedGenericEvent[types.NamespacedName]
 }
@@ -163,23 +167,51 @@ func (r *CanaryRunReconciler) persist(ctx context.Context, rc *runCtx) error {
 	return nil
 }
 
-// heartbeatDue reports whether probe results should be written now, and
-// when the next heartbeat is due otherwise.
-func (r *CanaryRunReconciler) heartbeatDue(rc *runCtx) (bool, time.Duration) {
+// checkpointDue reports whether probe results should be written now, and
+// how long until the next checkpoint otherwise.
+func (r *CanaryRunReconciler) checkpointDue(rc *runCtx) (bool, time.Duration) {
 	last := rc.run.Status.LastHeartbeatTime
-	if last == nil || rc.now.Sub(last.Time) >= r.Heartbeat {
-		return true, r.Heartbeat
+	if last == nil {
+		return true, r.Checkpoint
 	}
-	return false, r.Heartbeat - rc.now.Sub(last.Time)
+	next := nextCheckpoint(last.Time, r.Checkpoint, checkpointPhase(rc.run.UID, r.Checkpoint))
+	if !rc.now.Before(next) {
+		return true, nextCheckpoint(rc.now, r.Checkpoint, checkpointPhase(rc.run.UID, r.Checkpoint)).Sub(rc.now)
+	}
+	return false, next.Sub(rc.now)
+}
+
+// nextCheckpoint is the first of a run's checkpoint slots at least half an
+// interval after last. The slots lie on a grid of the interval shifted by
+// the run's phase, so a fleet created in a few minutes, or resumed together
+// after a restart, spreads its checkpoints evenly over the interval instead
+// of writing in a wave; in the steady state a run writes once per interval.
+func nextCheckpoint(last time.Time, interval, phase time.Duration) time.Time {
+	earliest := last.Add(interval / 2).UnixNano()
+	slot := earliest - mod(earliest-int64(phase), int64(interval))
+	if slot < earliest {
+		slot += int64(interval)
+	}
+	return time.Unix(0, slot)
+}
+
+func mod(a, b int64) int64 { return ((a % b) + b) % b }
+
+// checkpointPhase places a run's checkpoint slots within the interval, from
+// its UID: stable across restarts, spread evenly over runs.
+func checkpointPhase(uid types.UID, interval time.Duration) time.Duration {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(uid))
+	return time.Duration(h.Sum64() % uint64(interval))
 }
 
 // recordExclusionProgress copies an exclusion snapshot into status when
 // something changed that a restarted operator could not observe again
-// (persistNow), or when the heartbeat is due; otherwise status keeps what
+// (persistNow), or when a checkpoint is due; otherwise status keeps what
 // it holds, so an active run is not written on a clock. It returns when to
 // look again.
 func (r *CanaryRunReconciler) recordExclusionProgress(rc *runCtx, snap probe.Snapshot) time.Duration {
-	due, next := r.heartbeatDue(rc)
+	due, next := r.checkpointDue(rc)
 	if !due && !persistNow(rc.run.Status.Surfaces, snap.Surfaces) {
 		return next
 	}
@@ -188,22 +220,28 @@ func (r *CanaryRunReconciler) recordExclusionProgress(rc *runCtx, snap probe.Sna
 		rc.run.Status.ControlProbes = snap.Controls
 	}
 	rc.run.Status.LastHeartbeatTime = &metav1.Time{Time: rc.now}
-	return r.Heartbeat
+	return r.untilNextCheckpoint(rc)
 }
 
-// requeueBefore waits for the heartbeat but never past deadline, and never
-// for a delay ≤ 0.
-func requeueBefore(now, deadline time.Time, heartbeat time.Duration) ctrl.Result {
-	d := min(heartbeat, deadline.Sub(now))
+// untilNextCheckpoint is how long after a write made now the run's next
+// checkpoint comes.
+func (r *CanaryRunReconciler) untilNextCheckpoint(rc *runCtx) time.Duration {
+	return nextCheckpoint(rc.now, r.Checkpoint, checkpointPhase(rc.run.UID, r.Checkpoint)).Sub(rc.now)
+}
+
+// requeueBefore waits for the next checkpoint but never past deadline, and
+// never for a delay ≤ 0.
+func requeueBefore(now, deadline time.Time, checkpoint time.Duration) ctrl.Result {
+	d := min(checkpoint, deadline.Sub(now))
 	return ctrl.Result{RequeueAfter: max(d, 10*time.Millisecond)}
 }
 
 // SetupWithManager registers the controller and wires the probe engine's
 // transitions in as events, so a confirmed exclusion or an isolation
-// violation is persisted at once rather than at the next heartbeat.
+// violation is persisted at once rather than at the next checkpoint.
 func (r *CanaryRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Heartbeat <= 0 {
-		r.Heartbeat = DefaultProbeHeartbeat
+	if r.Checkpoint <= 0 {
+		r.Checkpoint = DefaultStatusCheckpointInterval
 	}
 	r.transitions = make(chan event.TypedGenericEvent[types.NamespacedName], 1024)
 	r.Probes.OnTransition(r.enqueueTransition)
@@ -243,7 +281,7 @@ func runRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 }
 
 // enqueueTransition hands a probe transition to the controller. If the
-// queue is backed up the heartbeat still persists the result, so the send
+// queue is backed up the next checkpoint still persists the result, so the send
 // gives up rather than stall probing.
 func (r *CanaryRunReconciler) enqueueTransition(key types.NamespacedName) {
 	t := r.Clock.NewTimer(5 * time.Second)

@@ -148,3 +148,45 @@ func TestCanaryRunHeartbeatWritesOnChangeNotOnAClock(t *testing.T) {
 		t.Errorf("phase %s, excluded %v: the streak should still be open", after.Status.Phase, m.Excluded)
 	}
 }
+
+// A run's checkpoints fall on its own slots: never sooner than half an
+// interval after the last write, never later than one and a half, exactly
+// one per interval once nothing else writes, and a fleet's slots spread
+// over the interval rather than bunching where the runs were created.
+func TestCheckpointSlots(t *testing.T) {
+	const interval = 20 * time.Minute
+	start := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	phase := 7*time.Minute + 3*time.Second
+	for _, last := range []time.Time{start, start.Add(6*time.Minute + 59*time.Second), start.Add(7*time.Minute + 3*time.Second), start.Add(17 * time.Minute)} {
+		next := nextCheckpoint(last, interval, phase)
+		if d := next.Sub(last); d < interval/2 || d > interval*3/2 {
+			t.Errorf("after a write at %s the next checkpoint is %s later, want within [%s, %s]", last, d, interval/2, interval*3/2)
+		}
+		if off := mod(next.UnixNano()-int64(phase), int64(interval)); off != 0 {
+			t.Errorf("checkpoint %s is %s off the run's slots", next, time.Duration(off))
+		}
+	}
+	at := nextCheckpoint(start, interval, phase)
+	for range 5 {
+		next := nextCheckpoint(at, interval, phase)
+		if d := next.Sub(at); d != interval {
+			t.Errorf("steady state: checkpoints %s apart, want %s", d, interval)
+		}
+		at = next
+	}
+
+	// 10,000 runs created within one minute: their first checkpoints fill
+	// every tenth of the interval with about a tenth of the fleet.
+	var tenths [10]int
+	for i := range 10000 {
+		uid := types.UID(fmt.Sprintf("run-%d", i))
+		created := start.Add(time.Duration(i) * 6 * time.Millisecond)
+		next := nextCheckpoint(created, interval, checkpointPhase(uid, interval))
+		tenths[int(mod(next.UnixNano(), int64(interval))*10/int64(interval))]++
+	}
+	for i, n := range tenths {
+		if n < 800 || n > 1200 {
+			t.Errorf("tenth %d of the interval holds %d of 10,000 first checkpoints, want about 1,000: %v", i, n, tenths)
+		}
+	}
+}

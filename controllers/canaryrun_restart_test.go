@@ -95,7 +95,7 @@ func startOperatorWith(t *testing.T, cfg *rest.Config, heartbeat time.Duration,
 	}
 	r := &CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Door: door(mgr.GetAPIReader(), engine.Limiters()), Clock: clk, Probes: engine,
-		Heartbeat: heartbeat, Recorder: mgr.GetEventRecorder("canaryrun-controller")}
+		Checkpoint: heartbeat, Recorder: mgr.GetEventRecorder("canaryrun-controller")}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

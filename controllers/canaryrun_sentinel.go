@@ -149,11 +149,11 @@ func startWatch(run *v1alpha1.CanaryRun) bool {
 }
 
 // recordWatch persists a watch snapshot: a new sighting at once (it cannot
-// be observed again), the control personas' counts on the heartbeat. It
+// be observed again), the control personas' counts at the checkpoint. It
 // returns when to look again.
 func (r *CanaryRunReconciler) recordWatch(rc *runCtx, snap probe.Snapshot) time.Duration {
 	fresh := r.recordSightings(rc, snap)
-	due, next := r.heartbeatDue(rc)
+	due, next := r.checkpointDue(rc)
 	if !due && !fresh {
 		return next
 	}
@@ -161,7 +161,7 @@ func (r *CanaryRunReconciler) recordWatch(rc *runCtx, snap probe.Snapshot) time.
 		rc.run.Status.ControlProbes = snap.Controls
 	}
 	rc.run.Status.LastHeartbeatTime = &metav1.Time{Time: rc.now}
-	return r.Heartbeat
+	return r.untilNextCheckpoint(rc)
 }
 
 // recordSightings copies a snapshot's sightings into status when it holds

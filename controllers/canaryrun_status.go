@@ -241,7 +241,7 @@ func canaryOf(run *v1alpha1.CanaryRun, subject string) revocation.Canary {
 //
 // Probe counts and a later sighting of a token that is still visible are
 // not among them: losing them to a restart only widens the interval, so
-// they wait for the heartbeat.
+// they wait for the next checkpoint.
 func persistNow(persisted, cur []v1alpha1.SurfaceMeasurement) bool {
 	if len(persisted) != len(cur) {
 		return true

@@ -150,7 +150,7 @@ func (r *CanaryRunReconciler) awaitVisibility(ctx context.Context, rc *runCtx) (
 	snap := st.Snapshot()
 	r.recordProbing(rc, snap)
 	if !snap.AllVisible {
-		return requeueBefore(rc.now, deadline, r.Heartbeat), nil
+		return requeueBefore(rc.now, deadline, r.untilNextCheckpoint(rc)), nil
 	}
 	run.Status.VisibleTime = measure.CeilMicro(snap.FirstVisibleEnd)
 	run.Status.TimeToVisibility = durationBetween(run.Status.ShareRequestedTime, run.Status.VisibleTime)
@@ -163,7 +163,7 @@ func (r *CanaryRunReconciler) awaitVisibility(ctx context.Context, rc *runCtx) (
 // when the run has to wait for a reference.
 func (r *CanaryRunReconciler) ensureProbing(ctx context.Context, rc *runCtx, stage probe.Stage, deadline time.Time) (*probe.State, ctrl.Result, error) {
 	// A running loop keeps the driver and tokens it was started with: the
-	// references are resolved once per stage, not on every heartbeat.
+	// references are resolved once per stage, not on every checkpoint.
 	if st, ok := r.Probes.StateAt(rc.key, stage); ok {
 		return st, ctrl.Result{}, nil
 	}
@@ -283,7 +283,7 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 }
 
 // awaitExclusion (AwaitingExclusion) persists what probing learned that
-// cannot be re-observed when it changes, and counters on the heartbeat
+// cannot be re-observed when it changes, and counters at the checkpoint
 // (recordExclusionProgress), until every surface confirmed exclusion or
 // the exclusion timeout passes; then the verdict is decided and persisted
 // together with the measurements before CleaningUp starts.
@@ -307,7 +307,7 @@ func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (c
 		return res, err
 	}
 	snap := st.Snapshot()
-	// Control counts are counters: they wait for the heartbeat below.
+	// Control counts are counters: they wait for the checkpoint below.
 	r.recordViolations(rc, snap.IsolationViolations)
 	if measure.AllSettled(snap.Surfaces) && r.inFlightPending(rc, deadline) {
 		// Streams read across the revocation are part of the verdict: it

@@ -42,7 +42,7 @@ func referrers(c client.Client, newList func() client.ObjectList, index string) 
 }
 
 // phaseChanged passes run updates that change the run's phase or start its
-// deletion, not the status heartbeats in between, so a parent reconciles
+// deletion, not the status checkpoints in between, so a parent reconciles
 // when one of its runs moves on and not on every status write.
 func phaseChanged[T client.Object](phase func(T) string) predicate.Funcs {
 	return predicate.Funcs{

@@ -30,9 +30,9 @@ type Options struct {
 	// the manager when nil; a caller passing one (to share its per-corpus
 	// rate limiters) adds it to the manager itself.
 	Probes *probe.Engine
-	// ProbeHeartbeat is how often probe results reach CanaryRun status
-	// between transitions; DefaultProbeHeartbeat when zero.
-	ProbeHeartbeat time.Duration
+	// StatusCheckpoint is how often probe results reach CanaryRun status
+	// between transitions; DefaultStatusCheckpointInterval when zero.
+	StatusCheckpoint time.Duration
 	// Defaults apply where an object leaves a setting unset; the operator's
 	// flags set them, so platform teams tune them once for the fleet.
 	Defaults Defaults
@@ -134,7 +134,7 @@ func setupReconcilers(mgr ctrl.Manager, opts Options) error {
 		},
 		func() error {
 			return (&CanaryRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Door: opts.Door,
-				Clock: opts.Clock, Probes: opts.Probes, Heartbeat: opts.ProbeHeartbeat,
+				Clock: opts.Clock, Probes: opts.Probes, Checkpoint: opts.StatusCheckpoint,
 				Recorder: mgr.GetEventRecorder("canaryrun-controller")}).SetupWithManager(mgr)
 		},
 		func() error {

@@ -34,7 +34,7 @@ type settings struct {
 	allowedCIDRs      string
 	watchNamespace    string
 	secretNamespaces  string
-	probeHeartbeat    time.Duration
+	statusCheckpoint  time.Duration
 	defaults          controllers.Defaults
 	zapOptions        zap.Options
 }
@@ -60,7 +60,8 @@ func parseFlags(args []string) (settings, error) {
 	fs.StringVar(&s.watchNamespace, "watch-namespace", "", "Only reconcile objects in this namespace (default: all namespaces).")
 	fs.StringVar(&s.secretNamespaces, "secret-namespaces", "", "Comma-separated namespaces the operator may read and watch Secrets in, as the chart's secretNamespaces binds them (default: all namespaces). A credential in any other namespace is refused with SecretAccessDenied.")
 	def := controllers.DefaultSettings()
-	fs.DurationVar(&s.probeHeartbeat, "probe-heartbeat", controllers.DefaultProbeHeartbeat, "How often probe counters reach CanaryRun status while a run probes; what a restart could not observe again (a first negative, a reappearance, a confirmed exclusion) is written when it happens. The default keeps an active run under 0.01 status writes per second.")
+	fs.DurationVar(&s.statusCheckpoint, "status-checkpoint-interval", controllers.DefaultStatusCheckpointInterval, "How often probe counters and the latest sighting are checkpointed into CanaryRun status while a run probes; what a restart could not observe again (a first negative, a reappearance, a confirmed exclusion, a sentinel sighting) is written when it happens. A restart can widen a run's interval by up to this much. The default keeps an active run under 0.001 status writes per second (docs/scaling.md).")
+	fs.DurationVar(&s.statusCheckpoint, "probe-heartbeat", controllers.DefaultStatusCheckpointInterval, "Deprecated: the former name of --status-checkpoint-interval.")
 	s.defaults = def
 	fs.Func("default-requests-per-second", fmt.Sprintf("Rate limit for corpora that set none (default %d).", def.RateLimit.RequestsPerSecond), positiveInt32(&s.defaults.RateLimit.RequestsPerSecond))
 	fs.Func("default-burst", fmt.Sprintf("Burst for corpora that set none (default %d).", def.RateLimit.Burst), positiveInt32(&s.defaults.RateLimit.Burst))
@@ -138,7 +139,7 @@ func run(s settings) error {
 		return err
 	}
 	door := &target.Door{Reader: mgr.GetAPIReader(), Allow: allow, Addresses: addrs}
-	if err := controllers.SetupAll(mgr, controllers.Options{Door: door, ProbeHeartbeat: s.probeHeartbeat, Defaults: s.defaults}); err != nil {
+	if err := controllers.SetupAll(mgr, controllers.Options{Door: door, StatusCheckpoint: s.statusCheckpoint, Defaults: s.defaults}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

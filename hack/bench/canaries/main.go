@@ -80,7 +80,7 @@ type options struct {
 	canaries       int
 	corpora        int
 	targets        int
-	heartbeat      time.Duration
+	checkpoint     time.Duration
 	fineLag        bool
 	measure        time.Duration
 	interval       time.Duration
@@ -103,7 +103,7 @@ func main() {
 	flag.IntVar(&o.corpora, "corpora", 0, "shards the canaries are spread over, each a namespace with one corpus; 0: one per 1,000 canaries")
 	flag.IntVar(&o.targets, "targets", 1, "ragtarget child processes the corpora are spread over")
 	flag.BoolVar(&o.fineLag, "fine-lag", true, "read the lag from a 200-bucket histogram per corpus (its memory is reported and netted out) instead of the production 13 buckets (p99 then known to the bucket: …, 100ms, 250ms, 500ms, …)")
-	flag.DurationVar(&o.heartbeat, "heartbeat", controllers.DefaultProbeHeartbeat, "the manager's --probe-heartbeat")
+	flag.DurationVar(&o.checkpoint, "checkpoint", controllers.DefaultStatusCheckpointInterval, "the manager's --status-checkpoint-interval")
 	flag.DurationVar(&o.measure, "for", 3*time.Minute, "measurement window, after every run is active")
 	flag.DurationVar(&o.interval, "interval", 5*time.Second, "probe interval of every canary")
 	flag.BoolVar(&o.controls, "controls", true, "give each canary a control persona (two probes per round instead of one)")
@@ -206,7 +206,7 @@ func run(ctx context.Context, o options) (*result, error) {
 	writes := newWriteCounter()
 	lagRegistry := installLagHistogram(o.fineLag)
 	mgrCtx, stopMgr := context.WithCancel(ctx)
-	mgrDone, err := startManager(mgrCtx, cluster.Config, scheme, writes, o.heartbeat)
+	mgrDone, err := startManager(mgrCtx, cluster.Config, scheme, writes, o.checkpoint)
 	if err != nil {
 		stopMgr()
 		return nil, err
@@ -272,7 +272,7 @@ func run(ctx context.Context, o options) (*result, error) {
 // cmd/manager wires it: client-side rate limiting off (QPS -1, API priority
 // and fairness decides), metrics on a loopback port. Its transport counts
 // writes.
-func startManager(ctx context.Context, base *rest.Config, scheme *runtime.Scheme, writes *writeCounter, heartbeat time.Duration) (<-chan struct{}, error) {
+func startManager(ctx context.Context, base *rest.Config, scheme *runtime.Scheme, writes *writeCounter, checkpoint time.Duration) (<-chan struct{}, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.WrapTransport = writes.wrap
@@ -287,7 +287,7 @@ func startManager(ctx context.Context, base *rest.Config, scheme *runtime.Scheme
 	}
 	// The bench target listens on a random loopback port.
 	opts := controllers.Options{Door: &target.Door{Reader: mgr.GetAPIReader(), Allow: target.AllowAny()},
-		Defaults: controllers.DefaultSettings(), ProbeHeartbeat: heartbeat}
+		Defaults: controllers.DefaultSettings(), StatusCheckpoint: checkpoint}
 	if err := controllers.SetupAll(mgr, opts); err != nil {
 		return nil, err
 	}

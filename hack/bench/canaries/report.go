@@ -201,8 +201,8 @@ func (r *result) print(w io.Writer, o options) bool {
 	if o.controls {
 		controls = 1
 	}
-	fmt.Fprintf(w, "\nragcanary benchmark: %d active canaries over %d corpora and %d ragtarget(s), probe interval %s, %d control persona(s), status heartbeat %s, GOMAXPROCS %d, %d CPUs\n",
-		r.canaries, o.corpora, o.targets, o.interval, controls, o.heartbeat, goruntime.GOMAXPROCS(0), goruntime.NumCPU())
+	fmt.Fprintf(w, "\nragcanary benchmark: %d active canaries over %d corpora and %d ragtarget(s), probe interval %s, %d control persona(s), status checkpoint %s, GOMAXPROCS %d, %d CPUs\n",
+		r.canaries, o.corpora, o.targets, o.interval, controls, o.checkpoint, goruntime.GOMAXPROCS(0), goruntime.NumCPU())
 	lagBucketsUsed := "production buckets (13 per corpus)"
 	if o.fineLag {
 		lagBucketsUsed = "fine buckets (200 per corpus, netted out of the memory figures)"
