@@ -88,6 +88,10 @@ type runCtx struct {
 	key    types.NamespacedName
 	now    time.Time
 	deps   *runDeps
+	// persistWithNext says the step's changes may wait for the next
+	// step's write: that step persists before it acts, and a restart in
+	// between redoes this step idempotently.
+	persistWithNext bool
 }
 
 // Reconcile advances one run as far as it can without waiting.
@@ -115,19 +119,27 @@ func (r *CanaryRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // advance runs phase steps, persisting after each, until a step waits.
 // Chaining steps in one reconcile keeps the object the steps see equal to
 // what was persisted, instead of reading a possibly stale cache between them.
+// A step whose result the next step persists before it acts
+// (persistWithNext) is not written on its own: one write fewer per run.
 func (r *CanaryRunReconciler) advance(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	for range maxStepsPerReconcile {
 		phase := rc.run.Status.Phase
+		rc.persistWithNext = false
 		res, err := r.step(phase)(ctx, rc)
+		moved := err == nil && res.RequeueAfter == 0 && rc.run.Status.Phase != phase && !isTerminal(rc.run.Status.Phase)
+		if moved && rc.persistWithNext {
+			rc.now = r.Clock.Now()
+			continue
+		}
 		if perr := r.persist(ctx, rc); perr != nil && err == nil {
 			err = perr
 		}
-		if err != nil || res.RequeueAfter > 0 || rc.run.Status.Phase == phase || isTerminal(rc.run.Status.Phase) {
+		if !moved {
 			return res, err
 		}
 		rc.now = r.Clock.Now()
 	}
-	return ctrl.Result{RequeueAfter: time.Second}, nil
+	return ctrl.Result{RequeueAfter: time.Second}, r.persist(ctx, rc)
 }
 
 type stepFunc func(context.Context, *runCtx) (ctrl.Result, error)

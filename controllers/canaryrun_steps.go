@@ -85,6 +85,10 @@ func (r *CanaryRunReconciler) plant(ctx context.Context, rc *runCtx) (ctrl.Resul
 		return res, err
 	}
 	run.Status.Phase = v1alpha1.PhaseSharing
+	// Sharing persists its request time before it shares. The document ID
+	// is already persisted (start), so a restart before that write finds
+	// Planting and re-plants the same document.
+	rc.persistWithNext = true
 	return ctrl.Result{}, nil
 }
 
@@ -279,6 +283,9 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 		}
 	}
 	run.Status.Phase = v1alpha1.PhaseAwaitingExclusion
+	// The write that enters AwaitingExclusion is the run's first
+	// checkpoint there: the first exclusion snapshot holds nothing new.
+	run.Status.LastHeartbeatTime = &metav1.Time{Time: rc.now}
 	return ctrl.Result{}, nil
 }
 
