@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -32,6 +33,11 @@ import (
 type writeCounter struct {
 	mu     sync.Mutex
 	counts map[string]int64
+	// sample keeps up to keep bodies of run status patches once sampling
+	// starts: what the window's writes changed.
+	sampling bool
+	keep     int
+	sample   []string
 }
 
 func newWriteCounter() *writeCounter { return &writeCounter{counts: map[string]int64{}} }
@@ -42,9 +48,28 @@ func (c *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		key := verbOf(req) + " " + resourceOf(req.URL.Path)
 		c.mu.Lock()
 		c.counts[key]++
+		if c.sampling && len(c.sample) < c.keep && key == "PATCH canaryruns/status" && req.GetBody != nil {
+			if body, err := req.GetBody(); err == nil {
+				b, _ := io.ReadAll(io.LimitReader(body, 2048))
+				c.sample = append(c.sample, string(b))
+			}
+		}
 		c.mu.Unlock()
 		return rt.RoundTrip(req)
 	})
+}
+
+// startSampling keeps the next n run status patch bodies.
+func (c *writeCounter) startSampling(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sampling, c.keep = true, n
+}
+
+func (c *writeCounter) samples() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.sample...)
 }
 
 func (c *writeCounter) snapshot() map[string]int64 {

@@ -41,6 +41,8 @@ type result struct {
 	cpu time.Duration
 	// lag is the scheduling lag histogram of the window, over all runs.
 	lag lagBuckets
+	// writeSamples are the first run status patches of the window.
+	writeSamples []string
 	// writesBefore and writesAfter are the manager's write counts.
 	writesBefore, writesAfter map[string]int64
 	// childrenBefore and childrenAfter sample etcd, kube-apiserver, ragtarget.
@@ -77,6 +79,7 @@ func measure(ctx context.Context, o options, writes *writeCounter, lagRegistry *
 		}
 	}
 	res.writesBefore = writes.snapshot()
+	writes.startSampling(o.showWrites)
 	res.childrenBefore = children()
 	res.probesBefore = probeOutcomes()
 	var err error
@@ -136,6 +139,7 @@ wait:
 	res.endRSS = rssOf("self")
 	res.childrenAfter = children()
 	res.writesAfter = writes.snapshot()
+	res.writeSamples = writes.samples()
 	res.probesAfter = probeOutcomes()
 	if res.apiAfter, err = api.requests(ctx); err != nil {
 		return nil, err
@@ -212,7 +216,7 @@ func (r *result) print(w io.Writer, o options) bool {
 	if o.fineLag {
 		lagBucketsUsed = "fine buckets (200 per corpus, netted out of the memory figures)"
 	}
-	fmt.Fprintf(w, "setup (create → all runs AwaitingExclusion): %s; window %s; runs still AwaitingExclusion at the end: %d; lag read from %s\n\n",
+	fmt.Fprintf(w, "setup (create → every run AwaitingExclusion, its first sighting after the revocation persisted): %s; window %s; runs still AwaitingExclusion at the end: %d; lag read from %s\n\n",
 		r.setup.Round(time.Second), r.window.Round(time.Second), r.activeAtEnd, lagBucketsUsed)
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "figure (manager process)", "measured", "goal", "")
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", strings.Repeat("-", 44), strings.Repeat("-", 22), strings.Repeat("-", 12), "------")
@@ -245,6 +249,9 @@ func (r *result) print(w io.Writer, o options) bool {
 	fmt.Fprintf(w, "\nmanager API writes in the window:\n")
 	for _, line := range topRequests(r.writesBefore, r.writesAfter, secs, isWrite) {
 		fmt.Fprintf(w, "  %s\n", line)
+	}
+	for i, body := range r.writeSamples {
+		fmt.Fprintf(w, "  run status patch %d of the window: %s\n", i+1, body)
 	}
 	fmt.Fprintf(w, "manager API reads in the window (the cache serves most reads without one):\n")
 	for _, line := range topRequests(r.writesBefore, r.writesAfter, secs, func(k string) bool { return !isWrite(k) }) {
