@@ -122,6 +122,7 @@ bench: ## Run the benchmarks once and print their figures (several minutes; the 
 	$(GO) test ./internal/suite/ -run '^$$' -bench BenchmarkLiveSuite -benchtime 1x -timeout 10m
 	$(MAKE) --no-print-directory bench-eval
 	$(GO) test ./internal/probe/ -run '^$$' -bench BenchmarkProbeSchedules -benchtime 1x -timeout 20m
+	$(GO) test ./internal/metrics/ -run '^$$' -bench BenchmarkScrape10000Canaries -benchtime 5x -timeout 10m
 
 BENCH_CANARIES ?= 1000
 BENCH_FOR ?= 3m

@@ -14,7 +14,7 @@ import (
 func TestCanaryInfoMetrics(t *testing.T) {
 	f := newCanaryFixture(t, allCanaryRefs, nil)
 	eventually(t, "canary info gauges", func() error {
-		slo := canaryGauge(t, "ragcanary_canary_exclusion_slo_seconds", f.ns, f.canary.Name, "")
+		slo := canaryGauge(t, "ragcanary_canary_surface_slo_seconds", f.ns, f.canary.Name, "Search")
 		period := canaryGauge(t, "ragcanary_canary_schedule_period_seconds", f.ns, f.canary.Name, "")
 		if slo == nil || *slo != 30 || period == nil || *period != 3600 {
 			return fmt.Errorf("slo=%v period=%v, want 30 and 3600", slo, period)
@@ -25,7 +25,7 @@ func TestCanaryInfoMetrics(t *testing.T) {
 	// SLO still applies to runs in flight.
 	f.patchSpec(`{"suspend":true}`)
 	eventually(t, "no period while suspended", func() error {
-		slo := canaryGauge(t, "ragcanary_canary_exclusion_slo_seconds", f.ns, f.canary.Name, "")
+		slo := canaryGauge(t, "ragcanary_canary_surface_slo_seconds", f.ns, f.canary.Name, "Search")
 		period := canaryGauge(t, "ragcanary_canary_schedule_period_seconds", f.ns, f.canary.Name, "")
 		if slo == nil || *slo != 30 || period != nil {
 			return fmt.Errorf("slo=%v period=%v, want 30 and absent", slo, period)

@@ -146,13 +146,13 @@ func (r *CanaryRunReconciler) personaSubject(ctx context.Context, run *v1alpha1.
 	return p.Spec.Subject
 }
 
-// zeroExposure drops the live exposure gauge of a run that stops probing.
+// zeroExposure deletes the live exposure gauge of a run that stops probing.
 func (r *CanaryRunReconciler) zeroExposure(run *v1alpha1.CanaryRun) {
 	if run.Status.RevokeAcknowledgedTime == nil {
 		return
 	}
 	for _, s := range probingSurfaces(run) {
-		metrics.SetLiveExposure(metricsRun(run), string(s), 0)
+		metrics.ClearLiveExposure(metricsRun(run), string(s))
 	}
 }
 

@@ -206,8 +206,9 @@ func (r *CanaryRunReconciler) decideSentinel(rc *runCtx) (ctrl.Result, error) {
 	return r.conclude(rc, verdict, msg)
 }
 
-// initCanaryMetrics creates a ready canary's counters at zero: a sentinel's
-// verdicts and sightings, or an ordinary canary's series.
+// initCanaryMetrics creates at zero the few series whose first increase an
+// alert or panel must see and that no guard can recover: a sentinel's
+// sightings, an ordinary canary's per-corpus reappearances.
 func initCanaryMetrics(canary *v1alpha1.RevocationCanary) {
 	r := metrics.Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: canary.Spec.CorpusRef.Name}
 	if canary.Spec.Sentinel == nil {

@@ -42,7 +42,7 @@ func TestCanaryGaugesWithoutReconciledCompletion(t *testing.T) {
 	}{
 		{"ragcanary_last_completed_run_timestamp_seconds", "", float64(completed.Unix())},
 		{"ragcanary_canary_schedule_period_seconds", "", 6 * 3600},
-		{"ragcanary_canary_exclusion_slo_seconds", "", 30},
+		{"ragcanary_canary_surface_slo_seconds", "Search", 30},
 		{"ragcanary_last_run_exclusion_lower_bound_seconds", "Search", 25},
 		{"ragcanary_last_run_exclusion_upper_bound_seconds", "Search", 40},
 	}

@@ -208,8 +208,8 @@ func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary
 		canary.Status.NextScheduleTime = nil
 		return ctrl.Result{}, nil
 	}
-	// Counters exist at zero from the first ready reconcile, so their
-	// first increase shows in rate().
+	// The series that must exist before their first increase do from the
+	// first ready reconcile.
 	initCanaryMetrics(canary)
 	parent := canaryParent(canary, &sched)
 	parent.wasHeld = wasHeld

@@ -25,8 +25,6 @@ import (
 // its runs finish) and a deleted object's series go with it. Counters and
 // histograms count events that no object records; they stay pushed.
 var (
-	canaryExclusionSLODesc = newGaugeDesc("canary_exclusion_slo_seconds",
-		"Exclusion SLO the canary's runs are judged by (search surface).", runLabels)
 	canarySchedulePeriodDesc = newGaugeDesc("canary_schedule_period_seconds",
 		"Time between the canary's scheduled runs; absent while the canary is suspended or not ready.", runLabels)
 	lastCompletedRunDesc = newGaugeDesc("last_completed_run_timestamp_seconds",
@@ -55,7 +53,7 @@ var (
 
 // derivedDescs lists every family the ObjectCollector builds.
 var derivedDescs = []*prometheus.Desc{
-	canaryExclusionSLODesc, canarySchedulePeriodDesc, lastCompletedRunDesc,
+	canarySchedulePeriodDesc, lastCompletedRunDesc,
 	exclusionLowerBoundDesc, exclusionUpperBoundDesc,
 	canarySurfaceSLODesc, canaryContentFreshnessSLODesc, freshnessLowerBoundDesc, freshnessUpperBoundDesc,
 	postRevocationDeliveryDesc, postRevocationBytesDesc,
@@ -196,7 +194,7 @@ func derive(o objects, now time.Time) []sample {
 	return out
 }
 
-// canarySamples: the SLO and period of a ready canary, and its last
+// canarySamples: the SLOs and period of a ready canary, and its last
 // finished run as status.lastRun summarises it (the summary outlives the
 // run when the history limit deletes it).
 func canarySamples(canary *v1alpha1.RevocationCanary, o objects, now time.Time) []sample {
@@ -204,8 +202,6 @@ func canarySamples(canary *v1alpha1.RevocationCanary, o objects, now time.Time) 
 	corpus := o.corpora[client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.CorpusRef.Name}]
 	if corpus != nil && meta.IsStatusConditionTrue(canary.Status.Conditions, v1alpha1.ConditionReady) {
 		l := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name}.values()
-		searchSLO, _ := measure.SurfaceSLO(&canary.Spec.CanarySpec, corpus, v1alpha1.SurfaceSearch)
-		out = append(out, sample{canaryExclusionSLODesc, searchSLO.Seconds(), l})
 		out = append(out, surfaceSLOSamples(canary, corpus)...)
 		if p := schedulePeriod(canary, now); p > 0 {
 			out = append(out, sample{canarySchedulePeriodDesc, p.Seconds(), l})

@@ -162,13 +162,6 @@ func fixture() []client.Object {
 }
 
 const wantSeries = `
-# HELP ragcanary_canary_exclusion_slo_seconds Exclusion SLO the canary's runs are judged by (search surface).
-# TYPE ragcanary_canary_exclusion_slo_seconds gauge
-ragcanary_canary_exclusion_slo_seconds{canary="cron",corpus="kb",namespace="rag"} 60
-ragcanary_canary_exclusion_slo_seconds{canary="hourly",corpus="kb",namespace="rag"} 60
-ragcanary_canary_exclusion_slo_seconds{canary="moved",corpus="kb",namespace="rag"} 30
-ragcanary_canary_exclusion_slo_seconds{canary="paused",corpus="kb",namespace="rag"} 60
-ragcanary_canary_exclusion_slo_seconds{canary="streaming",corpus="kb",namespace="rag"} 60
 # HELP ragcanary_canary_surface_slo_seconds Exclusion SLO the canary's runs are judged by, per probed surface; absent for content-freshness (UpdateContent) canaries.
 # TYPE ragcanary_canary_surface_slo_seconds gauge
 ragcanary_canary_surface_slo_seconds{canary="cron",corpus="kb",namespace="rag",surface="Search"} 60
@@ -230,8 +223,8 @@ func TestObjectCollectorDerivesGaugesFromObjects(t *testing.T) {
 func TestObjectCollectorDropsDeletedObjects(t *testing.T) {
 	reader := newReader(t, nil, fixture()...)
 	c := NewObjectCollector(reader, clocktesting.NewFakePassiveClock(scrapeTime))
-	if n := seriesOf(t, c, "hourly", "iso"); n != 11 {
-		t.Fatalf("before deletion: %d series of canary hourly and suite iso, want 11", n)
+	if n := seriesOf(t, c, "hourly", "iso"); n != 10 {
+		t.Fatalf("before deletion: %d series of canary hourly and suite iso, want 10", n)
 	}
 	ctx := context.Background()
 	for _, obj := range []client.Object{canary("hourly", nil), &v1alpha1.EvalSuite{ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: "iso"}}} {
@@ -242,8 +235,8 @@ func TestObjectCollectorDropsDeletedObjects(t *testing.T) {
 	if n := seriesOf(t, c, "hourly", "iso"); n != 0 {
 		t.Errorf("after deletion: %d series of canary hourly and suite iso remain", n)
 	}
-	if n := testutil.CollectAndCount(c, "ragcanary_canary_exclusion_slo_seconds"); n != 4 {
-		t.Errorf("other canaries' SLO series = %d, want 4", n)
+	if n := testutil.CollectAndCount(c, "ragcanary_canary_schedule_period_seconds"); n != 3 {
+		t.Errorf("other canaries' schedule period series = %d, want 3", n)
 	}
 }
 

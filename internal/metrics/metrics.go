@@ -7,7 +7,9 @@
 // stay bounded and nothing secret reaches a scrape.
 //
 // Counters and histograms are pushed as events happen; Forget deletes a
-// canary's when the canary is deleted. Gauges that restate an object's
+// canary's when the canary is deleted. What a canary costs in series is
+// bounded and documented in docs/observability.md ("Series per canary");
+// TestSeriesPerCanary holds the code to it. Gauges that restate an object's
 // spec or status are built from the objects at scrape time by
 // ObjectCollector (collector.go), so they survive a restart and vanish with
 // their object.
@@ -53,10 +55,12 @@ var probeBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
 var (
 	runLabels     = []string{LabelNamespace, LabelCanary, LabelCorpus}
 	surfaceLabels = []string{LabelNamespace, LabelCanary, LabelCorpus, LabelSurface}
-	// The probe histograms describe the target and the operator, not one
-	// canary: per canary they were two thirds of a scrape's samples at
-	// 10,000 canaries (make bench-canaries) and told nothing the corpus's
-	// do not.
+	// Histograms describe the target and the operator, not one canary: a
+	// histogram per canary is 21 series (18 buckets, +Inf, _sum, _count),
+	// so per canary they were three quarters of a 10,000-canary scrape
+	// (BenchmarkScrape10000Canaries) and told nothing the corpus's do not;
+	// the canary's own figures are in its status and the derived
+	// last-run gauges.
 	corpusLabels        = []string{LabelNamespace, LabelCorpus}
 	corpusSurfaceLabels = []string{LabelNamespace, LabelCorpus, LabelSurface}
 )
@@ -66,26 +70,26 @@ var (
 var (
 	TimeToVisibility = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "time_to_visibility_seconds",
-		Help:    "Time from the share request to the first probe that saw the canary token.",
+		Help:    "Time from the share request to the first probe that saw the canary token, per corpus.",
 		Buckets: LatencyBuckets,
-	}, runLabels)
+	}, corpusLabels)
 	TimeToExclusion = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "time_to_exclusion_seconds",
-		Help:    "Upper bound of time from revocation to confirmed exclusion on the search surface.",
+		Help:    "Upper bound of time from revocation to confirmed exclusion on the search surface, per corpus.",
 		Buckets: LatencyBuckets,
-	}, runLabels)
+	}, corpusLabels)
 	CacheInvalidation = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "cache_invalidation_seconds",
-		Help:    "Upper bound of time from revocation to confirmed exclusion on the answer surface.",
+		Help:    "Upper bound of time from revocation to confirmed exclusion on the answer surface, per corpus.",
 		Buckets: LatencyBuckets,
-	}, runLabels)
+	}, corpusLabels)
 	LiveExposure = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "live_exposure_seconds",
-		Help: "Seconds a revoked canary token has still been visible in the active run; 0 once exclusion is confirmed.",
+		Help: "Seconds a revoked canary token has still been visible in the active run; absent when no run of the canary is probing past revocation.",
 	}, surfaceLabels)
 	RunsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "runs_total",
-		Help: "Finished canary runs by verdict.",
+		Help: "Finished canary runs by verdict; a verdict's series appears with the canary's first run of that verdict.",
 	}, []string{LabelNamespace, LabelCanary, LabelCorpus, LabelVerdict})
 	IsolationViolationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "isolation_violations_total",
@@ -93,8 +97,8 @@ var (
 	}, []string{LabelNamespace, LabelKind, LabelCanary, LabelSuite, LabelCorpus})
 	ReappearancesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "reappearances_total",
-		Help: "Positive probes that followed a negative one after revocation: a replica or cache serving revoked content.",
-	}, surfaceLabels)
+		Help: "Positive probes that followed a negative one after revocation: a replica or cache serving revoked content, per corpus and surface.",
+	}, corpusSurfaceLabels)
 	ProbesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "probes_total",
 		Help: "Probes by surface, probing role and outcome (present, absent, error).",
@@ -152,6 +156,18 @@ func (r Run) labels() prometheus.Labels {
 	return prometheus.Labels{LabelNamespace: r.Namespace, LabelCanary: r.Canary, LabelCorpus: r.Corpus}
 }
 
+// corpusLabels label the run's per-corpus series.
+func (r Run) corpusLabels() prometheus.Labels {
+	return prometheus.Labels{LabelNamespace: r.Namespace, LabelCorpus: r.Corpus}
+}
+
+// corpusSurface labels the run's per-corpus series of a surface.
+func (r Run) corpusSurface(surface string) prometheus.Labels {
+	l := r.corpusLabels()
+	l[LabelSurface] = surface
+	return l
+}
+
 func (r Run) withSurface(surface string) prometheus.Labels {
 	l := r.labels()
 	l[LabelSurface] = surface
@@ -191,14 +207,21 @@ func (r Run) isolationLabels() prometheus.Labels {
 	return prometheus.Labels{LabelNamespace: r.Namespace, LabelKind: KindCanary, LabelCanary: r.Canary, LabelSuite: "", LabelCorpus: r.Corpus}
 }
 
-// AddReappearance counts one reappearance on a surface.
+// AddReappearance counts one reappearance on a surface of the run's corpus.
 func AddReappearance(r Run, surface string) {
-	ReappearancesTotal.With(r.withSurface(surface)).Inc()
+	ReappearancesTotal.With(r.corpusSurface(surface)).Inc()
 }
 
 // SetLiveExposure sets how long the revoked token has been visible on a surface.
 func SetLiveExposure(r Run, surface string, d time.Duration) {
 	LiveExposure.With(r.withSurface(surface)).Set(max(d, 0).Seconds())
+}
+
+// ClearLiveExposure deletes a surface's live exposure when the run stops
+// probing: nothing is exposed any more, and a series per idle canary and
+// surface would cost every scrape a sample that can only say 0.
+func ClearLiveExposure(r Run, surface string) {
+	LiveExposure.Delete(r.withSurface(surface))
 }
 
 // SurfaceResult is one surface's final bounds; nil means "not established".
@@ -229,15 +252,20 @@ const (
 )
 
 // RecordCompletion records a finished run: the verdict count and the
-// histograms of time-to-visibility and of upper bounds. Live exposure drops
-// to 0. The last-run gauges are not set here: ObjectCollector builds them
-// from the canary's status.
+// histograms of time-to-visibility and of upper bounds. Live exposure goes.
+// The last-run gauges are not set here: ObjectCollector builds them from
+// the canary's status.
+//
+// The verdict's series is created by this first increment, not at zero
+// beforehand: pre-creating every verdict was six series per canary, most
+// of which never count. Queries see the first run through the new-series
+// guard of docs/observability.md ("Counters created by their first event").
 func RecordCompletion(r Run, c Completion) {
 	l := r.labels()
 	l[LabelVerdict] = c.Verdict
 	RunsTotal.With(l).Inc()
 	if c.TimeToVisibility != nil {
-		TimeToVisibility.With(r.labels()).Observe(c.TimeToVisibility.Seconds())
+		TimeToVisibility.With(r.corpusLabels()).Observe(c.TimeToVisibility.Seconds())
 	}
 	for _, s := range c.Surfaces {
 		recordSurface(r, s)
@@ -245,15 +273,15 @@ func RecordCompletion(r Run, c Completion) {
 }
 
 func recordSurface(r Run, s SurfaceResult) {
-	LiveExposure.With(r.withSurface(s.Surface)).Set(0)
+	ClearLiveExposure(r, s.Surface)
 	recordTail(r, s)
 	if s.Upper == nil || s.Content {
 		return
 	}
 	switch s.Surface {
 	case surfaceSearch:
-		TimeToExclusion.With(r.labels()).Observe(s.Upper.Seconds())
+		TimeToExclusion.With(r.corpusLabels()).Observe(s.Upper.Seconds())
 	case surfaceAnswer:
-		CacheInvalidation.With(r.labels()).Observe(s.Upper.Seconds())
+		CacheInvalidation.With(r.corpusLabels()).Observe(s.Upper.Seconds())
 	}
 }

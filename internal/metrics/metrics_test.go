@@ -9,10 +9,12 @@ import (
 )
 
 func TestRecordCompletionAndForget(t *testing.T) {
+	resetAll(t)
 	r := Run{Namespace: "ns-a", Canary: "c1", Corpus: "corp"}
 	other := Run{Namespace: "ns-a", Canary: "c2", Corpus: "corp"}
 	ttv := 3 * time.Second
 	lower, upper := 2*time.Second, 7*time.Second
+	SetLiveExposure(r, "Answer", 40*time.Second)
 	RecordCompletion(r, Completion{
 		Verdict:          "SLOMet",
 		TimeToVisibility: &ttv,
@@ -27,16 +29,21 @@ func TestRecordCompletionAndForget(t *testing.T) {
 	if got := testutil.ToFloat64(RunsTotal.WithLabelValues("ns-a", "c1", "corp", "SLOMet")); got != 1 {
 		t.Errorf("runs_total = %v, want 1", got)
 	}
+	// Verdicts are created by their first run: two runs, two series.
+	if n := testutil.CollectAndCount(RunsTotal); n != 2 {
+		t.Errorf("runs_total series = %d, want 2 (one per verdict reached)", n)
+	}
 	// Only the search surface had an upper bound; the answer surface's
-	// histogram gets nothing rather than a stand-in.
-	if n := testutil.CollectAndCount(TimeToExclusion); n != 1 {
-		t.Errorf("time_to_exclusion series = %d, want 1", n)
+	// histogram gets nothing rather than a stand-in. The histograms are
+	// the corpus's.
+	if got := histCount(t, TimeToExclusion.WithLabelValues("ns-a", "corp")); got != 1 {
+		t.Errorf("time_to_exclusion of the corpus observed %d times, want 1", got)
 	}
 	if n := testutil.CollectAndCount(CacheInvalidation); n != 0 {
 		t.Errorf("cache_invalidation series = %d, want 0 (no answer upper bound)", n)
 	}
-	if got := testutil.ToFloat64(LiveExposure.WithLabelValues("ns-a", "c1", "corp", "Answer")); got != 0 {
-		t.Errorf("live exposure after completion = %v, want 0", got)
+	if n := testutil.CollectAndCount(LiveExposure); n != 0 {
+		t.Errorf("live exposure series after completion = %d, want none", n)
 	}
 
 	Forget("ns-a", "c1")
@@ -46,9 +53,23 @@ func TestRecordCompletionAndForget(t *testing.T) {
 	if n := testutil.CollectAndCount(RunsTotal); n != 1 {
 		t.Errorf("runs_total series after Forget = %d, want 1", n)
 	}
-	if n := testutil.CollectAndCount(TimeToExclusion); n != 0 {
-		t.Errorf("time_to_exclusion series after Forget = %d, want 0", n)
+	// The corpus's histograms describe its other canaries too.
+	if n := testutil.CollectAndCount(TimeToExclusion); n != 1 {
+		t.Errorf("time_to_exclusion series after Forget = %d, want the corpus's 1", n)
 	}
+}
+
+// resetAll empties every ragcanary vector now and when t ends: the
+// per-corpus series outlive Forget, so a test counting series starts from
+// none.
+func resetAll(t testing.TB) {
+	reset := func() {
+		for _, c := range all {
+			c.(interface{ Reset() }).Reset()
+		}
+	}
+	reset()
+	t.Cleanup(reset)
 }
 
 func TestRegisteredWithPrefix(t *testing.T) {

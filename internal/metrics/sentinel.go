@@ -15,11 +15,6 @@ var SentinelSightingsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Sentinel canary sightings: probes by a persona outside the sentinel's access list that saw its payload, through any document.",
 }, []string{LabelNamespace, LabelCanary, LabelCorpus, LabelPersona, LabelSurface})
 
-// sentinelVerdicts are the verdicts a sentinel run can end with; a sentinel
-// canary's runs_total is pre-created for these alone, and an ordinary
-// canary never gets an Isolated series.
-var sentinelVerdicts = []string{"Isolated", "IsolationViolation", "Inconclusive", "SetupFailed"}
-
 func init() {
 	crmetrics.Registry.MustRegister(SentinelSightingsTotal)
 	all = append(all, SentinelSightingsTotal)
@@ -36,18 +31,15 @@ func (r Run) sightingLabels(persona, surface string) prometheus.Labels {
 	return l
 }
 
-// InitSentinel creates a ready sentinel canary's counters at zero, so the
-// first sighting shows in increase(): its verdicts, its isolation
-// violations and a sightings series per control persona and surface.
+// InitSentinel creates a ready sentinel canary's sightings at zero, one per
+// control persona and probed surface, so the first sighting shows in
+// increase(): watching for that sighting is all a sentinel is for, and a
+// sentinel's control personas are bounded (at most 16). Its verdicts and
+// isolation violations appear with their first event, as an ordinary
+// canary's do.
 func InitSentinel(r Run, controls []string, probed ...string) {
 	if len(probed) == 0 {
 		probed = surfaces
-	}
-	IsolationViolationsTotal.With(r.isolationLabels()).Add(0)
-	for _, v := range sentinelVerdicts {
-		l := r.labels()
-		l[LabelVerdict] = v
-		RunsTotal.With(l).Add(0)
 	}
 	for _, c := range controls {
 		for _, s := range probed {

@@ -7,36 +7,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// TestInitSentinelAndForget: a sentinel canary gets its four verdicts and a
-// sightings series per control persona and surface at zero, never an
-// ordinary canary's SLO verdicts; an ordinary canary never gets Isolated;
-// Forget removes the sightings with the rest.
+// TestInitSentinelAndForget: a sentinel canary gets a sightings series per
+// control persona and surface at zero and no verdict series before its
+// first run; Forget removes the sightings with the rest.
 func TestInitSentinelAndForget(t *testing.T) {
+	resetAll(t)
 	s := Run{Namespace: "ns-s", Canary: "sentinel", Corpus: "kb"}
 	InitSentinel(s, []string{"mallory", "eve"}, "Search", "Answer")
 	if n := testutil.CollectAndCount(SentinelSightingsTotal); n != 4 {
 		t.Errorf("sighting series = %d, want 4 (2 personas × 2 surfaces)", n)
 	}
-	verdicts := func(r Run) map[string]bool {
-		got := map[string]bool{}
-		for _, v := range append(append([]string{}, verdicts...), sentinelVerdicts...) {
-			l := r.labels()
-			l[LabelVerdict] = v
-			if RunsTotal.Delete(l) {
-				got[v] = true
-				RunsTotal.With(l).Add(0)
-			}
-		}
-		return got
+	if n := testutil.CollectAndCount(RunsTotal); n != 0 {
+		t.Errorf("%d verdict series before the sentinel's first run, want none", n)
 	}
-	got := verdicts(s)
-	if len(got) != 4 || !got["Isolated"] || !got["IsolationViolation"] || got["SLOMet"] {
-		t.Errorf("sentinel verdict series %v, want Isolated, IsolationViolation, Inconclusive, SetupFailed", got)
-	}
-	plain := Run{Namespace: "ns-s", Canary: "plain", Corpus: "kb"}
-	InitCanary(plain)
-	if got := verdicts(plain); len(got) != 6 || got["Isolated"] {
-		t.Errorf("ordinary canary verdict series %v, want the six without Isolated", got)
+	RecordCompletion(s, Completion{Verdict: "Isolated"})
+	if got := testutil.ToFloat64(RunsTotal.WithLabelValues("ns-s", "sentinel", "kb", "Isolated")); got != 1 {
+		t.Errorf("Isolated runs = %v, want 1", got)
 	}
 
 	AddSentinelSighting(s, "mallory", "Answer")
@@ -45,8 +31,10 @@ func TestInitSentinelAndForget(t *testing.T) {
 		t.Errorf("sightings = %v, want 1", v)
 	}
 	Forget("ns-s", "sentinel")
-	Forget("ns-s", "plain")
 	if n := testutil.CollectAndCount(SentinelSightingsTotal); n != 0 {
 		t.Errorf("%d sighting series left after Forget", n)
+	}
+	if n := testutil.CollectAndCount(RunsTotal); n != 0 {
+		t.Errorf("%d verdict series left after Forget", n)
 	}
 }

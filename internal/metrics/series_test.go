@@ -1,0 +1,78 @@
+package metrics
+
+import (
+	"testing"
+)
+
+// seriesBound is the most series a canary of the fleet may cost, by the
+// table in docs/observability.md ("Series per canary"): N probed surfaces
+// (InFlight apart), with the fleet's one verdict reached since the manager
+// started and no isolation violation.
+func seriesBound(m fleetMember) int {
+	n := len(m.surfaces)
+	bound := 2 + n + 2*n // schedule period, last completion; an SLO and two bounds per surface
+	if m.content {
+		bound += 2 * n // the content-freshness bounds
+	}
+	if m.inStreams {
+		bound += 3 // the InFlight SLO, delivery and bytes
+	}
+	bound += 1     // runs_total of the verdict reached
+	bound += 3 * n // probes_total of the persona: present, absent, error
+	if len(m.controls) > 0 {
+		bound += 3 * n // and of the control personas
+	}
+	if m.censored {
+		bound += n // canary_censored_runs_total, per surface with a censored run
+	}
+	if m.inFlight {
+		bound += n // live exposure, while a run probes past revocation
+	}
+	if m.sentinel {
+		bound += len(m.controls) * n // sightings, created at zero
+	}
+	return bound
+}
+
+// TestSeriesPerCanary: every canary of a 1,000-canary fleet costs at most
+// the series the documented table allows, and a plain search-only canary
+// between runs exactly eight; it fails when a change makes a canary cost
+// more.
+func TestSeriesPerCanary(t *testing.T) {
+	resetAll(t)
+	g, members := startFleet(1000)
+	perCanary := map[string]int{}
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == LabelCanary && l.GetValue() != "" {
+					// A histogram would be 21 series of the text format;
+					// none is labelled with a canary.
+					if f.GetType().String() == "HISTOGRAM" {
+						t.Errorf("histogram %s carries the canary label", f.GetName())
+					}
+					perCanary[l.GetValue()]++
+					total++
+				}
+			}
+		}
+	}
+	for _, m := range members {
+		got, bound := perCanary[m.run.Canary], seriesBound(m)
+		if got > bound {
+			t.Errorf("%s (%+v) has %d series, the documented bound is %d", m.run.Canary, m, got, bound)
+		}
+	}
+	// canary-00045: Search only, no control persona, SLOMet, idle.
+	if got := perCanary["canary-00045"]; got != 8 {
+		t.Errorf("a plain search-only canary between runs has %d series, want 8", got)
+	}
+	if avg := float64(total) / float64(len(members)); avg > 11 {
+		t.Errorf("the fleet averages %.2f series per canary, documented at most 11", avg)
+	}
+}
