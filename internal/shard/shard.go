@@ -140,3 +140,23 @@ func patchLabels(ctx context.Context, c client.Client, obj client.Object, change
 	obj.SetLabels(l)
 	return c.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
+
+// serviceAccountNamespace is where a Pod finds its own namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// Namespace is the operator's namespace, where the shard Leases live:
+// explicit when set, else $POD_NAMESPACE, else the Pod's service account
+// namespace.
+func Namespace(explicit string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns, nil
+	}
+	b, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return "", fmt.Errorf("the operator's namespace is unknown (set --leader-election-namespace or $POD_NAMESPACE): %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
