@@ -83,7 +83,7 @@ func (r *EvalSuiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.Shard.Draining(&s) {
-		return releaseParent(ctx, r.Client, &s, r.forgetSuite)
+		return r.handOver(ctx, &s, &v1alpha1.SuiteRunList{}, describeSuiteRun, r.forgetSuite)
 	}
 	if !s.DeletionTimestamp.IsZero() {
 		metrics.ForgetSuite(s.Namespace, s.Name)

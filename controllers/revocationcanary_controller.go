@@ -102,7 +102,7 @@ func (r *RevocationCanaryReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if r.Shard.Draining(&canary) {
-		return releaseParent(ctx, r.Client, &canary, r.forgetCanary)
+		return r.handOver(ctx, &canary, &v1alpha1.CanaryRunList{}, describeCanaryRun, r.forgetCanary)
 	}
 	if !canary.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, &canary)

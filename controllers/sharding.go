@@ -120,10 +120,25 @@ func (r *CanaryRunReconciler) handOver(ctx context.Context, rc *runCtx) (ctrl.Re
 	return ctrl.Result{}, client.IgnoreNotFound(shard.Release(ctx, r.Client, rc.run))
 }
 
-// releaseParent lets a draining canary or suite go once its series are
-// forgotten here; the new owner exports them again.
-func releaseParent(ctx context.Context, c client.Client, obj client.Object, forget func(namespace, name string)) (ctrl.Result, error) {
+// handOverWait paces a draining parent's checks for its runs leaving.
+const handOverWait = 250 * time.Millisecond
+
+// handOver lets a draining canary or suite go once none of its runs is
+// left here (each run hands itself over, stopping its probes first), so
+// nothing here writes its series again after they are forgotten; the new
+// owner exports them again.
+func (p parentReconciler) handOver(ctx context.Context, obj client.Object, runs client.ObjectList,
+	describe func(client.Object) childRun, forget func(namespace, name string)) (ctrl.Result, error) {
+	left, err := cachedChildRuns(ctx, p.Client, runs, obj, describe)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if n := len(left.active) + len(left.finished); n > 0 {
+		// A run leaving is a delete in this cache, which the parent's
+		// run predicate does not pass: look again shortly.
+		return ctrl.Result{RequeueAfter: handOverWait}, nil
+	}
 	forget(obj.GetNamespace(), obj.GetName())
 	log.FromContext(ctx).Info("handing over to another replica")
-	return ctrl.Result{}, client.IgnoreNotFound(shard.Release(ctx, c, obj))
+	return ctrl.Result{}, client.IgnoreNotFound(shard.Release(ctx, p.Client, obj))
 }
