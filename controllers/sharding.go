@@ -17,8 +17,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/shard"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=system
-
 // ShardingOptions configure the replicas' split of canaries and suites.
 type ShardingOptions struct {
 	Replica shard.Replica
