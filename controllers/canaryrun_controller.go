@@ -27,6 +27,7 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/inflight"
 	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/shard"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -70,6 +71,8 @@ type CanaryRunReconciler struct {
 	// Checkpoint is how often probe counters reach status between
 	// transitions (--status-checkpoint-interval).
 	Checkpoint time.Duration
+	// Shard is this replica's place among the replicas.
+	Shard shard.Replica
 
 	transitions chan event.TypedGenericEvent[types.NamespacedName]
 }
@@ -105,6 +108,9 @@ func (r *CanaryRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	rc := &runCtx{run: &run, before: run.DeepCopy(), key: req.NamespacedName, now: r.Clock.Now()}
+	if r.Shard.Draining(&run) {
+		return r.handOver(ctx, rc)
+	}
 	if !run.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, rc)
 	}
@@ -271,9 +277,10 @@ func (r *CanaryRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.CanaryRun{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, deletionStarted()))).
+			predicate.GenerationChangedPredicate{}, deletionStarted(), drainAsked()))).
 		WatchesRawSource(source.Channel(r.transitions, enqueueKey)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: canaryRunWorkers, RateLimiter: runRateLimiter()}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: canaryRunWorkers, RateLimiter: runRateLimiter(),
+			NeedLeaderElection: needLeader(r.Shard)}).
 		Named("canaryrun").
 		Complete(r)
 }

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -80,6 +81,9 @@ func (r *EvalSuiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			metrics.ForgetSuite(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Shard.Draining(&s) {
+		return r.handOver(ctx, &s, &v1alpha1.SuiteRunList{}, describeSuiteRun, r.forgetSuite)
 	}
 	if !s.DeletionTimestamp.IsZero() {
 		metrics.ForgetSuite(s.Namespace, s.Name)
@@ -293,7 +297,7 @@ func (r *EvalSuiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.EvalSuite{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, drainAsked()))).
 		Owns(&v1alpha1.SuiteRun{}, builder.WithPredicates(phaseChanged(func(r *v1alpha1.SuiteRun) string { return string(r.Status.Phase) }))).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newSuiteList, suiteConfigMapIndex)),
 			builder.OnlyMetadata).
@@ -303,6 +307,7 @@ func (r *EvalSuiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// re-evaluates every suite in its namespace; they are few.
 		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newSuiteList, "")),
 			builder.WithPredicates(existenceChanged())).
+		WithOptions(controller.Options{NeedLeaderElection: needLeader(r.Shard)}).
 		Named("evalsuite").
 		Complete(r)
 }

@@ -101,6 +101,9 @@ func (r *RevocationCanaryReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.Shard.Draining(&canary) {
+		return r.handOver(ctx, &canary, &v1alpha1.CanaryRunList{}, describeCanaryRun, r.forgetCanary)
+	}
 	if !canary.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, &canary)
 	}
@@ -469,13 +472,13 @@ func (r *RevocationCanaryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.RevocationCanary{}, builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, drainAsked()))).
 		Owns(&v1alpha1.CanaryRun{}, builder.WithPredicates(phaseChanged(func(r *v1alpha1.CanaryRun) string { return string(r.Status.Phase) }))).
 		Watches(&v1alpha1.Corpus{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newCanaryList, canaryCorpusIndex)),
 			builder.WithPredicates(existenceChanged())).
 		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newCanaryList, canaryPersonaIndex)),
 			builder.WithPredicates(existenceChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: canaryWorkers}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: canaryWorkers, NeedLeaderElection: needLeader(r.Shard)}).
 		Named("revocationcanary").
 		Complete(r)
 }

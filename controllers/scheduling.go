@@ -24,6 +24,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/schedule"
+	"github.com/ragcanary/ragcanary/internal/shard"
 )
 
 // This file is the CronJob-like machinery shared by the scheduling kinds
@@ -293,6 +294,9 @@ type runScheduler struct {
 	held *sync.Map
 	// created tells listRuns which runs the cache may not show yet.
 	created *createdRuns
+	// shard labels new runs with their parent's owner, so they land in
+	// the same replica's cache.
+	shard shard.Replica
 }
 
 // parentReconciler holds what the scheduling reconcilers (RevocationCanary,
@@ -312,12 +316,17 @@ type parentReconciler struct {
 	held *sync.Map
 	// created is shared likewise (see listRuns); nil lists from the API server.
 	created *createdRuns
+	// Shard is this replica's place among the replicas.
+	Shard shard.Replica
+	// forgetCanary and forgetSuite drop series when an object leaves
+	// this replica (see releaseParent).
+	forgetCanary, forgetSuite func(namespace, name string)
 }
 
 // scheduler acts on the parent's runs as of now.
 func (p parentReconciler) scheduler() runScheduler {
 	return runScheduler{client: p.Client, recorder: p.Recorder, now: p.Clock.Now(), history: p.History, held: p.heldRuns(),
-		created: p.created}
+		created: p.created, shard: p.Shard}
 }
 
 // historyDefaults are the operator's history limits.
@@ -479,6 +488,7 @@ func (s runScheduler) create(ctx context.Context, p scheduledParent, planned *sc
 	if err := controllerutil.SetControllerReference(p.obj, run, s.client.Scheme()); err != nil {
 		return false, err
 	}
+	s.shard.Adopt(run, p.obj)
 	err = s.client.Create(ctx, run)
 	switch {
 	case apierrors.IsAlreadyExists(err):

@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/internal/measure"
+	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/shard"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -36,6 +38,13 @@ type Options struct {
 	// Defaults apply where an object leaves a setting unset; the operator's
 	// flags set them, so platform teams tune them once for the fleet.
 	Defaults Defaults
+	// Shard is this replica's place among the replicas; the zero value is
+	// one replica doing everything (with leader election).
+	Shard shard.Replica
+	// ForgetCanary and ForgetSuite drop a canary's or suite's metric series
+	// when it leaves this replica; metrics.Forget and metrics.ForgetSuite
+	// when nil.
+	ForgetCanary, ForgetSuite func(namespace, name string)
 }
 
 // Defaults are the operator-wide values for settings objects may leave unset.
@@ -81,7 +90,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(newObjectCollector(mgr, opts)); err != nil {
+	if err := addRunnable(mgr, opts, newObjectCollector(mgr, opts)); err != nil {
 		return err
 	}
 	return setupReconcilers(mgr, opts)
@@ -100,9 +109,15 @@ func completeOptions(mgr ctrl.Manager, opts Options) (Options, error) {
 		opts.ScheduleClock = opts.Clock
 	}
 	opts.Defaults = opts.Defaults.withFallbacks()
+	if opts.ForgetCanary == nil {
+		opts.ForgetCanary = metrics.Forget
+	}
+	if opts.ForgetSuite == nil {
+		opts.ForgetSuite = metrics.ForgetSuite
+	}
 	if opts.Probes == nil {
 		opts.Probes = probe.NewEngine(opts.Clock, target.NewLimiters(opts.Clock))
-		if err := mgr.Add(opts.Probes); err != nil {
+		if err := addRunnable(mgr, opts, opts.Probes); err != nil {
 			return opts, err
 		}
 	}
@@ -134,7 +149,7 @@ func setupReconcilers(mgr ctrl.Manager, opts Options) error {
 		},
 		func() error {
 			return (&CanaryRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Door: opts.Door,
-				Clock: opts.Clock, Probes: opts.Probes, Checkpoint: opts.StatusCheckpoint,
+				Clock: opts.Clock, Probes: opts.Probes, Checkpoint: opts.StatusCheckpoint, Shard: opts.Shard,
 				Recorder: mgr.GetEventRecorder("canaryrun-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
@@ -143,7 +158,7 @@ func setupReconcilers(mgr ctrl.Manager, opts Options) error {
 		func() error {
 			// Suites draw from the same per-corpus limiters as the canary probes.
 			return (&SuiteRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Door: opts.Door, Clock: opts.Clock,
-				Recorder: mgr.GetEventRecorder("suiterun-controller")}).SetupWithManager(mgr)
+				Shard: opts.Shard, Recorder: mgr.GetEventRecorder("suiterun-controller")}).SetupWithManager(mgr)
 		},
 	}
 	for _, setup := range setups {
@@ -159,7 +174,7 @@ func setupReconcilers(mgr ctrl.Manager, opts Options) error {
 func newParentReconciler(mgr ctrl.Manager, c client.Client, opts Options, recorderName string) parentReconciler {
 	return parentReconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock,
 		Recorder: mgr.GetEventRecorder(recorderName), History: opts.Defaults.history(), held: &sync.Map{},
-		created: newCreatedRuns()}
+		created: newCreatedRuns(), Shard: opts.Shard, forgetCanary: opts.ForgetCanary, forgetSuite: opts.ForgetSuite}
 }
 
 func (d Defaults) history() historyDefaults {

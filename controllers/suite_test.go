@@ -106,7 +106,7 @@ func startManager(ctx context.Context, cfg *rest.Config) (<-chan struct{}, error
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  CacheOptions(""),
+		Cache:                  withoutShardTestNamespace(CacheOptions("")),
 	})
 	if err != nil {
 		return nil, err

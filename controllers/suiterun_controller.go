@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/shard"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -56,6 +57,8 @@ type SuiteRunReconciler struct {
 	// Clock stamps start and completion times.
 	Clock    clock.PassiveClock
 	Recorder events.EventRecorder
+	// Shard is this replica's place among the replicas.
+	Shard shard.Replica
 	// Workers bounds concurrently executing runs; defaultSuiteRunWorkers when zero.
 	Workers int
 	// Pause paces fixture visibility checks; nil uses suite.Pause's default.
@@ -74,6 +77,11 @@ func (r *SuiteRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	var run v1alpha1.SuiteRun
 	if err := r.Get(ctx, req.NamespacedName, &run); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Shard.Draining(&run) {
+		// A reconcile executes a run to its end, and one key is never
+		// reconciled twice at once: nothing of it runs here any more.
+		return ctrl.Result{}, client.IgnoreNotFound(shard.Release(ctx, r.Client, &run))
 	}
 	if !run.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, &run)
@@ -146,8 +154,8 @@ func (r *SuiteRunReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		workers = defaultSuiteRunWorkers
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.SuiteRun{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		For(&v1alpha1.SuiteRun{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, drainAsked()))).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, NeedLeaderElection: needLeader(r.Shard)}).
 		Named("suiterun").
 		Complete(r)
 }

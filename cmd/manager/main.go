@@ -19,6 +19,7 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/controllers"
 	"github.com/ragcanary/ragcanary/internal/manager"
+	"github.com/ragcanary/ragcanary/internal/shard"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -35,6 +36,10 @@ type settings struct {
 	watchNamespace    string
 	secretNamespaces  string
 	statusCheckpoint  time.Duration
+	sharding          bool
+	shardName         string
+	shardLease        time.Duration
+	shardRenew        time.Duration
 	defaults          controllers.Defaults
 	zapOptions        zap.Options
 }
@@ -59,6 +64,10 @@ func parseFlags(args []string) (settings, error) {
 	fs.StringVar(&s.allowedCIDRs, "allowed-target-cidrs", "", "Comma-separated CIDRs the operator may connect to (default: any address not denied); a denied range wins.")
 	fs.StringVar(&s.watchNamespace, "watch-namespace", "", "Only reconcile objects in this namespace (default: all namespaces).")
 	fs.StringVar(&s.secretNamespaces, "secret-namespaces", "", "Comma-separated namespaces the operator may read and watch Secrets in, as the chart's secretNamespaces binds them (default: all namespaces). A credential in any other namespace is refused with SecretAccessDenied.")
+	fs.BoolVar(&s.sharding, "sharding", false, "Split canaries and suites between the manager replicas: each holds a shard Lease and reconciles, caches and probes only its share; the elected leader assigns them. Off: one replica (the leader) does everything.")
+	fs.StringVar(&s.shardName, "shard-name", shard.DefaultName(), "This replica's name in shard labels, its shard Lease name and the User-Agent of its probes (default: $POD_NAME, else the host name).")
+	fs.DurationVar(&s.shardLease, "shard-lease-duration", shard.DefaultLeaseDuration, "How long a replica's shard Lease lives without a renewal before its share moves to the others.")
+	fs.DurationVar(&s.shardRenew, "shard-renew-interval", shard.DefaultRenewInterval, "How often a replica renews its shard Lease.")
 	def := controllers.DefaultSettings()
 	fs.DurationVar(&s.statusCheckpoint, "status-checkpoint-interval", controllers.DefaultStatusCheckpointInterval, "How often probe counters and the latest sighting are checkpointed into CanaryRun status while a run probes; what a restart could not observe again (a first negative, a reappearance, a confirmed exclusion, a sentinel sighting) is written when it happens. A restart can widen a run's interval by up to this much. The default keeps an active run under 0.001 status writes per second (docs/scaling.md).")
 	fs.DurationVar(&s.statusCheckpoint, "probe-heartbeat", controllers.DefaultStatusCheckpointInterval, "Deprecated: the former name of --status-checkpoint-interval.")
@@ -117,6 +126,11 @@ func run(s settings) error {
 	if err != nil {
 		return fmt.Errorf("--secret-namespaces: %w", err)
 	}
+	replica, err := s.replica()
+	if err != nil {
+		return err
+	}
+	cacheOpts = controllers.ShardedCache(cacheOpts, replica)
 	opts := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsOpts,
@@ -138,9 +152,12 @@ func run(s settings) error {
 	if err != nil {
 		return err
 	}
-	door := &target.Door{Reader: mgr.GetAPIReader(), Allow: allow, Addresses: addrs}
-	if err := controllers.SetupAll(mgr, controllers.Options{Door: door, StatusCheckpoint: s.statusCheckpoint, Defaults: s.defaults}); err != nil {
+	door := &target.Door{Reader: mgr.GetAPIReader(), Allow: allow, Addresses: addrs, UserAgent: target.UserAgent(replica.Name)}
+	if err := controllers.SetupAll(mgr, controllers.Options{Door: door, StatusCheckpoint: s.statusCheckpoint, Defaults: s.defaults, Shard: replica}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
+	}
+	if err := s.setupSharding(mgr, replica); err != nil {
+		return fmt.Errorf("setting up sharding: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
@@ -148,8 +165,37 @@ func run(s settings) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting manager", "metricsAddress", s.metrics.BindAddress, "metricsSecure", s.metrics.Secure, "leaderElection", s.leaderElect, "allowedTargets", allow.String(), "targetAddresses", addrs.String())
+	ctrl.Log.Info("starting manager", "metricsAddress", s.metrics.BindAddress, "metricsSecure", s.metrics.Secure, "leaderElection", s.leaderElect,
+		"sharding", s.sharding, "shardName", replica.Name, "allowedTargets", allow.String(), "targetAddresses", addrs.String())
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// replica is this process's place among the replicas. Sharding needs
+// leader election: the sharder must run on exactly one replica.
+func (s settings) replica() (shard.Replica, error) {
+	if !s.sharding {
+		return shard.Replica{Name: s.shardName}, nil
+	}
+	if !s.leaderElect {
+		return shard.Replica{}, errors.New("--sharding needs --leader-elect: one elected replica assigns the shares")
+	}
+	if s.shardRenew <= 0 || s.shardLease <= 2*s.shardRenew {
+		return shard.Replica{}, errors.New("--shard-lease-duration must be more than twice --shard-renew-interval")
+	}
+	return shard.Replica{Name: s.shardName, Sharded: true}, shard.CheckName(s.shardName)
+}
+
+// setupSharding adds the shard Lease keeper and the sharder when sharding.
+func (s settings) setupSharding(mgr ctrl.Manager, replica shard.Replica) error {
+	if !replica.Sharded {
+		return nil
+	}
+	ns, err := shard.Namespace(s.leaderElectionNS)
+	if err != nil {
+		return err
+	}
+	return controllers.SetupSharding(mgr, controllers.ShardingOptions{Replica: replica, Namespace: ns,
+		WatchNamespace: s.watchNamespace, LeaseDuration: s.shardLease, RenewInterval: s.shardRenew})
 }
 
 // positiveInt32 parses a flag value that must be at least 1.

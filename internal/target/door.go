@@ -51,6 +51,9 @@ type Door struct {
 	// it never follows redirects either way, and its transport is the
 	// caller's, so Addresses does not apply to it.
 	HTTPClient *http.Client
+	// UserAgent is sent on every HTTP request to a target (see UserAgent);
+	// empty leaves each client library's own.
+	UserAgent string
 
 	// shared are the connections the door opened for corpora, held by the
 	// corpora resolved from it.
@@ -304,9 +307,9 @@ func (d *Door) httpDriver(baseURL, sourceToken string, timeout time.Duration, re
 
 func (d *Door) httpClient() *http.Client {
 	if d.HTTPClient != nil {
-		return d.HTTPClient
+		return withUserAgent(d.HTTPClient, d.UserAgent)
 	}
-	return d.conns().http
+	return withUserAgent(d.conns().http, d.UserAgent)
 }
 
 // Persona resolves a Persona's credential.

@@ -1,0 +1,142 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/shard"
+)
+
+// ShardingOptions configure the replicas' split of canaries and suites.
+type ShardingOptions struct {
+	Replica shard.Replica
+	// Namespace holds the shard Leases: the operator's namespace.
+	Namespace string
+	// WatchNamespace, when set, is the only namespace sharded.
+	WatchNamespace string
+	// LeaseDuration and RenewInterval default to shard.DefaultLeaseDuration
+	// and shard.DefaultRenewInterval.
+	LeaseDuration time.Duration
+	RenewInterval time.Duration
+}
+
+// ShardedCache limits the cache of the sharded kinds and their runs to the
+// replica's own objects; without sharding it returns opts unchanged.
+func ShardedCache(opts cache.Options, r shard.Replica) cache.Options {
+	return r.CacheOptions(opts, &v1alpha1.RevocationCanary{}, &v1alpha1.CanaryRun{},
+		&v1alpha1.EvalSuite{}, &v1alpha1.SuiteRun{})
+}
+
+// SetupSharding adds the replica's Lease keeper (every replica) and the
+// sharder (the leader only) to the manager. Both use an uncached client:
+// the manager's cache must not start cluster-wide Lease or canary
+// informers, and the sharder keeps its own metadata-only cache.
+func SetupSharding(mgr ctrl.Manager, opts ShardingOptions) error {
+	if err := shard.CheckName(opts.Replica.Name); err != nil {
+		return err
+	}
+	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return err
+	}
+	keeper := &shard.Keeper{Client: c, Namespace: opts.Namespace, Replica: opts.Replica.Name,
+		LeaseDuration: opts.LeaseDuration, RenewInterval: opts.RenewInterval}
+	if err := mgr.Add(keeper); err != nil {
+		return err
+	}
+	return mgr.Add(&shard.Sharder{
+		Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Client: c,
+		Namespace: opts.Namespace, WatchNamespace: opts.WatchNamespace, LeaseDuration: opts.LeaseDuration,
+		Kinds: []shard.Kind{
+			{Parent: v1alpha1.GroupVersion.WithKind("RevocationCanary"), Child: v1alpha1.GroupVersion.WithKind("CanaryRun")},
+			{Parent: v1alpha1.GroupVersion.WithKind("EvalSuite"), Child: v1alpha1.GroupVersion.WithKind("SuiteRun")},
+		},
+	})
+}
+
+// everyReplica runs a leader-only runnable on every replica: with
+// sharding, each replica probes and collects for its own share.
+type everyReplica struct{ manager.Runnable }
+
+func (everyReplica) NeedLeaderElection() bool { return false }
+
+// addRunnable adds r to the manager, on every replica when sharded.
+func addRunnable(mgr ctrl.Manager, opts Options, r manager.Runnable) error {
+	if opts.Shard.Sharded {
+		r = everyReplica{r}
+	}
+	return mgr.Add(r)
+}
+
+// needLeader says whether the canary and suite controllers need the
+// leader: not when sharded, where every replica reconciles its share; nil
+// keeps the manager's default (the leader only).
+func needLeader(r shard.Replica) *bool {
+	if !r.Sharded {
+		return nil
+	}
+	f := false
+	return &f
+}
+
+// drainAsked passes updates that ask the owner to let an object go: the
+// controllers' other predicates filter label changes out.
+func drainAsked() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectNew.GetLabels()[shard.LabelDrain] == "true" && e.ObjectOld.GetLabels()[shard.LabelDrain] != "true"
+		},
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// handOver lets a draining run go: its probe loop and in-flight streams
+// stop, what they saw is persisted to status (the new owner resumes from
+// it, as after a restart), and only then the owner and drain labels are
+// removed, so the run is never probed by two replicas at once.
+func (r *CanaryRunReconciler) handOver(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
+	if snap, ok := r.stopProbing(rc); ok && snap.Stage == probe.StageExclusion && len(snap.Surfaces) > 0 {
+		rc.run.Status.Surfaces = snap.Surfaces
+	}
+	r.inFlight.Stop(rc.key)
+	if err := r.persist(ctx, rc); err != nil {
+		return ctrl.Result{}, err
+	}
+	log.FromContext(ctx).Info("handing the run over to another replica")
+	return ctrl.Result{}, client.IgnoreNotFound(shard.Release(ctx, r.Client, rc.run))
+}
+
+// handOverWait paces a draining parent's checks for its runs leaving.
+const handOverWait = 250 * time.Millisecond
+
+// handOver lets a draining canary or suite go once none of its runs is
+// left here (each run hands itself over, stopping its probes first), so
+// nothing here writes its series again after they are forgotten; the new
+// owner exports them again.
+func (p parentReconciler) handOver(ctx context.Context, obj client.Object, runs client.ObjectList,
+	describe func(client.Object) childRun, forget func(namespace, name string)) (ctrl.Result, error) {
+	left, err := cachedChildRuns(ctx, p.Client, runs, obj, describe)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if n := len(left.active) + len(left.finished); n > 0 {
+		// A run leaving is a delete in this cache, which the parent's
+		// run predicate does not pass: look again shortly.
+		return ctrl.Result{RequeueAfter: handOverWait}, nil
+	}
+	forget(obj.GetNamespace(), obj.GetName())
+	log.FromContext(ctx).Info("handing over to another replica")
+	return ctrl.Result{}, client.IgnoreNotFound(shard.Release(ctx, p.Client, obj))
+}

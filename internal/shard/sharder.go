@@ -1,0 +1,430 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Kind is one sharded kind and the kind of its runs. A run controlled by
+// an object of Parent follows its parent; a run without such a controller
+// (made by hand) is sharded on its own.
+type Kind struct {
+	Parent schema.GroupVersionKind
+	Child  schema.GroupVersionKind
+}
+
+// DefaultResync is how often the sharder re-checks everything without an
+// event, a safety net for a missed patch.
+const DefaultResync = time.Minute
+
+// retryAfter paces passes after a failed patch (most often a conflict with
+// a write the sharder's cache had not seen).
+const retryAfter = time.Second
+
+// Sharder assigns objects to replicas and moves them when the set of live
+// replicas changes. It runs on the leader only, with its own cache: every
+// sharded object and run as metadata only (the replicas' caches hold only
+// their share), and the shard Leases of its namespace.
+type Sharder struct {
+	Config *rest.Config
+	Scheme *runtime.Scheme
+	Mapper meta.RESTMapper
+	// Client patches labels; uncached.
+	Client client.Client
+	// Namespace holds the shard Leases.
+	Namespace string
+	// WatchNamespace, when set, limits the sharded objects to it.
+	WatchNamespace string
+	Kinds          []Kind
+	// LeaseDuration is how long a Lease lives without a renewal the
+	// sharder observes; DefaultLeaseDuration when zero.
+	LeaseDuration time.Duration
+	Resync        time.Duration
+	Clock         clock.WithTicker
+
+	kick  chan struct{}
+	mu    sync.Mutex
+	seen  map[string]observation
+	cache cache.Cache
+}
+
+// observation is the last renew time seen on a Lease and when, by the
+// sharder's clock: liveness is judged by renewals observed, not by the
+// renewer's timestamp, so clock skew between nodes cannot kill or revive a
+// replica.
+type observation struct {
+	renew    string
+	at       time.Time
+	duration time.Duration
+}
+
+// NeedLeaderElection is true: one sharder decides for everyone.
+func (s *Sharder) NeedLeaderElection() bool { return true }
+
+func (s *Sharder) defaults() {
+	if s.LeaseDuration <= 0 {
+		s.LeaseDuration = DefaultLeaseDuration
+	}
+	if s.Resync <= 0 {
+		s.Resync = DefaultResync
+	}
+	if s.Clock == nil {
+		s.Clock = clock.RealClock{}
+	}
+	s.kick = make(chan struct{}, 1)
+	s.seen = map[string]observation{}
+}
+
+// Start runs passes until ctx ends: on an object appearing, disappearing or
+// changing labels, on a Lease appearing or disappearing, when the next
+// live Lease would expire, and every Resync.
+func (s *Sharder) Start(ctx context.Context) error {
+	s.defaults()
+	c, err := s.newCache()
+	if err != nil {
+		return err
+	}
+	s.cache = c
+	if err := s.watch(ctx); err != nil {
+		return err
+	}
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("shard: the sharder's cache did not sync: %w", <-cacheDone)
+	}
+	logger := log.FromContext(ctx).WithName("sharder")
+	wait := time.Duration(0)
+	for {
+		timer := s.Clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-s.kick:
+		case <-timer.C():
+		}
+		timer.Stop()
+		next, err := s.Pass(ctx)
+		if err != nil {
+			logger.V(1).Info("sharding pass incomplete, retrying", "error", err.Error())
+			next = min(next, retryAfter)
+		}
+		wait = min(next, s.Resync)
+	}
+}
+
+func (s *Sharder) newCache() (cache.Cache, error) {
+	opts := cache.Options{
+		Scheme: s.Scheme, Mapper: s.Mapper,
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&coordinationv1.Lease{}: {
+				Namespaces: map[string]cache.Config{s.Namespace: {}},
+				Label:      labels.SelectorFromSet(labels.Set{LabelShardLease: "true"}),
+			},
+		},
+	}
+	if s.WatchNamespace != "" {
+		opts.DefaultNamespaces = map[string]cache.Config{s.WatchNamespace: {}}
+	}
+	return cache.New(s.Config, opts)
+}
+
+// watch registers the event handlers that start passes.
+func (s *Sharder) watch(ctx context.Context) error {
+	for _, k := range s.Kinds {
+		for _, gvk := range []schema.GroupVersionKind{k.Parent, k.Child} {
+			inf, err := s.cache.GetInformer(ctx, metadataOf(gvk))
+			if err != nil {
+				return err
+			}
+			if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				AddFunc:    func(any) { s.Kick() },
+				DeleteFunc: func(any) { s.Kick() },
+				UpdateFunc: func(o, n any) {
+					if shardLabelsChanged(o, n) {
+						s.Kick()
+					}
+				},
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	inf, err := s.cache.GetInformer(ctx, &coordinationv1.Lease{})
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { s.observe(o); s.Kick() },
+		DeleteFunc: func(any) { s.Kick() },
+		// A renewal only extends a life: the pass at expiry looks again.
+		UpdateFunc: func(_, n any) { s.observe(n) },
+	})
+	return err
+}
+
+// Kick asks for a pass soon; passes asked for while one runs coalesce.
+func (s *Sharder) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+func shardLabelsChanged(o, n any) bool {
+	a, ok1 := o.(metav1.Object)
+	b, ok2 := n.(metav1.Object)
+	if !ok1 || !ok2 {
+		return true
+	}
+	for _, l := range []string{LabelOwner, LabelDrain} {
+		if a.GetLabels()[l] != b.GetLabels()[l] {
+			return true
+		}
+	}
+	return false
+}
+
+func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m
+}
+
+// observe records a Lease's renew time when it changed.
+func (s *Sharder) observe(o any) {
+	lease, ok := o.(*coordinationv1.Lease)
+	if !ok {
+		return
+	}
+	renew := ""
+	if lease.Spec.RenewTime != nil {
+		renew = lease.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+	}
+	d := s.LeaseDuration
+	if sec := ptr.Deref(lease.Spec.LeaseDurationSeconds, 0); sec > 0 {
+		d = time.Duration(sec) * time.Second
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev, ok := s.seen[lease.Name]; ok && prev.renew == renew {
+		return
+	}
+	s.seen[lease.Name] = observation{renew: renew, at: s.Clock.Now(), duration: d}
+}
+
+// live returns the replicas whose Lease was renewed within its duration, as
+// observed, sorted, and how long until the first of them expires.
+func (s *Sharder) live(ctx context.Context) ([]string, time.Duration, error) {
+	var leases coordinationv1.LeaseList
+	if err := s.cache.List(ctx, &leases, client.InNamespace(s.Namespace)); err != nil {
+		return nil, 0, err
+	}
+	now := s.Clock.Now()
+	next := s.Resync
+	var out []string
+	present := map[string]bool{}
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		if !strings.HasPrefix(l.Name, LeasePrefix) {
+			continue
+		}
+		s.observe(l)
+		present[l.Name] = true
+		s.mu.Lock()
+		obs := s.seen[l.Name]
+		s.mu.Unlock()
+		if left := obs.at.Add(obs.duration).Sub(now); left > 0 && obs.renew != "" {
+			out = append(out, strings.TrimPrefix(l.Name, LeasePrefix))
+			next = min(next, left)
+		}
+	}
+	s.forgetGone(present)
+	slices.Sort(out)
+	return out, next, nil
+}
+
+func (s *Sharder) forgetGone(present map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name := range s.seen {
+		if !present[name] {
+			delete(s.seen, name)
+		}
+	}
+}
+
+// Pass brings every object one step closer to its owner on the current
+// ring. It returns when the next pass is due without an event.
+func (s *Sharder) Pass(ctx context.Context) (time.Duration, error) {
+	replicas, next, err := s.live(ctx)
+	if err != nil {
+		return retryAfter, err
+	}
+	alive := map[string]bool{}
+	for _, r := range replicas {
+		alive[r] = true
+	}
+	var errs []error
+	for _, k := range s.Kinds {
+		units, err := s.units(ctx, k)
+		if err != nil {
+			return retryAfter, err
+		}
+		for _, u := range units {
+			if err := s.settle(ctx, u, Assign(u.key, replicas), alive); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return retryAfter, fmt.Errorf("%d objects not settled, first: %w", len(errs), errs[0])
+	}
+	return next, nil
+}
+
+// unit is what moves together: an object and the runs it controls, or a
+// run without a sharded controller.
+type unit struct {
+	key string
+	// head is the object the key names; children are its runs.
+	head     *metav1.PartialObjectMetadata
+	children []*metav1.PartialObjectMetadata
+}
+
+func (s *Sharder) units(ctx context.Context, k Kind) ([]unit, error) {
+	parents, err := s.list(ctx, k.Parent)
+	if err != nil {
+		return nil, err
+	}
+	children, err := s.list(ctx, k.Child)
+	if err != nil {
+		return nil, err
+	}
+	byUID := map[types.UID]int{}
+	units := make([]unit, 0, len(parents))
+	for _, p := range parents {
+		byUID[p.UID] = len(units)
+		units = append(units, unit{key: p.Namespace + "/" + p.Name, head: p})
+	}
+	for _, c := range children {
+		ref := metav1.GetControllerOf(c)
+		if ref != nil && ref.Kind == k.Parent.Kind {
+			if i, ok := byUID[ref.UID]; ok {
+				units[i].children = append(units[i].children, c)
+				continue
+			}
+		}
+		units = append(units, unit{key: c.Namespace + "/" + c.Name, head: c})
+	}
+	return units, nil
+}
+
+func (s *Sharder) list(ctx context.Context, gvk schema.GroupVersionKind) ([]*metav1.PartialObjectMetadata, error) {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := s.cache.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	out := make([]*metav1.PartialObjectMetadata, len(list.Items))
+	for i := range list.Items {
+		obj := list.Items[i].DeepCopy()
+		obj.SetGroupVersionKind(gvk)
+		out[i] = obj
+	}
+	return out, nil
+}
+
+// settle takes one step for a unit towards owner want:
+//   - an object owned by a live replica other than want is asked to drain,
+//     and the unit waits until its owner released it;
+//   - an object owned by a replica without a live Lease is released here;
+//   - once nothing in the unit has an owner, the runs get want first and
+//     the head last, so a new owner sees the runs before it reconciles the
+//     head and never schedules a run that already exists.
+func (s *Sharder) settle(ctx context.Context, u unit, want string, alive map[string]bool) error {
+	if want == "" {
+		return nil
+	}
+	objs := append([]*metav1.PartialObjectMetadata{u.head}, u.children...)
+	settled := true
+	for _, o := range objs {
+		ok, err := s.release(ctx, o, want, alive)
+		if err != nil {
+			return err
+		}
+		settled = settled && ok
+	}
+	if !settled {
+		return nil
+	}
+	for _, o := range append(u.children, u.head) {
+		if o.Labels[LabelOwner] != "" {
+			continue
+		}
+		if err := s.patch(ctx, o, map[string]*string{LabelOwner: ptr.To(want)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release reports whether o has no owner in the way of want, asking a
+// live owner to drain it and releasing it from a dead one.
+func (s *Sharder) release(ctx context.Context, o *metav1.PartialObjectMetadata, want string, alive map[string]bool) (bool, error) {
+	owner := o.Labels[LabelOwner]
+	draining := o.Labels[LabelDrain] == "true"
+	switch {
+	case owner == "":
+		if draining {
+			// Left behind by a release racing a drain request.
+			return true, s.patch(ctx, o, map[string]*string{LabelDrain: nil})
+		}
+		return true, nil
+	case owner == want:
+		// Asked to drain before the ring changed back: the owner lets it
+		// go and gets it again.
+		return !draining, nil
+	case !alive[owner]:
+		log.FromContext(ctx).Info("moving an object away from a replica without a live shard lease",
+			"object", o.Namespace+"/"+o.Name, "kind", o.Kind, "from", owner, "to", want)
+		return true, s.patch(ctx, o, map[string]*string{LabelOwner: nil, LabelDrain: nil})
+	case draining:
+		return false, nil
+	default:
+		return false, s.patch(ctx, o, map[string]*string{LabelDrain: ptr.To("true")})
+	}
+}
+
+func (s *Sharder) patch(ctx context.Context, o *metav1.PartialObjectMetadata, change map[string]*string) error {
+	err := patchLabels(ctx, s.Client, o, change)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
