@@ -15,20 +15,17 @@ import (
 // sel is the label selector every panel applies from the template variables.
 const sel = `namespace=~"$namespace", corpus=~"$corpus"`
 
-// counted is the increase of a counter over window, counting in full a
-// series that did not exist window ago: the operator creates a canary's
-// counters with their first event, so they appear at 1 and increase()
-// alone misses that event. on lists every label of the counter.
-func counted(metric, selector, on, window string) string {
+// counted is the increase of a counter over window, counting a series that
+// did not exist window ago with its highest value in the window: the
+// operator creates a canary's counters with their first event, so they
+// appear at 1 and increase() alone misses that event, and max_over_time
+// still sees a series a manager restart left stale. Series are matched on
+// all their labels.
+func counted(metric, selector, window string) string {
 	m := metric + "{" + selector + "}"
-	return "((increase(" + m + "[" + window + "]) and on (" + on + ") " + m + " offset " + window + ")" +
-		" or on (" + on + ") (" + m + " unless on (" + on + ") " + m + " offset " + window + "))"
+	return "((increase(" + m + "[" + window + "]) and " + m + " offset " + window + ")" +
+		" or (max_over_time(" + m + "[" + window + "]) unless " + m + " offset " + window + "))"
 }
-
-const (
-	censoredLabels = "namespace, canary, corpus, surface"
-	verdictLabels  = "namespace, canary, corpus, verdict"
-)
 
 type target struct {
 	Expr         string `json:"expr"`
@@ -71,12 +68,12 @@ var panels = []spec{
 		{`histogram_quantile(0.99, sum by (le, corpus, surface) (rate(ragcanary_canary_exclusion_upper_bound_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} {{surface}} p99"},
 	}},
 	{"Censored runs (no upper bound)", "Runs per corpus and surface that ended without an upper bound over the dashboard range: still visible at the timeout, left open by probe errors, or new content never seen. Anything above zero means the quantiles beside this panel understate the tail.", "bargauge", "short", [][2]string{
-		{`sum by (corpus, surface) (` + counted("ragcanary_canary_censored_runs_total", sel, censoredLabels, "$__range") + `)`, "{{corpus}} {{surface}}"},
+		{`sum by (corpus, surface) (` + counted("ragcanary_canary_censored_runs_total", sel, "$__range") + `)`, "{{corpus}} {{surface}}"},
 	}},
 	{"Censored share", "Per canary and surface, censored runs over measured runs (every verdict but SetupFailed) over the dashboard range. Both counters are created by their first event, and a series that appeared within the range counts in full, so the first censored run counts; a probed surface with measured runs and none censored shows 0, a canary with no measured run shows nothing.", "stat", "percentunit", [][2]string{
-		{`(sum by (namespace, canary, corpus, surface) (` + counted("ragcanary_canary_censored_runs_total", sel, censoredLabels, "$__range") + `)` +
+		{`(sum by (namespace, canary, corpus, surface) (` + counted("ragcanary_canary_censored_runs_total", sel, "$__range") + `)` +
 			` or on (namespace, canary, corpus, surface) (0 * group by (namespace, canary, corpus, surface) (ragcanary_canary_surface_slo_seconds{` + sel + `, surface!="InFlight"} or ragcanary_canary_content_freshness_slo_seconds{` + sel + `})))` +
-			` / on (namespace, canary, corpus) group_left sum by (namespace, canary, corpus) (` + counted("ragcanary_runs_total", sel+`, verdict!="SetupFailed"`, verdictLabels, "$__range") + `)`, "{{canary}} {{surface}}"},
+			` / on (namespace, canary, corpus) group_left sum by (namespace, canary, corpus) (` + counted("ragcanary_runs_total", sel+`, verdict!="SetupFailed"`, "$__range") + `)`, "{{canary}} {{surface}}"},
 	}},
 	{"Censored last runs: at least", "Canaries whose last run ended without an upper bound, at the lower bound they established: exclusion (or content freshness) took at least this long. Built from the objects, so it survives a manager restart; the distribution of censored lower bounds is ragcanary_canary_censored_lower_bound_seconds.", "timeseries", "s", [][2]string{
 		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_exclusion_lower_bound_seconds{` + sel + `}) unless on (namespace, canary, corpus, surface) ragcanary_last_run_exclusion_upper_bound_seconds`, "{{canary}} {{surface}} exclusion ≥"},
@@ -97,7 +94,7 @@ var panels = []spec{
 		{`histogram_quantile(0.95, sum by (le, corpus) (rate(ragcanary_cache_invalidation_seconds_bucket{` + sel + `}[$__rate_interval])))`, "{{corpus}} p95"},
 	}},
 	{"Run verdicts", "Finished canary runs by verdict over the dashboard range; a verdict's series appears with a canary's first run of it and counts in full.", "bargauge", "short", [][2]string{
-		{`sum by (verdict) (` + counted("ragcanary_runs_total", sel, verdictLabels, "$__range") + `)`, "{{verdict}}"},
+		{`sum by (verdict) (` + counted("ragcanary_runs_total", sel, "$__range") + `)`, "{{verdict}}"},
 	}},
 	{"Isolation violations", "Control personas that saw a canary, and suite personas shown forbidden evidence. Anything above zero is a permission leak.", "stat", "short", [][2]string{
 		{`sum by (namespace, kind, canary, suite, corpus) (increase(ragcanary_isolation_violations_total{` + sel + `}[$__range]))`, "{{kind}} {{canary}}{{suite}}"},
