@@ -74,7 +74,12 @@ func (r *CanaryRunReconciler) removeCanary(ctx context.Context, rc *runCtx, dele
 	run := rc.run
 	defer r.zeroExposure(run)
 	if run.Status.DocumentID == "" {
-		return ctrl.Result{}, true, r.releaseCleanupRecipe(ctx, run)
+		if !r.mayHavePlanted(ctx, run) {
+			return ctrl.Result{}, true, r.releaseCleanupRecipe(ctx, run)
+		}
+		// Planting's names wait for Sharing's write: the document may
+		// exist under the ID the run derives.
+		run.Status.DocumentID = documentID(run)
 	}
 	corpus, subject, err := r.cleanupTarget(ctx, rc)
 	if p, user := target.IsUserProblem(err); user {
@@ -113,6 +118,15 @@ func (r *CanaryRunReconciler) removeCanary(ctx context.Context, rc *runCtx, dele
 	}
 	setCondition(run, ConditionCleanupPending, metav1.ConditionFalse, ReasonCleanedUp, "the canary document was removed from the target")
 	return ctrl.Result{}, true, r.releaseCleanupRecipe(ctx, run)
+}
+
+// mayHavePlanted reports whether a run whose status names no document may
+// still have planted one: its cleanup copy exists (planting keeps it before
+// writing anything to the target), or cannot be read, which the cleanup
+// path reports.
+func (r *CanaryRunReconciler) mayHavePlanted(ctx context.Context, run *v1alpha1.CanaryRun) bool {
+	kept, _, err := r.keptRecipe(ctx, run)
+	return kept != nil || err != nil
 }
 
 // cleanupRecheck is how often a cleanup the target rejected is tried again.
@@ -170,10 +184,12 @@ func (r *CanaryRunReconciler) removeFinalizer(ctx context.Context, rc *runCtx) e
 	return client.IgnoreNotFound(r.patchFinalizers(ctx, rc, controllerutil.RemoveFinalizer))
 }
 
-// patchFinalizers changes only metadata.finalizers. Status must already be
-// persisted: the reply replaces the in-memory object.
+// patchFinalizers changes only metadata.finalizers. The reply replaces the
+// in-memory object with the stored one; status changes not yet persisted
+// (a step that persists with the next) are kept on top of it.
 func (r *CanaryRunReconciler) patchFinalizers(ctx context.Context, rc *runCtx, change func(client.Object, string) bool) error {
 	base := rc.run.DeepCopy()
+	pending := rc.run.Status.DeepCopy()
 	change(rc.run, CanaryRunFinalizer)
 	// A NotFound is returned, not ignored: plant must not write a document
 	// for a run that is already gone.
@@ -181,6 +197,7 @@ func (r *CanaryRunReconciler) patchFinalizers(ctx context.Context, rc *runCtx, c
 		return err
 	}
 	rc.before = rc.run.DeepCopy()
+	rc.run.Status = *pending
 	return nil
 }
 

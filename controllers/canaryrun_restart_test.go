@@ -3,12 +3,16 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -240,3 +244,69 @@ func TestCanaryRunRestartDuringExclusionLosesNoMeasurement(t *testing.T) {
 		t.Errorf("interval width %s exceeds the downtime %s and start-up %s by more than a heartbeat and two probe rounds", width, downtime, startup)
 	}
 }
+
+// TestDeletedBeforeFirstWriteRemovesPlantedDocument deletes a run whose
+// planting reached the target while none of its status did: Planting's
+// names wait for Sharing's write, and here every status write fails. The
+// run's cleanup must still find the document, under the ID it derives, and
+// remove it before the run goes.
+func TestDeletedBeforeFirstWriteRemovesPlantedDocument(t *testing.T) {
+	cfg, c := startOwnAPIServer(t)
+	tg := startCRTarget(t, ragtarget.Config{}, 0, false)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "unwritten-"}}
+	crCreateIn(t, c, ns)
+	crFixtureIn(t, c, ns.Name, tg)
+
+	var refused atomic.Int64
+	failing := rest.CopyConfig(cfg)
+	failing.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, "/canaryruns/run/status") {
+				refused.Add(1)
+				return &http.Response{StatusCode: http.StatusServiceUnavailable, Body: http.NoBody,
+					Header: http.Header{"Content-Type": []string{"text/plain"}}, Request: req}, nil
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	run := crRunSpec(ns.Name, 20*time.Second, v1alpha1.SurfaceSearch)
+	run.Finalizers = []string{CanaryRunFinalizer}
+	crCreateIn(t, c, run)
+	startTestOperator(t, failing, time.Minute)
+
+	created := crGetIn(t, c, run)
+	doc := documentID(created)
+	eventually(t, "the document planted while no status write succeeds", func() error {
+		if _, ok := tg.svc.SourceDocuments()[doc]; !ok {
+			return fmt.Errorf("document %s not at the source yet (%d status writes refused)", doc, refused.Load())
+		}
+		if refused.Load() == 0 {
+			return fmt.Errorf("no status write attempted yet")
+		}
+		return nil
+	})
+	if got := crGetIn(t, c, run); got.Status.DocumentID != "" || got.Status.Phase != "" {
+		t.Fatalf("status was written (phase %q, document %q): the test does not cover an unwritten run", got.Status.Phase, got.Status.DocumentID)
+	}
+
+	if err := c.Delete(context.Background(), created); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the run gone after its cleanup", func() error {
+		err := c.Get(context.Background(), client.ObjectKeyFromObject(run), &v1alpha1.CanaryRun{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("run still there: %v", err)
+		}
+		return nil
+	})
+	if _, ok := tg.svc.SourceDocuments()[doc]; ok {
+		t.Fatalf("document %s left at the source", doc)
+	}
+	if !tg.deleted(doc) {
+		t.Fatalf("document %s was not deleted at the target", doc)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

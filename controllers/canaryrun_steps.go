@@ -43,6 +43,10 @@ func (r *CanaryRunReconciler) start(ctx context.Context, rc *runCtx) (ctrl.Resul
 	run.Status.DocumentID = documentID(run)
 	run.Status.TokenSecretName = tokenSecretName(run)
 	run.Status.Phase = v1alpha1.PhasePlanting
+	// Both names derive from the run, and Sharing persists before it acts:
+	// a restart before that write starts over and plants the same document
+	// (and cleanup derives its ID: see removeCanary).
+	rc.persistWithNext = true
 	return ctrl.Result{}, nil
 }
 
@@ -85,9 +89,8 @@ func (r *CanaryRunReconciler) plant(ctx context.Context, rc *runCtx) (ctrl.Resul
 		return res, err
 	}
 	run.Status.Phase = v1alpha1.PhaseSharing
-	// Sharing persists its request time before it shares. The document ID
-	// is already persisted (start), so a restart before that write finds
-	// Planting and re-plants the same document.
+	// Sharing persists its request time before it shares. A restart before
+	// that write starts over and re-plants the same document.
 	rc.persistWithNext = true
 	return ctrl.Result{}, nil
 }
@@ -159,6 +162,10 @@ func (r *CanaryRunReconciler) awaitVisibility(ctx context.Context, rc *runCtx) (
 	run.Status.VisibleTime = measure.CeilMicro(snap.FirstVisibleEnd)
 	run.Status.TimeToVisibility = durationBetween(run.Status.ShareRequestedTime, run.Status.VisibleTime)
 	run.Status.Phase = afterVisibility(run)
+	// Revoking persists its request time, and with it the sighting, before
+	// it revokes. A restart in between probes visibility again: the later
+	// sighting can only lengthen time-to-visibility, never shorten it.
+	rc.persistWithNext = run.Status.Phase == v1alpha1.PhaseRevoking
 	return ctrl.Result{}, nil
 }
 

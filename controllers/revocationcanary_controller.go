@@ -450,6 +450,9 @@ func newCanaryRun(canary *v1alpha1.RevocationCanary, planned *schedule.Run) *v1a
 			Name:      planned.Name,
 			Namespace: canary.Namespace,
 			Labels:    map[string]string{LabelCanary: schedule.LabelValue(canary.Name)},
+			// Set at creation, so planting need not patch it on: one write
+			// fewer per run.
+			Finalizers: []string{CanaryRunFinalizer},
 		},
 		Spec: v1alpha1.CanaryRunSpec{CanarySpec: *canary.Spec.CanarySpec.DeepCopy()},
 	}

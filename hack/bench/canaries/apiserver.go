@@ -80,9 +80,10 @@ func (m *apiServerMetrics) requests(ctx context.Context) (requestCounts, error) 
 	return out, nil
 }
 
-// rates formats the counts between two snapshots as per-second rates,
-// largest first, dropping rows below min per second.
-func rates(before, after map[string]float64, seconds, min float64) []string {
+// rates formats the counts between two snapshots as rates per unit (per
+// second over seconds, or per canary), largest first, dropping rows below
+// min per unit.
+func rates(before, after map[string]float64, per, min float64, unit string) []string {
 	type kv struct {
 		key string
 		n   float64
@@ -92,15 +93,15 @@ func rates(before, after map[string]float64, seconds, min float64) []string {
 	for k, v := range after {
 		if d := v - before[k]; d > 0 {
 			total += d
-			if d/seconds >= min {
+			if d/per >= min {
 				rows = append(rows, kv{k, d})
 			}
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].n > rows[j].n })
-	out := []string{fmt.Sprintf("%-40s %9.0f  %8.2f/s", "all", total, total/seconds)}
+	out := []string{fmt.Sprintf("%-40s %9.0f  %8.2f %s", "all", total, total/per, unit)}
 	for _, r := range rows {
-		out = append(out, fmt.Sprintf("%-40s %9.0f  %8.2f/s", r.key, r.n, r.n/seconds))
+		out = append(out, fmt.Sprintf("%-40s %9.0f  %8.2f %s", r.key, r.n, r.n/per, unit))
 	}
 	return out
 }

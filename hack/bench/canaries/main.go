@@ -221,6 +221,14 @@ func run(ctx context.Context, o options) (*result, error) {
 		<-mgrDone
 	}()
 
+	api, err := newAPIServerMetrics(cluster.Config)
+	if err != nil {
+		return nil, err
+	}
+	before, err := sampleSetup(ctx, api)
+	if err != nil {
+		return nil, err
+	}
 	setupStart := time.Now()
 	setupCtx, cancelSetup := context.WithTimeout(ctx, o.setupTimeout)
 	defer cancelSetup()
@@ -249,18 +257,19 @@ func run(ctx context.Context, o options) (*result, error) {
 	}
 	setup := time.Since(setupStart)
 	setupWrites := writes.snapshot()
-
-	step("all %d runs in AwaitingExclusion after %s; measuring for %s", o.canaries, setup.Round(time.Second), o.measure)
-	api, err := newAPIServerMetrics(cluster.Config)
+	after, err := sampleSetup(ctx, api)
 	if err != nil {
 		return nil, err
 	}
+
+	step("all %d runs in AwaitingExclusion after %s; measuring for %s", o.canaries, setup.Round(time.Second), o.measure)
 	res, err := measure(ctx, o, writes, lagRegistry, api)
 	if err != nil {
 		return nil, err
 	}
 	res.setup = setup
 	res.setupWrites = setupWrites
+	res.setupBefore, res.setupAfter = before, after
 	res.base = base
 	if res.objects, err = measureObjects(ctx, c); err != nil {
 		return nil, err

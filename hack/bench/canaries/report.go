@@ -21,6 +21,9 @@ type result struct {
 	// setupWrites are the manager's requests from the start until every
 	// run was in AwaitingExclusion.
 	setupWrites map[string]int64
+	// setupBefore and setupAfter sample CPU and API requests around the
+	// setup, so its limit can be read: whose CPU, spent on which requests.
+	setupBefore, setupAfter setupSample
 	// objects are the sizes of one stored canary and its run.
 	objects objectSizes
 	window  time.Duration
@@ -244,6 +247,7 @@ func (r *result) print(w io.Writer, o options) bool {
 	for _, line := range perCanary(r.setupWrites, r.canaries) {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
+	r.printSetupLoad(w)
 	fmt.Fprintf(w, "stored objects (JSON as the API server returns them): %s\n", r.objects)
 
 	fmt.Fprintf(w, "\nmanager API writes in the window:\n")
@@ -258,11 +262,11 @@ func (r *result) print(w io.Writer, o options) bool {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	fmt.Fprintf(w, "\nAPI server requests in the window (apiserver_request_total, every client), by verb:\n")
-	for _, line := range rates(r.apiBefore.byVerb, r.apiAfter.byVerb, secs, 0) {
+	for _, line := range rates(r.apiBefore.byVerb, r.apiAfter.byVerb, secs, 0, "/s") {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	fmt.Fprintf(w, "by verb and resource (≥ 0.1/s):\n")
-	for _, line := range rates(r.apiBefore.byResource, r.apiAfter.byResource, secs, 0.1)[1:] {
+	for _, line := range rates(r.apiBefore.byResource, r.apiAfter.byResource, secs, 0.1, "/s")[1:] {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	fmt.Fprintf(w, "\nother processes on the machine started by the benchmark (CPU / wall, RSS at end):\n")
@@ -344,4 +348,38 @@ func niceLine(nice int) string {
 		return "0 (as the manager: they share the CPUs equally)"
 	}
 	return fmt.Sprintf("%d (the manager is served first, as when they run elsewhere)", nice)
+}
+
+// setupSample is what the setup is measured by at its start and end.
+type setupSample struct {
+	self     time.Duration
+	children map[string]procSample
+	api      requestCounts
+}
+
+// sampleSetup samples the manager's and the children's CPU and the API
+// server's request counters.
+func sampleSetup(ctx context.Context, api *apiServerMetrics) (setupSample, error) {
+	counts, err := api.requests(ctx)
+	if err != nil {
+		return setupSample{}, err
+	}
+	return setupSample{self: selfCPU(), children: children(), api: counts}, nil
+}
+
+// printSetupLoad prints who used the CPU during the setup and the API
+// server's requests then (every client, the benchmark's creates and polls
+// included).
+func (r *result) printSetupLoad(w io.Writer) {
+	secs := r.setup.Seconds()
+	b, a := r.setupBefore, r.setupAfter
+	fmt.Fprintf(w, "CPU during the setup (share of one core over %s):\n", r.setup.Round(time.Second))
+	fmt.Fprintf(w, "  %-18s %5.0f%%\n", "manager (and bench)", 100*(a.self-b.self).Seconds()/secs)
+	for name, after := range a.children {
+		fmt.Fprintf(w, "  %-18s %5.0f%%\n", name, 100*(after.cpu-b.children[name].cpu).Seconds()/secs)
+	}
+	fmt.Fprintf(w, "API server requests during the setup, per canary, by verb and resource (≥ 0.05):\n")
+	for _, line := range rates(b.api.byResource, a.api.byResource, float64(r.canaries), 0.05, "per canary") {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
 }
