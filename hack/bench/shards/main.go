@@ -30,6 +30,10 @@ import (
 	"syscall"
 	"time"
 
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
 	"github.com/ragcanary/ragcanary/hack/bench/internal/benchkit"
 	"github.com/ragcanary/ragcanary/internal/shard"
 )
@@ -89,6 +93,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "%v\n", err)
 		os.Exit(2)
 	}
+	// envtest logs through controller-runtime: errors only.
+	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(zapcore.ErrorLevel)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := run(ctx, o)

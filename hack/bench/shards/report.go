@@ -108,11 +108,13 @@ func (m *modeResult) columns(mode string) []column {
 		sumRSS += f.maxRSS
 		sumCPU += f.cpu
 		owned += f.owned
-		for _, b := range []benchkit.LagBuckets{f.lag} {
-			all = addBuckets(all, b)
-		}
+		all = addBuckets(all, f.lag)
 	}
 	lo, hi := all.Quantile(0.99)
+	sum := " (sum)"
+	if len(p.replicas) == 1 {
+		sum = ""
+	}
 	apiRequests := 0.0
 	for verb, v := range p.apiAfter.ByVerb {
 		apiRequests += v - p.apiBefore.ByVerb[verb]
@@ -121,8 +123,8 @@ func (m *modeResult) columns(mode string) []column {
 		"setup":                    m.setup.Round(time.Second).String(),
 		"window":                   p.window.Round(time.Second).String() + windowNote(m),
 		"canaries owned":           fmt.Sprintf("%d (+%d unowned)", owned, p.unowned),
-		"max RSS":                  fmt.Sprintf("%.1f MiB (sum)", benchkit.MiB(sumRSS)),
-		"CPU":                      fmt.Sprintf("%.0f%% of a core (sum)", 100*sumCPU.Seconds()/secs),
+		"max RSS":                  fmt.Sprintf("%.1f MiB%s", benchkit.MiB(sumRSS), sum),
+		"CPU":                      fmt.Sprintf("%.0f%% of a core%s", 100*sumCPU.Seconds()/secs, sum),
 		"p99 probe scheduling lag": lagCell(lo, hi),
 		"probes in window":         fmt.Sprintf("%d (%.1f/s)", all.Total(), float64(all.Total())/secs),
 		"kube-apiserver CPU":       fmt.Sprintf("%.0f%% of a core", 100*p.apiCPU.Seconds()/secs),
