@@ -115,7 +115,7 @@ test-e2e: envtest-assets $(KUBECTL) $(HELM) prometheus-tools ## Run only the end
 	$(GO) test ./test/... -count=1 -v -timeout 30m
 
 .PHONY: bench
-bench: ## Run the benchmarks once and print their figures (several minutes; the million-case ones need ~4 GB).
+bench: ## Run the benchmarks once and print their figures (several minutes; the million-case ones need ~4 GB). The long fleet benchmarks are separate: bench-canaries, bench-shards.
 	$(GO) test ./internal/ragtarget/ -run '^$$' -bench BenchmarkSearch -benchtime 200x -timeout 20m
 	$(GO) test ./internal/scoring/ -run '^$$' -bench BenchmarkEvaluateMillion -benchtime 1x -timeout 30m
 	$(GO) test ./cmd/ragcanary/ -run '^$$' -bench BenchmarkEvalCLIMillion -benchtime 1x -timeout 30m
@@ -132,6 +132,14 @@ BENCH_CANARIES_FLAGS ?=
 .PHONY: bench-canaries
 bench-canaries: envtest-assets ## Benchmark BENCH_CANARIES (1,000; try 10000) active canaries (5 s probe interval) against ragtarget for BENCH_FOR: RSS, memory per canary, lag, writes, API server load.
 	$(GO) run ./hack/bench/canaries --canaries $(BENCH_CANARIES) --for $(BENCH_FOR) $(BENCH_CANARIES_FLAGS)
+
+# Not part of `make bench`: at 9,000 canaries the two setups take about 15 minutes each.
+# A quick look: make bench-shards BENCH_SHARDS_FLAGS='--canaries 300 --for 1m'
+BENCH_SHARDS_FLAGS ?=
+
+.PHONY: bench-shards
+bench-shards: envtest-assets ## Benchmark 9,000 canaries on 3 sharded manager processes against 1 (side by side), SIGKILL one halfway: per-replica RSS/CPU/lag/owned, API server load, re-probe time, double probes, lost or duplicated runs (long: ~40 min; BENCH_SHARDS_FLAGS).
+	$(GO) run ./hack/bench/shards $(BENCH_SHARDS_FLAGS)
 
 # make bench-eval BENCH_EVAL_ARGS='--cases 200000 --formats v1 --runs 1' for a quick look.
 BENCH_EVAL_ARGS ?= --cases 200000,1000000 --formats v1,v2 --runs 3

@@ -1,18 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,10 +14,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/ragcanary/ragcanary/hack/bench/internal/benchkit"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 )
 
@@ -174,87 +168,14 @@ func installLagHistogram(fine bool) *prometheus.Registry {
 // fineLagBuckets are about 7% apart from 0.1 ms to 60 s.
 var fineLagBuckets = prometheus.ExponentialBucketsRange(0.0001, 60, 200)
 
-// lagBuckets is a cumulative histogram summed over every series.
-type lagBuckets struct {
-	bounds []float64
-	counts []uint64 // cumulative, per bound; the last bound is +Inf
-	sum    float64
-}
-
-func gatherLag(reg *prometheus.Registry) (lagBuckets, error) {
+func gatherLag(reg *prometheus.Registry) (benchkit.LagBuckets, error) {
 	families, err := reg.Gather()
 	if err != nil {
-		return lagBuckets{}, err
+		return benchkit.LagBuckets{}, err
 	}
-	var out lagBuckets
-	for _, fam := range families {
-		for _, m := range fam.GetMetric() {
-			addHistogram(&out, m.GetHistogram())
-		}
-	}
+	var out benchkit.LagBuckets
+	out.AddFamilies(families)
 	return out, nil
-}
-
-func addHistogram(out *lagBuckets, h *dto.Histogram) {
-	if h == nil {
-		return
-	}
-	if out.bounds == nil {
-		for _, b := range h.GetBucket() {
-			out.bounds = append(out.bounds, b.GetUpperBound())
-		}
-		out.bounds = append(out.bounds, math.Inf(1))
-		out.counts = make([]uint64, len(out.bounds))
-	}
-	for i, b := range h.GetBucket() {
-		out.counts[i] += b.GetCumulativeCount()
-	}
-	out.counts[len(out.counts)-1] += h.GetSampleCount()
-	out.sum += h.GetSampleSum()
-}
-
-// minus is the observations between an earlier snapshot and this one.
-func (b lagBuckets) minus(earlier lagBuckets) lagBuckets {
-	out := lagBuckets{bounds: b.bounds, counts: make([]uint64, len(b.counts)), sum: b.sum - earlier.sum}
-	for i := range b.counts {
-		out.counts[i] = b.counts[i]
-		if i < len(earlier.counts) {
-			out.counts[i] -= earlier.counts[i]
-		}
-	}
-	return out
-}
-
-func (b lagBuckets) total() uint64 {
-	if len(b.counts) == 0 {
-		return 0
-	}
-	return b.counts[len(b.counts)-1]
-}
-
-// quantile returns the upper bound of the bucket holding quantile q: the
-// true value is at most this (and above the previous bound).
-func (b lagBuckets) quantile(q float64) (lower, upper float64) {
-	n := b.total()
-	if n == 0 {
-		return math.NaN(), math.NaN()
-	}
-	rank := uint64(math.Ceil(q * float64(n)))
-	for i, c := range b.counts {
-		if c >= rank {
-			if i > 0 {
-				lower = b.bounds[i-1]
-			}
-			return lower, b.bounds[i]
-		}
-	}
-	return b.bounds[len(b.bounds)-2], math.Inf(1)
-}
-
-// procSample is one process's resource use.
-type procSample struct {
-	cpu time.Duration // user + system
-	rss int64         // bytes
 }
 
 // selfCPU is this process's CPU time, all threads, from getrusage.
@@ -264,105 +185,6 @@ func selfCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// rssOf reads VmRSS of pid ("self" for this process).
-func rssOf(pid string) int64 {
-	f, err := os.Open(filepath.Join("/proc", pid, "status"))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
-
-// clockTick is USER_HZ, the unit of /proc/<pid>/stat times; 100 on Linux.
-const clockTick = 100
-
-// childProc is one direct child of this process.
-type childProc struct {
-	pid, name  string
-	utime, stm int64
-}
-
-// directChildren lists this process's direct children (etcd,
-// kube-apiserver, kube-controller-manager, the ragtargets) by command name.
-// The ragtarget child is this binary.
-func directChildren() []childProc {
-	self := strconv.Itoa(os.Getpid())
-	selfComm, _ := os.ReadFile("/proc/self/comm")
-	entries, _ := os.ReadDir("/proc")
-	var out []childProc
-	for _, e := range entries {
-		pid := e.Name()
-		if _, err := strconv.Atoi(pid); err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ... utime(14) stime(15)
-		s := string(data)
-		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < 0 {
-			continue
-		}
-		fields := strings.Fields(s[closing+1:])
-		if len(fields) < 13 || fields[1] != self {
-			continue
-		}
-		utime, _ := strconv.ParseInt(fields[11], 10, 64)
-		stime, _ := strconv.ParseInt(fields[12], 10, 64)
-		name := s[open+1 : closing]
-		if name == strings.TrimSpace(string(selfComm)) {
-			name = "ragtarget (child)"
-		}
-		out = append(out, childProc{pid: pid, name: name, utime: utime, stm: stime})
-	}
-	return out
-}
-
-// children samples the direct children's CPU and RSS by command name.
-func children() map[string]procSample {
-	out := map[string]procSample{}
-	for _, c := range directChildren() {
-		prev := out[c.name]
-		out[c.name] = procSample{
-			cpu: prev.cpu + time.Duration(c.utime+c.stm)*time.Second/clockTick,
-			rss: prev.rss + rssOf(c.pid),
-		}
-	}
-	return out
-}
-
-// reniceChildren sets the nice value of every thread of every direct
-// child: on Linux a nice value belongs to a thread, and threads a Go
-// process starts later inherit it from the thread that starts them.
-func reniceChildren(nice int) error {
-	for _, c := range directChildren() {
-		tasks, err := os.ReadDir(filepath.Join("/proc", c.pid, "task"))
-		if err != nil {
-			continue // exited
-		}
-		for _, t := range tasks {
-			tid, err := strconv.Atoi(t.Name())
-			if err != nil {
-				continue
-			}
-			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && !errors.Is(err, syscall.ESRCH) {
-				return fmt.Errorf("renice %s (thread %d): %w", c.name, tid, err)
-			}
-		}
-	}
-	return nil
 }
 
 // rssSampler records the maximum RSS of this process while it runs.
@@ -379,7 +201,7 @@ func startRSSSampler(every time.Duration) *rssSampler {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			if r := rssOf("self"); r > s.max.Load() {
+			if r := benchkit.RSSOf("self"); r > s.max.Load() {
 				s.max.Store(r)
 			}
 			select {
@@ -417,30 +239,6 @@ func topRequests(before, after map[string]int64, seconds float64, keep func(stri
 		out = append(out, fmt.Sprintf("%-32s %7d  %7.2f/s", r.key, r.n, float64(r.n)/seconds))
 	}
 	return out
-}
-
-func mib(b int64) float64 { return float64(b) / (1 << 20) }
-
-// machineCPU reads the busy and total jiffies of all CPUs from /proc/stat,
-// so the report shows how loaded the machine was (other work included).
-func machineCPU() (busy, total uint64) {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	fields := strings.Fields(line)
-	if len(fields) < 5 || fields[0] != "cpu" {
-		return 0, 0
-	}
-	for i, f := range fields[1:] {
-		v, _ := strconv.ParseUint(f, 10, 64)
-		total += v
-		if i != 3 && i != 4 { // idle, iowait
-			busy += v
-		}
-	}
-	return busy, total
 }
 
 // probeOutcomes sums ragcanary_probes_total by role and outcome
@@ -571,5 +369,5 @@ func (s scrapeStats) line() string {
 	sorted := slices.Clone(s.durations)
 	slices.Sort(sorted)
 	return fmt.Sprintf("every %s: %d, %d series / %.1f MiB each, took median %s, max %s", s.every, len(sorted),
-		s.series, mib(int64(s.bytes)), sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond))
+		s.series, benchkit.MiB(int64(s.bytes)), sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond))
 }

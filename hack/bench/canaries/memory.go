@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/ragcanary/ragcanary/hack/bench/internal/benchkit"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 )
 
@@ -24,7 +25,7 @@ func sampleMemory() memSample {
 	goruntime.GC()
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
-	return memSample{rss: rssOf("self"), heapAlloc: ms.HeapAlloc, heapInuse: ms.HeapInuse, stackInuse: ms.StackInuse, heapObjects: ms.HeapObjects}
+	return memSample{rss: benchkit.RSSOf("self"), heapAlloc: ms.HeapAlloc, heapInuse: ms.HeapInuse, stackInuse: ms.StackInuse, heapObjects: ms.HeapObjects}
 }
 
 // owner is a part of the manager that holds heap. A sampled allocation

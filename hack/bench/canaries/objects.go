@@ -10,6 +10,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/controllers"
+	"github.com/ragcanary/ragcanary/hack/bench/internal/benchkit"
 )
 
 // objectSizes are the bytes of one stored RevocationCanary and one active
@@ -26,11 +27,11 @@ func (o objectSizes) String() string {
 // measureObjects reads the first canary of the first shard and its run.
 func measureObjects(ctx context.Context, c client.Client) (objectSizes, error) {
 	var runs v1alpha1.CanaryRunList
-	if err := c.List(ctx, &runs, client.InNamespace(shardNamespace(0)), client.Limit(1)); err != nil {
+	if err := c.List(ctx, &runs, client.InNamespace(benchkit.ShardNamespace(0)), client.Limit(1)); err != nil {
 		return objectSizes{}, err
 	}
 	if len(runs.Items) == 0 {
-		return objectSizes{}, fmt.Errorf("no CanaryRun in %s", shardNamespace(0))
+		return objectSizes{}, fmt.Errorf("no CanaryRun in %s", benchkit.ShardNamespace(0))
 	}
 	run := runs.Items[0]
 	var canary v1alpha1.RevocationCanary

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	goruntime "runtime"
 	"runtime/pprof"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragcanary/ragcanary/hack/bench/internal/benchkit"
 )
 
 // result holds the measured figures.
@@ -43,16 +44,16 @@ type result struct {
 	// cpu is this process's CPU time (all threads) during the window.
 	cpu time.Duration
 	// lag is the scheduling lag histogram of the window, over all runs.
-	lag lagBuckets
+	lag benchkit.LagBuckets
 	// writeSamples are the first run status patches of the window.
 	writeSamples []string
 	// writesBefore and writesAfter are the manager's write counts.
 	writesBefore, writesAfter map[string]int64
 	// childrenBefore and childrenAfter sample etcd, kube-apiserver, ragtarget.
-	childrenBefore, childrenAfter map[string]procSample
+	childrenBefore, childrenAfter map[string]benchkit.ProcSample
 	activeAtEnd                   int
 	// apiBefore and apiAfter are the API server's request counters.
-	apiBefore, apiAfter requestCounts
+	apiBefore, apiAfter benchkit.RequestCounts
 	// probesBefore and probesAfter are probe counts by role and outcome.
 	probesBefore, probesAfter map[string]float64
 	// scrapes are the simulated Prometheus scrapes during the window.
@@ -63,7 +64,7 @@ type result struct {
 
 // measure samples the window: RSS every 500ms, CPU, lag and writes as
 // differences between its start and end.
-func measure(ctx context.Context, o options, writes *writeCounter, lagRegistry *prometheus.Registry, api *apiServerMetrics) (*result, error) {
+func measure(ctx context.Context, o options, writes *writeCounter, lagRegistry *prometheus.Registry, api *benchkit.APIServerMetrics) (*result, error) {
 	res := &result{canaries: o.canaries}
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
@@ -77,16 +78,16 @@ func measure(ctx context.Context, o options, writes *writeCounter, lagRegistry *
 		defer pprof.StopCPUProfile()
 	}
 	if o.childNice != 0 {
-		if err := reniceChildren(o.childNice); err != nil {
+		if err := benchkit.ReniceChildren(o.childNice); err != nil {
 			return nil, err
 		}
 	}
 	res.writesBefore = writes.snapshot()
 	writes.startSampling(o.showWrites)
-	res.childrenBefore = children()
+	res.childrenBefore = benchkit.Children()
 	res.probesBefore = probeOutcomes()
 	var err error
-	if res.apiBefore, err = api.requests(ctx); err != nil {
+	if res.apiBefore, err = api.Requests(ctx); err != nil {
 		return nil, err
 	}
 	// The lag is read last before the window and first after it: the
@@ -96,13 +97,13 @@ func measure(ctx context.Context, o options, writes *writeCounter, lagRegistry *
 		return nil, err
 	}
 	cpuBefore := selfCPU()
-	busyBefore, totalBefore := machineCPU()
+	busyBefore, totalBefore := benchkit.MachineCPU()
 	start := time.Now()
 	rss := startRSSSampler(500 * time.Millisecond)
 	scrapes := startScraper(ctx, o.scrapeInterval)
 	apiProfiled := make(chan error, 1)
 	if o.apiProfile != "" {
-		go func() { apiProfiled <- api.cpuProfile(ctx, min(o.measure, 5*time.Minute), o.apiProfile) }()
+		go func() { apiProfiled <- api.CPUProfile(ctx, min(o.measure, 5*time.Minute), o.apiProfile) }()
 	} else {
 		apiProfiled <- nil
 	}
@@ -119,7 +120,7 @@ wait:
 			scrapes.finish()
 			return nil, ctx.Err()
 		case <-progress.C:
-			step("  %s of %s measured", time.Since(start).Round(time.Second), o.measure)
+			benchkit.Step("  %s of %s measured", time.Since(start).Round(time.Second), o.measure)
 		case <-t.C:
 			break wait
 		}
@@ -131,7 +132,7 @@ wait:
 	}
 	res.window = time.Since(start)
 	res.cpu = selfCPU() - cpuBefore
-	if busy, total := machineCPU(); total > totalBefore {
+	if busy, total := benchkit.MachineCPU(); total > totalBefore {
 		res.machineBusy = float64(busy-busyBefore) / float64(total-totalBefore)
 	}
 	res.scrapes = scrapes.finish()
@@ -139,15 +140,15 @@ wait:
 		return nil, err
 	}
 	res.maxRSS = rss.finish()
-	res.endRSS = rssOf("self")
-	res.childrenAfter = children()
+	res.endRSS = benchkit.RSSOf("self")
+	res.childrenAfter = benchkit.Children()
 	res.writesAfter = writes.snapshot()
 	res.writeSamples = writes.samples()
 	res.probesAfter = probeOutcomes()
-	if res.apiAfter, err = api.requests(ctx); err != nil {
+	if res.apiAfter, err = api.Requests(ctx); err != nil {
 		return nil, err
 	}
-	res.lag = lagAfter.minus(lagBefore)
+	res.lag = lagAfter.Minus(lagBefore)
 	var ms goruntime.MemStats
 	goruntime.ReadMemStats(&ms)
 	res.heapInuse = ms.HeapInuse
@@ -196,9 +197,9 @@ func (r *result) allWrites() int64 {
 // print writes the report and returns whether every goal was met.
 func (r *result) print(w io.Writer, o options) bool {
 	secs := r.window.Seconds()
-	lagLo, lagHi := r.lag.quantile(0.99)
-	p50Lo, p50Hi := r.lag.quantile(0.50)
-	rssMiB := mib(r.maxRSS)
+	lagLo, lagHi := r.lag.Quantile(0.99)
+	p50Lo, p50Hi := r.lag.Quantile(0.50)
+	rssMiB := benchkit.MiB(r.maxRSS)
 	perRun := float64(r.statusWrites()) / secs / float64(r.canaries)
 	lagOK := lagHi <= goalLagP99.Seconds()
 	rssOK := rssMiB <= goalRSSMiB(r.canaries)
@@ -223,19 +224,19 @@ func (r *result) print(w io.Writer, o options) bool {
 		r.setup.Round(time.Second), r.window.Round(time.Second), r.activeAtEnd, lagBucketsUsed)
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "figure (manager process)", "measured", "goal", "")
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", strings.Repeat("-", 44), strings.Repeat("-", 22), strings.Repeat("-", 12), "------")
-	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "p99 probe scheduling lag", fmt.Sprintf("%s < p99 ≤ %s", fmtSec(lagLo), fmtSec(lagHi)), "≤ "+goalLagP99.String(), mark(lagOK))
+	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "p99 probe scheduling lag", fmt.Sprintf("%s < p99 ≤ %s", benchkit.FmtSec(lagLo), benchkit.FmtSec(lagHi)), "≤ "+goalLagP99.String(), mark(lagOK))
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "max RSS", fmt.Sprintf("%.1f MiB", rssMiB), fmt.Sprintf("≤ %.0f MiB", goalRSSMiB(r.canaries)), mark(rssOK))
 	fmt.Fprintf(w, "%-44s %-22s %-12s %s\n", "canaryruns/status writes per active run", fmt.Sprintf("%.4f /s", perRun), fmt.Sprintf("≤ %.3f /s", goalWritesPerRunPS), mark(writesOK))
 	fmt.Fprintf(w, "%-44s %-22s\n", "CPU (seconds used / wall seconds)", fmt.Sprintf("%.3f (%.0f%% of one core)", r.cpu.Seconds()/secs, 100*r.cpu.Seconds()/secs))
 	fmt.Fprintf(w, "%-44s %-22s\n", "all API writes", fmt.Sprintf("%.2f /s", float64(r.allWrites())/secs))
 	expected := float64(r.canaries*(1+controls)) / o.interval.Seconds()
-	fmt.Fprintf(w, "%-44s %-22s\n", "probes in window / per second (due /s)", fmt.Sprintf("%d / %.1f (%.1f)", r.lag.total(), float64(r.lag.total())/secs, expected))
+	fmt.Fprintf(w, "%-44s %-22s\n", "probes in window / per second (due /s)", fmt.Sprintf("%d / %.1f (%.1f)", r.lag.Total(), float64(r.lag.Total())/secs, expected))
 	fmt.Fprintf(w, "%-44s %-22s\n", "probe outcomes (role/outcome: count)", outcomeLine(r.probesBefore, r.probesAfter))
-	fmt.Fprintf(w, "%-44s %-22s\n", "p50 probe scheduling lag", fmt.Sprintf("%s < p50 ≤ %s", fmtSec(p50Lo), fmtSec(p50Hi)))
-	if n := r.lag.total(); n > 0 {
-		fmt.Fprintf(w, "%-44s %-22s\n", "mean probe scheduling lag", fmtSec(r.lag.sum/float64(n)))
+	fmt.Fprintf(w, "%-44s %-22s\n", "p50 probe scheduling lag", fmt.Sprintf("%s < p50 ≤ %s", benchkit.FmtSec(p50Lo), benchkit.FmtSec(p50Hi)))
+	if n := r.lag.Total(); n > 0 {
+		fmt.Fprintf(w, "%-44s %-22s\n", "mean probe scheduling lag", benchkit.FmtSec(r.lag.Sum/float64(n)))
 	}
-	fmt.Fprintf(w, "%-44s %-22s\n", "RSS at end / Go heap in use / goroutines", fmt.Sprintf("%.1f MiB / %.1f MiB / %d", mib(r.endRSS), float64(r.heapInuse)/(1<<20), r.goroutines))
+	fmt.Fprintf(w, "%-44s %-22s\n", "RSS at end / Go heap in use / goroutines", fmt.Sprintf("%.1f MiB / %.1f MiB / %d", benchkit.MiB(r.endRSS), float64(r.heapInuse)/(1<<20), r.goroutines))
 
 	fmt.Fprintf(w, "%-44s %s\n", "simulated Prometheus scrapes", r.scrapes.line())
 	fmt.Fprintf(w, "%-44s %s\n", "nice of the other processes in the window", niceLine(o.childNice))
@@ -262,17 +263,17 @@ func (r *result) print(w io.Writer, o options) bool {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	fmt.Fprintf(w, "\nAPI server requests in the window (apiserver_request_total, every client), by verb:\n")
-	for _, line := range rates(r.apiBefore.byVerb, r.apiAfter.byVerb, secs, 0, "/s") {
+	for _, line := range benchkit.Rates(r.apiBefore.ByVerb, r.apiAfter.ByVerb, secs, 0, "/s") {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	fmt.Fprintf(w, "by verb and resource (≥ 0.1/s):\n")
-	for _, line := range rates(r.apiBefore.byResource, r.apiAfter.byResource, secs, 0.1, "/s")[1:] {
+	for _, line := range benchkit.Rates(r.apiBefore.ByResource, r.apiAfter.ByResource, secs, 0.1, "/s")[1:] {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	fmt.Fprintf(w, "\nother processes on the machine started by the benchmark (CPU / wall, RSS at end):\n")
 	for name, after := range r.childrenAfter {
 		before := r.childrenBefore[name]
-		fmt.Fprintf(w, "  %-18s %5.0f%% of one core  %7.1f MiB\n", name, 100*(after.cpu-before.cpu).Seconds()/secs, mib(after.rss))
+		fmt.Fprintf(w, "  %-18s %5.0f%% of one core  %7.1f MiB\n", name, 100*(after.CPU-before.CPU).Seconds()/secs, benchkit.MiB(after.RSS))
 	}
 	ok := lagOK && rssOK && writesOK
 	if ok {
@@ -283,23 +284,13 @@ func (r *result) print(w io.Writer, o options) bool {
 	return ok
 }
 
-func fmtSec(s float64) string {
-	if math.IsNaN(s) {
-		return "n/a"
-	}
-	if math.IsInf(s, 1) {
-		return "+Inf"
-	}
-	return time.Duration(s * float64(time.Second)).Round(100 * time.Microsecond).String()
-}
-
 // printMemory writes memory per canary and where the heap goes.
 func (r *result) printMemory(w io.Writer) {
 	n := float64(r.canaries)
 	kib := func(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
 	heapPer := (float64(r.end.heapInuse) - float64(r.base.heapInuse)) / n
 	fmt.Fprintf(w, "\nmemory per canary (after the window minus before the first canary, over %d canaries):\n", r.canaries)
-	fmt.Fprintf(w, "  %-42s %s (%.1f MiB → %.1f MiB)\n", "RSS", kib((float64(r.end.rss)-float64(r.base.rss))/n), mib(r.base.rss), mib(r.end.rss))
+	fmt.Fprintf(w, "  %-42s %s (%.1f MiB → %.1f MiB)\n", "RSS", kib((float64(r.end.rss)-float64(r.base.rss))/n), benchkit.MiB(r.base.rss), benchkit.MiB(r.end.rss))
 	fmt.Fprintf(w, "  %-42s %s (%.1f MiB → %.1f MiB)\n", "Go heap in use", kib(heapPer), float64(r.base.heapInuse)/(1<<20), float64(r.end.heapInuse)/(1<<20))
 	fmt.Fprintf(w, "  %-42s %s\n", "of which the benchmark's fine lag histogram", kib(r.fineHistogram))
 	fmt.Fprintf(w, "  %-42s %s\n", "heap in use net of it (what production holds)", kib(heapPer-r.fineHistogram))
@@ -353,18 +344,18 @@ func niceLine(nice int) string {
 // setupSample is what the setup is measured by at its start and end.
 type setupSample struct {
 	self     time.Duration
-	children map[string]procSample
-	api      requestCounts
+	children map[string]benchkit.ProcSample
+	api      benchkit.RequestCounts
 }
 
 // sampleSetup samples the manager's and the children's CPU and the API
 // server's request counters.
-func sampleSetup(ctx context.Context, api *apiServerMetrics) (setupSample, error) {
-	counts, err := api.requests(ctx)
+func sampleSetup(ctx context.Context, api *benchkit.APIServerMetrics) (setupSample, error) {
+	counts, err := api.Requests(ctx)
 	if err != nil {
 		return setupSample{}, err
 	}
-	return setupSample{self: selfCPU(), children: children(), api: counts}, nil
+	return setupSample{self: selfCPU(), children: benchkit.Children(), api: counts}, nil
 }
 
 // printSetupLoad prints who used the CPU during the setup and the API
@@ -376,10 +367,10 @@ func (r *result) printSetupLoad(w io.Writer) {
 	fmt.Fprintf(w, "CPU during the setup (share of one core over %s):\n", r.setup.Round(time.Second))
 	fmt.Fprintf(w, "  %-18s %5.0f%%\n", "manager (and bench)", 100*(a.self-b.self).Seconds()/secs)
 	for name, after := range a.children {
-		fmt.Fprintf(w, "  %-18s %5.0f%%\n", name, 100*(after.cpu-b.children[name].cpu).Seconds()/secs)
+		fmt.Fprintf(w, "  %-18s %5.0f%%\n", name, 100*(after.CPU-b.children[name].CPU).Seconds()/secs)
 	}
 	fmt.Fprintf(w, "API server requests during the setup, per canary, by verb and resource (≥ 0.05):\n")
-	for _, line := range rates(b.api.byResource, a.api.byResource, float64(r.canaries), 0.05, "per canary") {
+	for _, line := range benchkit.Rates(b.api.ByResource, a.api.ByResource, float64(r.canaries), 0.05, "per canary") {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 }

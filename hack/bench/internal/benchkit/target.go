@@ -1,4 +1,4 @@
-package main
+package benchkit
 
 import (
 	"bufio"
@@ -18,16 +18,20 @@ import (
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
-// The ragtarget runs in a child process (this binary re-executed with
-// --serve-ragtarget), so /proc/self measures the manager alone and not the
+// The ragtarget runs in a child process (the benchmark's binary re-executed
+// with ServeTargetFlag), so /proc/self measures the manager alone and not the
 // target's index and HTTP server.
+
+// ServeTargetFlag is the flag a benchmark binary registers and, when set,
+// answers by calling ServeRagtarget instead of benchmarking.
+const ServeTargetFlag = "serve-ragtarget"
 
 // Credentials of the benchmark's ragtarget. They only exist on loopback for
 // the length of a run.
 const (
-	benchSourceToken  = "bench-source-token"
-	benchAliceToken   = "bench-alice-token"
-	benchMalloryToken = "bench-mallory-token"
+	SourceToken  = "bench-source-token"
+	AliceToken   = "bench-alice-token"
+	MalloryToken = "bench-mallory-token"
 )
 
 // syncPath makes the child run one content and one ACL sync. Its own sync
@@ -36,13 +40,21 @@ const (
 // unapplied, so runs stay in AwaitingExclusion, probing.
 const syncPath = "/bench/sync"
 
-// serveRagtarget is the child: it serves the ragtarget on a loopback port,
+// TargetHooks let a benchmark add to the child's HTTP server: Wrap wraps
+// the ragtarget's own handler (to record its requests), Routes adds the
+// benchmark's routes beside it. Either may be nil.
+type TargetHooks struct {
+	Wrap   func(http.Handler) http.Handler
+	Routes func(*http.ServeMux)
+}
+
+// ServeRagtarget is the child: it serves the ragtarget on a loopback port,
 // prints the base URL on stdout, and exits when stdin closes (the parent
 // ended, however it ended).
-func serveRagtarget() error {
+func ServeRagtarget(hooks TargetHooks) error {
 	svc, err := ragtarget.New(ragtarget.Config{
-		SourceToken:         benchSourceToken,
-		Tokens:              map[string]string{benchAliceToken: "alice@example.com", benchMalloryToken: "mallory@example.com"},
+		SourceToken:         SourceToken,
+		Tokens:              map[string]string{AliceToken: "alice@example.com", MalloryToken: "mallory@example.com"},
 		ContentSyncInterval: time.Hour,
 		ACLSyncInterval:     time.Hour,
 		Logger:              slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
@@ -55,8 +67,12 @@ func serveRagtarget() error {
 	svc.Start(ctx)
 	defer svc.Close()
 
+	var handler http.Handler = svc.Handler()
+	if hooks.Wrap != nil {
+		handler = hooks.Wrap(handler)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/", svc.Handler())
+	mux.Handle("/", handler)
 	mux.HandleFunc("POST "+syncPath, func(w http.ResponseWriter, _ *http.Request) {
 		for _, kind := range []ragtarget.SyncKind{ragtarget.SyncContent, ragtarget.SyncACL} {
 			if err := svc.SyncNow(kind); err != nil {
@@ -66,6 +82,9 @@ func serveRagtarget() error {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	if hooks.Routes != nil {
+		hooks.Routes(mux)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -78,21 +97,22 @@ func serveRagtarget() error {
 	return srv.Close()
 }
 
-// targetProcess is the running child.
-type targetProcess struct {
+// Target is one running ragtarget child.
+type Target struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
-	url   string
+	// URL is the child's base URL, http://127.0.0.1:port.
+	URL string
 }
 
 // startTarget re-executes this binary as the ragtarget child and waits for
 // its URL. The child is killed with the parent (Pdeathsig) as a last resort.
-func startTarget() (*targetProcess, error) {
+func startTarget() (*Target, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "--serve-ragtarget")
+	cmd := exec.Command(self, "--"+ServeTargetFlag)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
@@ -106,35 +126,45 @@ func startTarget() (*targetProcess, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &targetProcess{cmd: cmd, stdin: stdin}
+	p := &Target{cmd: cmd, stdin: stdin}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		p.stop()
 		return nil, fmt.Errorf("ragtarget child did not report its address: %w", err)
 	}
-	p.url = strings.TrimSpace(line)
+	p.URL = strings.TrimSpace(line)
 	return p, nil
 }
 
-// sync asks the child for one content and ACL sync.
-func (p *targetProcess) sync(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url+syncPath, nil)
+// Do sends a request to the child's path and returns the reply, which the
+// caller closes; a status other than want is an error.
+func (p *Target) Do(ctx context.Context, method, path string, want int) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, p.URL+path, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != want {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
+	}
+	return resp, nil
+}
+
+// sync asks the child for one content and ACL sync.
+func (p *Target) sync(ctx context.Context) error {
+	resp, err := p.Do(ctx, http.MethodPost, syncPath, http.StatusNoContent)
+	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("sync: HTTP %d", resp.StatusCode)
-	}
-	return nil
+	return resp.Body.Close()
 }
 
 // stop closes the child's stdin, which ends it, and kills it if it lingers.
-func (p *targetProcess) stop() {
+func (p *Target) stop() {
 	_ = p.stdin.Close()
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
@@ -148,16 +178,16 @@ func (p *targetProcess) stop() {
 	}
 }
 
-// targetSet is every ragtarget child of a run; corpora are spread over them.
-type targetSet []*targetProcess
+// Targets is every ragtarget child of a run; corpora are spread over them.
+type Targets []*Target
 
-// startTargets starts n children; on an error none is left running.
-func startTargets(n int) (targetSet, error) {
-	var set targetSet
+// StartTargets starts n children; on an error none is left running.
+func StartTargets(n int) (Targets, error) {
+	var set Targets
 	for range n {
 		p, err := startTarget()
 		if err != nil {
-			set.stop()
+			set.Stop()
 			return nil, err
 		}
 		set = append(set, p)
@@ -165,16 +195,17 @@ func startTargets(n int) (targetSet, error) {
 	return set, nil
 }
 
-func (s targetSet) urls() []string {
+// URLs are the children's base URLs.
+func (s Targets) URLs() []string {
 	out := make([]string, len(s))
 	for i, p := range s {
-		out[i] = p.url
+		out[i] = p.URL
 	}
 	return out
 }
 
-// sync syncs every child once.
-func (s targetSet) sync(ctx context.Context) error {
+// Sync syncs every child once.
+func (s Targets) Sync(ctx context.Context) error {
 	for _, p := range s {
 		if err := p.sync(ctx); err != nil {
 			return err
@@ -183,7 +214,8 @@ func (s targetSet) sync(ctx context.Context) error {
 	return nil
 }
 
-func (s targetSet) stop() {
+// Stop ends every child.
+func (s Targets) Stop() {
 	for _, p := range s {
 		p.stop()
 	}

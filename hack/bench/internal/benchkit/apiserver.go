@@ -1,4 +1,8 @@
-package main
+// Package benchkit holds what the benchmarks under hack/bench share: the
+// ragtarget child process, the canary fleet and its fixture, waiting for
+// runs, the API server's request counters, process figures from /proc and
+// the probe scheduling lag histogram.
+package benchkit
 
 import (
 	"context"
@@ -14,39 +18,38 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// apiServerMetrics reads the API server's own request counters, so the
+// APIServerMetrics reads the API server's own request counters, so the
 // report shows the load the fleet puts on it beside the manager's figures.
-type apiServerMetrics struct {
+type APIServerMetrics struct {
 	rc rest.Interface
 }
 
-func newAPIServerMetrics(base *rest.Config) (*apiServerMetrics, error) {
+func NewAPIServerMetrics(base *rest.Config) (*APIServerMetrics, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = -1, 0
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &apiServerMetrics{rc: cs.CoreV1().RESTClient()}, nil
+	return &APIServerMetrics{rc: cs.CoreV1().RESTClient()}, nil
 }
 
-// requestCounts is apiserver_request_total summed by verb ("PATCH") and by
+// RequestCounts is apiserver_request_total summed by verb ("PATCH") and by
 // verb and resource ("PATCH canaryruns/status").
-type requestCounts struct {
-	byVerb, byResource map[string]float64
+type RequestCounts struct {
+	ByVerb, ByResource map[string]float64
 }
 
 var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
-// requests scrapes /metrics. Every client's requests count, the
-// benchmark's two scrapes included; in the window the manager is the only
-// other client.
-func (m *apiServerMetrics) requests(ctx context.Context) (requestCounts, error) {
+// Requests scrapes /metrics. Every client's requests count, the
+// benchmark's own scrapes included.
+func (m *APIServerMetrics) Requests(ctx context.Context) (RequestCounts, error) {
 	body, err := m.rc.Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return requestCounts{}, fmt.Errorf("reading the API server's metrics: %w", err)
+		return RequestCounts{}, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
-	out := requestCounts{byVerb: map[string]float64{}, byResource: map[string]float64{}}
+	out := RequestCounts{ByVerb: map[string]float64{}, ByResource: map[string]float64{}}
 	for _, line := range strings.Split(string(body), "\n") {
 		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
 		if !ok {
@@ -74,16 +77,16 @@ func (m *apiServerMetrics) requests(ctx context.Context) (requestCounts, error) 
 		// Cloned: a substring would keep the whole scrape alive in the heap
 		// the report breaks down.
 		verb := strings.Clone(l["verb"])
-		out.byVerb[verb] += v
-		out.byResource[verb+" "+resource] += v
+		out.ByVerb[verb] += v
+		out.ByResource[verb+" "+resource] += v
 	}
 	return out, nil
 }
 
-// rates formats the counts between two snapshots as rates per unit (per
+// Rates formats the counts between two snapshots as rates per unit (per
 // second over seconds, or per canary), largest first, dropping rows below
 // min per unit.
-func rates(before, after map[string]float64, per, min float64, unit string) []string {
+func Rates(before, after map[string]float64, per, min float64, unit string) []string {
 	type kv struct {
 		key string
 		n   float64
@@ -106,14 +109,34 @@ func rates(before, after map[string]float64, per, min float64, unit string) []st
 	return out
 }
 
-// cpuProfile asks the API server for a CPU profile of the next d (its
+// CPUProfile asks the API server for a CPU profile of the next d (its
 // /debug/pprof endpoint, on by default) and writes it to path, so where
 // its time per status write goes can be read with go tool pprof.
-func (m *apiServerMetrics) cpuProfile(ctx context.Context, d time.Duration, path string) error {
+func (m *APIServerMetrics) CPUProfile(ctx context.Context, d time.Duration, path string) error {
 	body, err := m.rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(d.Seconds()))).
 		Timeout(d + time.Minute).DoRaw(ctx)
 	if err != nil {
 		return fmt.Errorf("profiling the API server: %w", err)
 	}
 	return os.WriteFile(path, body, 0o644)
+}
+
+// IsWriteVerb: the API server's verbs that change an object.
+func IsWriteVerb(verb string) bool {
+	switch verb {
+	case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION", "APPLY", "CREATE", "UPDATE":
+		return true
+	}
+	return false
+}
+
+// Writes is the number of write requests between two snapshots.
+func Writes(before, after RequestCounts) float64 {
+	var n float64
+	for verb, v := range after.ByVerb {
+		if IsWriteVerb(verb) {
+			n += v - before.ByVerb[verb]
+		}
+	}
+	return n
 }
