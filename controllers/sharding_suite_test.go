@@ -24,7 +24,8 @@ import (
 // r-1 to r-2 when r-2 joins (drain), and back to r-1 when r-2 dies (its
 // shard Lease expires), stepping the replicas' shared schedule clock to
 // the next scheduled time after each move. Each scheduled time gets
-// exactly one run, created by the replica owning the suite then; no
+// exactly one run, created by the replica owning the suite then; a run
+// made by hand on the replica not owning its suite runs; no
 // object ever moves straight from one owner to another; and the target
 // never sees queries of two replicas at once.
 func TestShardedSuiteMoves(t *testing.T) {
@@ -70,6 +71,14 @@ func TestShardedSuiteMoves(t *testing.T) {
 	if n := probes.count("r-2"); n == 0 {
 		t.Error("r-2 owned the suite but its run sent no query")
 	}
+	// A run made by hand is placed by its own name, here on r-1, while its
+	// suite is r-2's and so not in r-1's cache: it still finds the suite.
+	byHand := nameMovingTo(ns, "byhand", "r-1", []string{"r-1", "r-2"})
+	f.createRun(byHand)
+	if run := f.waitFinishedRun(byHand); run.Status.Phase != v1alpha1.SuiteRunSucceeded {
+		t.Errorf("hand-made run %s on r-1 ended %s, want %s", byHand, run.Status.Phase, v1alpha1.SuiteRunSucceeded)
+	}
+	want = append(want, byHand)
 	stop2()
 	runAt(3, "r-1")
 

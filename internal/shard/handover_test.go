@@ -236,25 +236,13 @@ func drainsAsked(ns string, moving []string) error {
 // drain; it fails while the sharder still asks for drains of owner's
 // objects, so it is retried until the new leader's passes settle.
 func releaseDrained(ns, owner string) error {
-	ctx := context.Background()
-	var runs v1alpha1.CanaryRunList
-	var canaries v1alpha1.RevocationCanaryList
-	if err := testClient.List(ctx, &runs, client.InNamespace(ns)); err != nil {
+	objs, err := shardedObjects(ns)
+	if err != nil {
 		return err
-	}
-	if err := testClient.List(ctx, &canaries, client.InNamespace(ns)); err != nil {
-		return err
-	}
-	var objs []client.Object
-	for i := range runs.Items {
-		objs = append(objs, &runs.Items[i])
-	}
-	for i := range canaries.Items {
-		objs = append(objs, &canaries.Items[i])
 	}
 	for _, o := range objs {
 		if o.GetLabels()[LabelOwner] == owner && o.GetLabels()[LabelDrain] == "true" {
-			if err := Release(ctx, testClient, o); err != nil {
+			if err := Release(context.Background(), testClient, o); err != nil {
 				return err
 			}
 		}
@@ -264,30 +252,39 @@ func releaseDrained(ns, owner string) error {
 
 // drainsLeft fails naming any object still asked to drain.
 func drainsLeft(ns string) error {
-	ctx := context.Background()
-	var runs v1alpha1.CanaryRunList
-	var canaries v1alpha1.RevocationCanaryList
-	if err := testClient.List(ctx, &runs, client.InNamespace(ns)); err != nil {
-		return err
-	}
-	if err := testClient.List(ctx, &canaries, client.InNamespace(ns)); err != nil {
+	objs, err := shardedObjects(ns)
+	if err != nil {
 		return err
 	}
 	var left []string
-	for _, r := range runs.Items {
-		if r.Labels[LabelDrain] != "" {
-			left = append(left, r.Name)
-		}
-	}
-	for _, c := range canaries.Items {
-		if c.Labels[LabelDrain] != "" {
-			left = append(left, c.Name)
+	for _, o := range objs {
+		if o.GetLabels()[LabelDrain] != "" {
+			left = append(left, o.GetName())
 		}
 	}
 	if len(left) > 0 {
 		return fmt.Errorf("still asked to drain: %v", left)
 	}
 	return nil
+}
+
+// shardedObjects reads ns's runs, then its canaries, from the API server.
+func shardedObjects(ns string) ([]client.Object, error) {
+	var runs v1alpha1.CanaryRunList
+	var canaries v1alpha1.RevocationCanaryList
+	for _, l := range []client.ObjectList{&runs, &canaries} {
+		if err := testClient.List(context.Background(), l, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+	}
+	var objs []client.Object
+	for i := range runs.Items {
+		objs = append(objs, &runs.Items[i])
+	}
+	for i := range canaries.Items {
+		objs = append(objs, &canaries.Items[i])
+	}
+	return objs, nil
 }
 
 // noDirectMove checks an object's owner never changed from one replica to
