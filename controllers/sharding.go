@@ -39,6 +39,10 @@ func ShardedCache(opts cache.Options, r shard.Replica) cache.Options {
 		&v1alpha1.EvalSuite{}, &v1alpha1.SuiteRun{})
 }
 
+// The sharder labels suites with their owner, and a draining suite's owner
+// removes the labels; the canary and run kinds are patched already.
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=evalsuites,verbs=patch
+
 // SetupSharding adds the replica's Lease keeper (every replica) and the
 // sharder (the leader only) to the manager. Both use an uncached client:
 // the manager's cache must not start cluster-wide Lease or canary
