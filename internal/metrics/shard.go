@@ -5,7 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // shardUnownedCanaryDesc is the one series the stale-canary alert has for a
@@ -52,14 +51,7 @@ func (c *UnownedCanaryCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Start registers the collector until ctx ends, as ObjectCollector does.
-func (c *UnownedCanaryCollector) Start(ctx context.Context) error {
-	if err := crmetrics.Registry.Register(c); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	crmetrics.Registry.Unregister(c)
-	return nil
-}
+func (c *UnownedCanaryCollector) Start(ctx context.Context) error { return registerUntilDone(ctx, c) }
 
 // NeedLeaderElection is true: the sharder, whose view this is, runs on the
 // leader only.
