@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/shard"
 )
@@ -37,6 +39,10 @@ func ShardedCache(opts cache.Options, r shard.Replica) cache.Options {
 		&v1alpha1.EvalSuite{}, &v1alpha1.SuiteRun{})
 }
 
+// The sharder labels suites with their owner, and a draining suite's owner
+// removes the labels; the canary and run kinds are patched already.
+// +kubebuilder:rbac:groups=ragcanary.dev,resources=evalsuites,verbs=patch
+
 // SetupSharding adds the replica's Lease keeper (every replica) and the
 // sharder (the leader only) to the manager. Both use an uncached client:
 // the manager's cache must not start cluster-wide Lease or canary
@@ -54,14 +60,23 @@ func SetupSharding(mgr ctrl.Manager, opts ShardingOptions) error {
 	if err := mgr.Add(keeper); err != nil {
 		return err
 	}
-	return mgr.Add(&shard.Sharder{
+	canary := v1alpha1.GroupVersion.WithKind("RevocationCanary")
+	sharder := &shard.Sharder{
 		Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Client: c,
 		Namespace: opts.Namespace, WatchNamespace: opts.WatchNamespace, LeaseDuration: opts.LeaseDuration,
 		Kinds: []shard.Kind{
-			{Parent: v1alpha1.GroupVersion.WithKind("RevocationCanary"), Child: v1alpha1.GroupVersion.WithKind("CanaryRun")},
+			{Parent: canary, Child: v1alpha1.GroupVersion.WithKind("CanaryRun")},
 			{Parent: v1alpha1.GroupVersion.WithKind("EvalSuite"), Child: v1alpha1.GroupVersion.WithKind("SuiteRun")},
 		},
-	})
+	}
+	if err := mgr.Add(sharder); err != nil {
+		return err
+	}
+	// A canary no replica owns has no series on any replica; the leader's
+	// sharder exports it, so the stale-canary alert still sees it.
+	return mgr.Add(metrics.NewUnownedCanaryCollector(func(ctx context.Context) ([]types.NamespacedName, error) {
+		return sharder.Unowned(ctx, canary)
+	}))
 }
 
 // everyReplica runs a leader-only runnable on every replica: with

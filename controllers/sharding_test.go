@@ -30,13 +30,19 @@ import (
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
-// shardTestNamespace is where the sharded replicas of TestShardedReplicas
-// work; the suite's own manager leaves it alone, or it would probe the
-// same canaries.
-const shardTestNamespace = "ragcanary-shard-test"
+// shardTestNamespace and shardSuiteNamespace are where the sharded
+// replicas of TestShardedReplicas and TestShardedSuiteMoves work; the
+// suite's own manager leaves them alone, or it would act on the same
+// canaries and suites.
+const (
+	shardTestNamespace  = "ragcanary-shard-test"
+	shardSuiteNamespace = "ragcanary-shard-suite"
+)
 
 func withoutShardTestNamespace(opts cache.Options) cache.Options {
-	opts.DefaultFieldSelector = fields.OneTermNotEqualSelector("metadata.namespace", shardTestNamespace)
+	opts.DefaultFieldSelector = fields.AndSelectors(
+		fields.OneTermNotEqualSelector("metadata.namespace", shardTestNamespace),
+		fields.OneTermNotEqualSelector("metadata.namespace", shardSuiteNamespace))
 	return opts
 }
 
@@ -50,6 +56,7 @@ type probeLog struct {
 type probeRequest struct {
 	replica    string
 	agent      string
+	path       string
 	start, end time.Time
 }
 
@@ -62,7 +69,7 @@ func (l *probeLog) front(t *testing.T, upstream string) string {
 	}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req := probeRequest{agent: r.UserAgent(), start: time.Now()}
+		req := probeRequest{agent: r.UserAgent(), path: r.URL.Path, start: time.Now()}
 		if i := strings.LastIndex(req.agent, " ("); i > 0 && strings.HasSuffix(req.agent, ")") {
 			req.replica = req.agent[i+2 : len(req.agent)-1]
 		}
@@ -103,16 +110,24 @@ type forgetLog struct {
 // of the shard test namespace, until the test ends.
 func startReplica(t *testing.T, name string, forgets *forgetLog) {
 	t.Helper()
+	startReplicaIn(t, shardTestNamespace, name, forgets, clocktesting.NewFakeClock(time.Now()))
+}
+
+// startReplicaIn runs a sharded manager named name, caching only its share
+// of namespace ns and scheduling on clk, until the returned stop or the
+// end of the test.
+func startReplicaIn(t *testing.T, ns, name string, forgets *forgetLog, clk *clocktesting.FakeClock) (stop func()) {
+	t.Helper()
 	replica := shard.Replica{Name: name, Sharded: true}
 	cacheOpts := CacheOptions("")
-	cacheOpts.DefaultNamespaces = map[string]cache.Config{shardTestNamespace: {}}
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  testScheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:  "0",
 		LeaderElection:          true,
 		LeaderElectionID:        "ragcanary-shard-test",
-		LeaderElectionNamespace: shardTestNamespace,
+		LeaderElectionNamespace: ns,
 		Cache:                   ShardedCache(cacheOpts, replica),
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -123,7 +138,7 @@ func startReplica(t *testing.T, name string, forgets *forgetLog) {
 	door.UserAgent = target.UserAgent(name)
 	opts, err := completeOptions(mgr, Options{
 		Door: door, Shard: replica,
-		ScheduleClock: clocktesting.NewFakeClock(time.Now()),
+		ScheduleClock: clk,
 		ForgetCanary: func(ns, canary string) {
 			metrics.Forget(ns, canary)
 			forgets.mu.Lock()
@@ -137,8 +152,8 @@ func startReplica(t *testing.T, name string, forgets *forgetLog) {
 	if err := setupReconcilers(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetupSharding(mgr, ShardingOptions{Replica: replica, Namespace: shardTestNamespace,
-		WatchNamespace: shardTestNamespace, LeaseDuration: 3 * time.Second, RenewInterval: time.Second}); err != nil {
+	if err := SetupSharding(mgr, ShardingOptions{Replica: replica, Namespace: ns,
+		WatchNamespace: ns, LeaseDuration: 3 * time.Second, RenewInterval: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -149,7 +164,10 @@ func startReplica(t *testing.T, name string, forgets *forgetLog) {
 			t.Errorf("replica %s: %v", name, err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
 }
 
 // TestShardedReplicas runs two sharded replicas against the one API
@@ -240,9 +258,14 @@ func checkNoOverlap(t *testing.T, reqs []probeRequest) {
 
 // canaryMovingTo picks a canary name the ring over replicas gives to want.
 func canaryMovingTo(want string, replicas []string) string {
+	return nameMovingTo(shardTestNamespace, "moving", want, replicas)
+}
+
+// nameMovingTo picks a name in ns the ring over replicas gives to want.
+func nameMovingTo(ns, prefix, want string, replicas []string) string {
 	for i := 0; ; i++ {
-		name := fmt.Sprintf("moving-%d", i)
-		if shard.Assign(shardTestNamespace+"/"+name, replicas) == want {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		if shard.Assign(ns+"/"+name, replicas) == want {
 			return name
 		}
 	}

@@ -4,26 +4,22 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/testutil"
+	"github.com/ragcanary/ragcanary/internal/testutil/kubetest"
 )
 
 // The envtest suite: one real kube-apiserver and etcd for the package, the
@@ -39,7 +35,7 @@ var (
 	// step it to make runs due. Probes and lifecycle steps use real time.
 	scheduleClock = clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	// testScheme knows the core kinds and ragcanary.dev/v1alpha1.
-	testScheme = runtime.NewScheme()
+	testScheme = kubetest.NewScheme()
 )
 
 // timeouts for Eventually-style waits: bounded, never sleeps that make a test pass.
@@ -52,26 +48,10 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run the controller tests with 'make test', which builds kube-apiserver and etcd into bin/")
-		return 1
-	}
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(zapcore.Level(zapLevel()))))
-	if err := clientgoscheme.AddToScheme(testScheme); err != nil {
-		panic(err)
-	}
-	if err := v1alpha1.AddToScheme(testScheme); err != nil {
-		panic(err)
-	}
-
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                testScheme,
-	}
-	cfg, err := env.Start()
+	env, err := kubetest.Start("..", testScheme)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() {
@@ -79,6 +59,7 @@ func runSuite(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
 		}
 	}()
+	cfg := env.Config
 	restConfig = cfg
 
 	k8sClient, err = client.New(cfg, client.Options{Scheme: testScheme})

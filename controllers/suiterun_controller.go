@@ -118,7 +118,7 @@ func (r *SuiteRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // without any status write, then the run fails with SuiteNotFound (s nil).
 func (r *SuiteRunReconciler) suiteOf(ctx context.Context, run *v1alpha1.SuiteRun) (*v1alpha1.EvalSuite, time.Duration, error) {
 	var s v1alpha1.EvalSuite
-	err := r.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SuiteRef.Name}, &s)
+	err := r.suiteReader(run).Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.SuiteRef.Name}, &s)
 	if client.IgnoreNotFound(err) != nil {
 		return nil, 0, err
 	}
@@ -130,6 +130,17 @@ func (r *SuiteRunReconciler) suiteOf(ctx context.Context, run *v1alpha1.SuiteRun
 		return nil, wait, nil
 	}
 	return nil, 0, nil
+}
+
+// suiteReader is where the run's suite is read. Sharded, a run its suite
+// does not control (made by hand) is placed on its own name and may land
+// on a replica whose cache lacks the suite: that replica reads it from the
+// API server rather than fail the run with SuiteNotFound.
+func (r *SuiteRunReconciler) suiteReader(run *v1alpha1.SuiteRun) client.Reader {
+	if ref := metav1.GetControllerOf(run); r.Shard.Sharded && (ref == nil || ref.Kind != "EvalSuite") {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 // start records that the run is executing, once: the start time cannot be

@@ -58,10 +58,21 @@ type suiteFixture struct {
 // then mutate.
 func newSuiteFixture(t *testing.T, cfg ragtarget.Config, mutate func(*v1alpha1.EvalSuite)) *suiteFixture {
 	t.Helper()
-	f := &suiteFixture{t: t, ns: newNamespace(t)}
+	return newSuiteFixtureIn(t, newNamespace(t), cfg, nil, mutate)
+}
+
+// newSuiteFixtureIn is newSuiteFixture in namespace ns; front, when set,
+// turns the target's URL into the one the Corpus names (a recording proxy).
+func newSuiteFixtureIn(t *testing.T, ns string, cfg ragtarget.Config, front func(string) string,
+	mutate func(*v1alpha1.EvalSuite)) *suiteFixture {
+	t.Helper()
+	f := &suiteFixture{t: t, ns: ns}
 	svc, url := startRagtarget(t, cfg)
 	f.svc = svc
 	f.plant(url)
+	if front != nil {
+		url = front(url)
+	}
 	createSecret(t, f.ns, "corpus-source", "token", testSourceToken)
 	createSecret(t, f.ns, "alice-cred", "token", testAliceToken)
 	createSecret(t, f.ns, "mallory-cred", "token", testMalloryToken)

@@ -117,7 +117,10 @@ func (c *ObjectCollector) Collect(ch chan<- prometheus.Metric) {
 // Start registers the collector on controller-runtime's registry and
 // unregisters it when the manager stops, so a later manager in the same
 // process can register its own.
-func (c *ObjectCollector) Start(ctx context.Context) error {
+func (c *ObjectCollector) Start(ctx context.Context) error { return registerUntilDone(ctx, c) }
+
+// registerUntilDone keeps c on controller-runtime's registry until ctx ends.
+func registerUntilDone(ctx context.Context, c prometheus.Collector) error {
 	if err := crmetrics.Registry.Register(c); err != nil {
 		return err
 	}

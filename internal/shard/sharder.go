@@ -62,10 +62,13 @@ type Sharder struct {
 	Resync        time.Duration
 	Clock         clock.WithTicker
 
-	kick  chan struct{}
-	mu    sync.Mutex
-	seen  map[string]observation
-	cache cache.Cache
+	once sync.Once
+	kick chan struct{}
+	// synced is closed once cache holds every watched object.
+	synced chan struct{}
+	mu     sync.Mutex
+	seen   map[string]observation
+	cache  cache.Cache
 }
 
 // observation is the last renew time seen on a Lease and when, by the
@@ -81,25 +84,29 @@ type observation struct {
 // NeedLeaderElection is true: one sharder decides for everyone.
 func (s *Sharder) NeedLeaderElection() bool { return true }
 
-func (s *Sharder) defaults() {
-	if s.LeaseDuration <= 0 {
-		s.LeaseDuration = DefaultLeaseDuration
-	}
-	if s.Resync <= 0 {
-		s.Resync = DefaultResync
-	}
-	if s.Clock == nil {
-		s.Clock = clock.RealClock{}
-	}
-	s.kick = make(chan struct{}, 1)
-	s.seen = map[string]observation{}
+// init fills in the defaults once, so Unowned may be called before Start.
+func (s *Sharder) init() {
+	s.once.Do(func() {
+		if s.LeaseDuration <= 0 {
+			s.LeaseDuration = DefaultLeaseDuration
+		}
+		if s.Resync <= 0 {
+			s.Resync = DefaultResync
+		}
+		if s.Clock == nil {
+			s.Clock = clock.RealClock{}
+		}
+		s.kick = make(chan struct{}, 1)
+		s.synced = make(chan struct{})
+		s.seen = map[string]observation{}
+	})
 }
 
 // Start runs passes until ctx ends: on an object appearing, disappearing or
 // changing labels, on a Lease appearing or disappearing, when the next
 // live Lease would expire, and every Resync.
 func (s *Sharder) Start(ctx context.Context) error {
-	s.defaults()
+	s.init()
 	c, err := s.newCache()
 	if err != nil {
 		return err
@@ -116,6 +123,7 @@ func (s *Sharder) Start(ctx context.Context) error {
 		}
 		return fmt.Errorf("shard: the sharder's cache did not sync: %w", <-cacheDone)
 	}
+	close(s.synced)
 	logger := log.FromContext(ctx).WithName("sharder")
 	wait := time.Duration(0)
 	for {
@@ -286,10 +294,7 @@ func (s *Sharder) Pass(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return retryAfter, err
 	}
-	alive := map[string]bool{}
-	for _, r := range replicas {
-		alive[r] = true
-	}
+	alive := aliveSet(replicas)
 	var errs []error
 	for _, k := range s.Kinds {
 		units, err := s.units(ctx, k)

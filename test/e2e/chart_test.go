@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -381,4 +382,66 @@ func TestChartSizesTheManagerMemory(t *testing.T) {
 		return
 	}
 	t.Errorf("the manager container has no %s", manager.MemoryLimitEnv)
+}
+
+// TestChartShardsReplicas: sharding.enabled with two replicas renders a
+// Deployment of two that elects a leader and shards, names each replica
+// by its Pod, and grants what the shards need: Leases in the release
+// namespace (the shard Leases and the leader's), and patch on every
+// sharded kind, which carries the owner and drain labels. Sharding without
+// leader election is refused: nobody would assign the shares.
+func TestChartShardsReplicas(t *testing.T) {
+	objs := renderedObjects(t, append([]string{"--set", "replicaCount=2", "--set", "sharding.enabled=true"}, requiredValues...)...)
+	dep := object(t, objs, "Deployment", "")
+	if n, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); n != 2 {
+		t.Errorf("the Deployment has %d replicas, want 2", n)
+	}
+	assertArg(t, objs, "--sharding=true")
+	assertArg(t, objs, "--leader-elect=true")
+	assertArg(t, objs, "--leader-election-namespace="+releaseNamespace)
+	assertArg(t, objs, "fieldPath:metadata.name")
+
+	role := object(t, objs, "Role", "rc-ragcanary-leader-election")
+	if role.GetNamespace() != releaseNamespace {
+		t.Errorf("the Lease Role is in namespace %q, want %s", role.GetNamespace(), releaseNamespace)
+	}
+	if !grants(role, "coordination.k8s.io", "leases", "get", "list", "watch", "create", "update") {
+		t.Errorf("the Lease Role does not let the replicas hold and watch Leases: %v", role.Object["rules"])
+	}
+	cluster := object(t, objs, "ClusterRole", "rc-ragcanary-manager")
+	for _, kind := range []string{"revocationcanaries", "canaryruns", "evalsuites", "suiteruns"} {
+		if !grants(cluster, "ragcanary.dev", kind, "get", "list", "watch", "patch") {
+			t.Errorf("the manager's ClusterRole cannot read and label %s", kind)
+		}
+	}
+
+	if _, err := helm(t, append([]string{"template", "rc", chartDir, "--set", "sharding.enabled=true",
+		"--set", "leaderElection.enabled=false"}, requiredValues...)...); err == nil {
+		t.Error("sharding without leader election rendered; want it refused")
+	}
+}
+
+// grants reports whether one of role's rules allows every verb on
+// resource in group.
+func grants(role unstructured.Unstructured, group, resource string, verbs ...string) bool {
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	for _, r := range rules {
+		rule, _ := r.(map[string]any)
+		groups, _, _ := unstructured.NestedStringSlice(rule, "apiGroups")
+		resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+		allowed, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+		if slices.Contains(groups, group) && slices.Contains(resources, resource) && containsAll(allowed, verbs) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,56 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Unowned lists the objects of kind gvk that no live replica owns: without
+// an owner label, or owned by a replica whose shard Lease expired or is
+// gone. No replica works on those, so no replica exports their series; the
+// leader reports them instead. It waits for the sharder's cache to sync,
+// and fails rather than answer from a cache that never did.
+func (s *Sharder) Unowned(ctx context.Context, gvk schema.GroupVersionKind) ([]types.NamespacedName, error) {
+	s.init()
+	select {
+	case <-s.synced:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("shard: the sharder's cache has not synced: %w", ctx.Err())
+	}
+	replicas, _, err := s.live(ctx)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := s.list(ctx, gvk)
+	if err != nil {
+		return nil, err
+	}
+	return unowned(objs, replicas), nil
+}
+
+// unowned picks the objects whose owner is not among the live replicas.
+// An object being deleted is left out: the user asked for it to go, and
+// nobody is expected to measure it.
+func unowned(objs []*metav1.PartialObjectMetadata, replicas []string) []types.NamespacedName {
+	alive := aliveSet(replicas)
+	var out []types.NamespacedName
+	for _, o := range objs {
+		if !o.DeletionTimestamp.IsZero() || alive[o.Labels[LabelOwner]] {
+			continue
+		}
+		out = append(out, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
+	}
+	return out
+}
+
+func aliveSet(replicas []string) map[string]bool {
+	alive := make(map[string]bool, len(replicas))
+	for _, r := range replicas {
+		alive[r] = true
+	}
+	return alive
+}
