@@ -51,7 +51,7 @@ type spec struct {
 }
 
 var panels = []spec{
-	{"Time-to-exclusion vs SLO (last run)", "Interval-censored bounds of the last run per canary and surface against the surface's exclusion SLO: exclusion happened between lower and upper. A lower bound without an upper one is a censored run.", "timeseries", "s", [][2]string{
+	{"Time-to-exclusion vs SLO (last run)", "The bound the last run's verdict turns on, per canary and surface, against the surface's exclusion SLO: the upper bound when exclusion was confirmed (it happened by then), else the lower bound of a censored run (it took at least that long). Both bounds of the interval are in the run's status.", "timeseries", "s", [][2]string{
 		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_exclusion_upper_bound_seconds{` + sel + `})`, "{{canary}} {{surface}} upper"},
 		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_exclusion_lower_bound_seconds{` + sel + `})`, "{{canary}} {{surface}} lower"},
 		{`max by (namespace, canary, corpus, surface) (ragcanary_canary_surface_slo_seconds{` + sel + `})`, "{{canary}} {{surface}} SLO"},
@@ -79,7 +79,7 @@ var panels = []spec{
 		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_exclusion_lower_bound_seconds{` + sel + `}) unless on (namespace, canary, corpus, surface) ragcanary_last_run_exclusion_upper_bound_seconds`, "{{canary}} {{surface}} exclusion ≥"},
 		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_content_freshness_lower_bound_seconds{` + sel + `}) unless on (namespace, canary, corpus, surface) ragcanary_last_run_content_freshness_upper_bound_seconds`, "{{canary}} {{surface}} freshness ≥"},
 	}},
-	{"Content freshness vs SLO (last run)", "Content-freshness (UpdateContent) canaries: the time until the surface served only the new content (new visible, old gone) in the last run, against the content-freshness SLO.", "timeseries", "s", [][2]string{
+	{"Content freshness vs SLO (last run)", "Content-freshness (UpdateContent) canaries: the time until the surface served only the new content (new visible, old gone) in the last run, against the content-freshness SLO: the upper bound, or the lower bound of a censored surface.", "timeseries", "s", [][2]string{
 		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_content_freshness_upper_bound_seconds{` + sel + `})`, "{{canary}} {{surface}} upper"},
 		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_content_freshness_lower_bound_seconds{` + sel + `})`, "{{canary}} {{surface}} lower"},
 		{`max by (namespace, canary, corpus, surface) (ragcanary_canary_content_freshness_slo_seconds{` + sel + `})`, "{{canary}} {{surface}} SLO"},

@@ -30,7 +30,7 @@ var (
 	lastCompletedRunDesc = newGaugeDesc("last_completed_run_timestamp_seconds",
 		"Unix time the canary's last run finished.", runLabels)
 	exclusionLowerBoundDesc = newGaugeDesc("last_run_exclusion_lower_bound_seconds",
-		"Lower bound of time-to-exclusion of the canary's last finished run, per surface.", surfaceLabels)
+		"Lower bound of time-to-exclusion of the canary's last finished run, per surface, when it is censored (no upper bound); absent when the upper bound was established.", surfaceLabels)
 	exclusionUpperBoundDesc = newGaugeDesc("last_run_exclusion_upper_bound_seconds",
 		"Upper bound of time-to-exclusion of the canary's last finished run, per surface; absent when exclusion was not established.", surfaceLabels)
 	canarySurfaceSLODesc = newGaugeDesc("canary_surface_slo_seconds",
@@ -38,7 +38,7 @@ var (
 	canaryContentFreshnessSLODesc = newGaugeDesc("canary_content_freshness_slo_seconds",
 		"Content-freshness SLO an UpdateContent canary's runs are judged by, per probed surface.", surfaceLabels)
 	freshnessLowerBoundDesc = newGaugeDesc("last_run_content_freshness_lower_bound_seconds",
-		"Lower bound of the time until the surface served only the new content, in the content-freshness canary's last finished run.", surfaceLabels)
+		"Lower bound of the time until the surface served only the new content, in the content-freshness canary's last finished run, when censored; absent when the upper bound was established.", surfaceLabels)
 	freshnessUpperBoundDesc = newGaugeDesc("last_run_content_freshness_upper_bound_seconds",
 		"Upper bound of the time until the surface served only the new content, in the content-freshness canary's last finished run; absent when censored.", surfaceLabels)
 	postRevocationDeliveryDesc = newGaugeDesc("last_run_post_revocation_delivery_seconds",
@@ -277,11 +277,10 @@ func freshnessSamples(r Run, bounds []surfaceBounds) []sample {
 			continue
 		}
 		l := append(r.values(), b.surface)
-		if b.bounds.Lower != nil {
-			out = append(out, sample{freshnessLowerBoundDesc, b.bounds.Lower.Seconds(), l})
-		}
-		if b.bounds.Upper != nil {
-			out = append(out, sample{freshnessUpperBoundDesc, b.bounds.Upper.Seconds(), l})
+		if d, upper := censoredOrUpper(b.bounds); upper {
+			out = append(out, sample{freshnessUpperBoundDesc, d, l})
+		} else if b.bounds.Lower != nil {
+			out = append(out, sample{freshnessLowerBoundDesc, d, l})
 		}
 	}
 	return out
@@ -324,14 +323,29 @@ func lastRunSamples(r Run, completed *metav1.Time, bounds []surfaceBounds) []sam
 			continue
 		}
 		l := append(r.values(), b.surface)
-		if b.bounds.Lower != nil {
-			out = append(out, sample{exclusionLowerBoundDesc, b.bounds.Lower.Seconds(), l})
-		}
-		if b.bounds.Upper != nil {
-			out = append(out, sample{exclusionUpperBoundDesc, b.bounds.Upper.Seconds(), l})
+		if d, upper := censoredOrUpper(b.bounds); upper {
+			out = append(out, sample{exclusionUpperBoundDesc, d, l})
+		} else if b.bounds.Lower != nil {
+			out = append(out, sample{exclusionLowerBoundDesc, d, l})
 		}
 	}
 	return out
+}
+
+// censoredOrUpper is the one bound a last run exports per surface: the
+// upper bound when it was established, else (censored) the lower. Every
+// alert and panel reads the bound the verdict turns on — an established
+// upper bound, or the lower bound of a surface that has none — and a lower
+// bound beside an upper one was a series per canary and surface (a tenth
+// of a 10,000-canary scrape) that only the run's status needs to keep.
+func censoredOrUpper(b *v1alpha1.ExclusionBounds) (seconds float64, upper bool) {
+	if b.Upper != nil {
+		return b.Upper.Seconds(), true
+	}
+	if b.Lower != nil {
+		return b.Lower.Seconds(), false
+	}
+	return 0, false
 }
 
 // handMadeRunSamples reports runs created by hand, which no canary

@@ -184,12 +184,10 @@ ragcanary_last_completed_run_timestamp_seconds{canary="hourly",corpus="kb",names
 ragcanary_last_completed_run_timestamp_seconds{canary="moved",corpus="old",namespace="rag"} 800
 ragcanary_last_completed_run_timestamp_seconds{canary="streamfail",corpus="kb",namespace="rag"} 600
 ragcanary_last_completed_run_timestamp_seconds{canary="streaming",corpus="kb",namespace="rag"} 700
-# HELP ragcanary_last_run_exclusion_lower_bound_seconds Lower bound of time-to-exclusion of the canary's last finished run, per surface.
+# HELP ragcanary_last_run_exclusion_lower_bound_seconds Lower bound of time-to-exclusion of the canary's last finished run, per surface, when it is censored (no upper bound); absent when the upper bound was established.
 # TYPE ragcanary_last_run_exclusion_lower_bound_seconds gauge
 ragcanary_last_run_exclusion_lower_bound_seconds{canary="",corpus="kb",namespace="rag",surface="Search"} 300
 ragcanary_last_run_exclusion_lower_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Answer"} 50
-ragcanary_last_run_exclusion_lower_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Conversation"} 70
-ragcanary_last_run_exclusion_lower_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Search"} 10
 # HELP ragcanary_last_run_exclusion_upper_bound_seconds Upper bound of time-to-exclusion of the canary's last finished run, per surface; absent when exclusion was not established.
 # TYPE ragcanary_last_run_exclusion_upper_bound_seconds gauge
 ragcanary_last_run_exclusion_upper_bound_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Conversation"} 75
@@ -223,8 +221,8 @@ func TestObjectCollectorDerivesGaugesFromObjects(t *testing.T) {
 func TestObjectCollectorDropsDeletedObjects(t *testing.T) {
 	reader := newReader(t, nil, fixture()...)
 	c := NewObjectCollector(reader, clocktesting.NewFakePassiveClock(scrapeTime))
-	if n := seriesOf(t, c, "hourly", "iso"); n != 10 {
-		t.Fatalf("before deletion: %d series of canary hourly and suite iso, want 10", n)
+	if n := seriesOf(t, c, "hourly", "iso"); n != 8 {
+		t.Fatalf("before deletion: %d series of canary hourly and suite iso, want 8", n)
 	}
 	ctx := context.Background()
 	for _, obj := range []client.Object{canary("hourly", nil), &v1alpha1.EvalSuite{ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: "iso"}}} {

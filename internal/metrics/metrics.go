@@ -99,10 +99,19 @@ var (
 		Namespace: namespace, Name: "reappearances_total",
 		Help: "Positive probes that followed a negative one after revocation: a replica or cache serving revoked content, per corpus and surface.",
 	}, corpusSurfaceLabels)
+	// Probes are counted twice: per corpus with the full breakdown, and
+	// per canary by outcome only while the canary's run probes. Per canary
+	// by surface, role and outcome, kept between runs, they were a third
+	// of a 10,000-canary scrape (BenchmarkScrape10000Canaries) counting
+	// nothing between runs.
 	ProbesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "probes_total",
-		Help: "Probes by surface, probing role and outcome (present, absent, error).",
-	}, []string{LabelNamespace, LabelCanary, LabelCorpus, LabelSurface, LabelRole, LabelOutcome})
+		Help: "Probes by corpus, surface, probing role and outcome (present, absent, error).",
+	}, []string{LabelNamespace, LabelCorpus, LabelSurface, LabelRole, LabelOutcome})
+	CanaryProbesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "canary_probes_total",
+		Help: "Probes of the canary's run in progress by outcome (present, absent, error), every surface and role; absent between runs: deleted when the run finishes.",
+	}, []string{LabelNamespace, LabelCanary, LabelCorpus, LabelOutcome})
 	ProbeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "probe_duration_seconds",
 		Help:    "Duration of one probe of the probed persona, including rate-limit waits inside the driver's retries, per corpus and surface.",
@@ -121,7 +130,7 @@ var all = []interface {
 	DeletePartialMatch(prometheus.Labels) int
 }{
 	TimeToVisibility, TimeToExclusion, CacheInvalidation,
-	LiveExposure, RunsTotal, IsolationViolationsTotal, ReappearancesTotal, ProbesTotal,
+	LiveExposure, RunsTotal, IsolationViolationsTotal, ReappearancesTotal, ProbesTotal, CanaryProbesTotal,
 	ProbeDuration, ProbeSchedulingLag,
 }
 
@@ -252,7 +261,8 @@ const (
 )
 
 // RecordCompletion records a finished run: the verdict count and the
-// histograms of time-to-visibility and of upper bounds. Live exposure goes.
+// histograms of time-to-visibility and of upper bounds. Live exposure and
+// the canary's probe counts go (forgetRunProbes).
 // The last-run gauges are not set here: ObjectCollector builds them from
 // the canary's status.
 //
@@ -264,6 +274,7 @@ func RecordCompletion(r Run, c Completion) {
 	l := r.labels()
 	l[LabelVerdict] = c.Verdict
 	RunsTotal.With(l).Inc()
+	forgetRunProbes(r)
 	if c.TimeToVisibility != nil {
 		TimeToVisibility.With(r.corpusLabels()).Observe(c.TimeToVisibility.Seconds())
 	}

@@ -100,7 +100,8 @@ func observedHistogram(t *testing.T, o prometheus.Observer) *dto.Histogram {
 
 // TestCollectorFreshnessSeries: a content-freshness canary exports its
 // per-surface content-freshness SLO (not an exclusion SLO) and its last
-// run's freshness bounds; a revocation canary exports per-surface exclusion
+// run's freshness bound per surface (the upper, or the lower of a censored
+// surface, never both); a revocation canary exports per-surface exclusion
 // SLOs.
 func TestCollectorFreshnessSeries(t *testing.T) {
 	// The SLOs are the judged ones (measure.JudgedSLO): the corpus's
@@ -113,7 +114,9 @@ func TestCollectorFreshnessSeries(t *testing.T) {
 		c.Spec.Revocation.Method = v1alpha1.RevokeUpdateContent
 		c.Status.LastRun = &v1alpha1.RunSummary{Name: "fresh-1", CompletionTime: at(1000),
 			Surfaces: []v1alpha1.SurfaceSummary{{Surface: v1alpha1.SurfaceSearch,
-				ContentFreshness: &v1alpha1.ExclusionBounds{Lower: dur(2 * time.Second), Upper: dur(5 * time.Second)}}}}
+				ContentFreshness: &v1alpha1.ExclusionBounds{Lower: dur(2 * time.Second), Upper: dur(5 * time.Second)}},
+				// Censored: its lower bound is the one it exports.
+				{Surface: v1alpha1.SurfaceAnswer, ContentFreshness: &v1alpha1.ExclusionBounds{Lower: dur(7 * time.Second)}}}}
 	})
 	grant := canary("grant", func(c *v1alpha1.RevocationCanary) {
 		c.Spec.Probing.Surfaces = []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer}
@@ -128,9 +131,9 @@ ragcanary_canary_content_freshness_slo_seconds{canary="fresh",corpus="kb",namesp
 # TYPE ragcanary_canary_surface_slo_seconds gauge
 ragcanary_canary_surface_slo_seconds{canary="grant",corpus="kb",namespace="rag",surface="Answer"} 20
 ragcanary_canary_surface_slo_seconds{canary="grant",corpus="kb",namespace="rag",surface="Search"} 10
-# HELP ragcanary_last_run_content_freshness_lower_bound_seconds Lower bound of the time until the surface served only the new content, in the content-freshness canary's last finished run.
+# HELP ragcanary_last_run_content_freshness_lower_bound_seconds Lower bound of the time until the surface served only the new content, in the content-freshness canary's last finished run, when censored; absent when the upper bound was established.
 # TYPE ragcanary_last_run_content_freshness_lower_bound_seconds gauge
-ragcanary_last_run_content_freshness_lower_bound_seconds{canary="fresh",corpus="kb",namespace="rag",surface="Search"} 2
+ragcanary_last_run_content_freshness_lower_bound_seconds{canary="fresh",corpus="kb",namespace="rag",surface="Answer"} 7
 # HELP ragcanary_last_run_content_freshness_upper_bound_seconds Upper bound of the time until the surface served only the new content, in the content-freshness canary's last finished run; absent when censored.
 # TYPE ragcanary_last_run_content_freshness_upper_bound_seconds gauge
 ragcanary_last_run_content_freshness_upper_bound_seconds{canary="fresh",corpus="kb",namespace="rag",surface="Search"} 5
