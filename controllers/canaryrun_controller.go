@@ -91,6 +91,8 @@ type runCtx struct {
 	key    types.NamespacedName
 	now    time.Time
 	deps   *runDeps
+	// refs is the resolution the reconcile's steps share (resolveRefs).
+	refs *runDeps
 	// persistWithNext says the step's changes may wait for the next
 	// step's write: that step persists before it acts, and a restart in
 	// between redoes this step idempotently.
@@ -108,6 +110,7 @@ func (r *CanaryRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	rc := &runCtx{run: &run, before: run.DeepCopy(), key: req.NamespacedName, now: r.Clock.Now()}
+	defer rc.releaseRefs()
 	if r.Shard.Draining(&run) {
 		return r.handOver(ctx, rc)
 	}
