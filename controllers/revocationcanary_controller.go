@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strconv"
 	"errors"
 	"fmt"
 	"time"
@@ -467,7 +468,7 @@ const canaryWorkers = 8
 // SetupWithManager registers the controller. The canary is reconciled on
 // spec changes and on annotation changes (run-now), not on its own status
 // writes (the start of its deletion changes the generation); on a run
-// being created, changing phase or deleted; and on a
+// being created, finishing or deleted; and on a
 // referenced Corpus or Persona appearing or disappearing.
 func (r *RevocationCanaryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := r.indexReferences(mgr); err != nil {
@@ -476,7 +477,11 @@ func (r *RevocationCanaryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.RevocationCanary{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, drainAsked()))).
-		Owns(&v1alpha1.CanaryRun{}, builder.WithPredicates(phaseChanged(func(r *v1alpha1.CanaryRun) string { return string(r.Status.Phase) }))).
+		// A canary reads of its runs only whether each has finished
+		// (describeCanaryRun): a run's other phase changes, four or more
+		// per run, would reconcile it for nothing, and with 10,000 runs
+		// starting those reconciles queued behind the API server.
+		Owns(&v1alpha1.CanaryRun{}, builder.WithPredicates(phaseChanged(func(r *v1alpha1.CanaryRun) string { return strconv.FormatBool(runFinished(r)) }))).
 		Watches(&v1alpha1.Corpus{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newCanaryList, canaryCorpusIndex)),
 			builder.WithPredicates(existenceChanged())).
 		Watches(&v1alpha1.Persona{}, handler.EnqueueRequestsFromMapFunc(referrers(r.Client, newCanaryList, canaryPersonaIndex)),
