@@ -23,6 +23,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/pprof"
+	"sync"
 	"syscall"
 	"time"
 
@@ -73,6 +75,7 @@ type options struct {
 	childNice      int
 	apiProfile     string
 	cpuProfile     string
+	setupProfile   string
 	heapProfile    string
 	verbose        bool
 }
@@ -95,6 +98,7 @@ func main() {
 	flag.IntVar(&o.childNice, "child-nice", 0, "nice value for etcd, kube-apiserver, kube-controller-manager and the ragtargets during the window (0: as started, sharing the CPUs equally with the manager; 10: the manager first, as when they run on other machines)")
 	flag.StringVar(&o.apiProfile, "apiserver-cpuprofile", "", "write a CPU profile of kube-apiserver over the window (up to 5 min of it) to this file")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurement window to this file")
+	flag.StringVar(&o.setupProfile, "setup-cpuprofile", "", "write a CPU profile of the manager (and the benchmark's own client) over the setup to this file")
 	flag.StringVar(&o.heapProfile, "heapprofile", "", "write a heap profile at the end of the window to this file")
 	flag.IntVar(&o.showWrites, "show-writes", 0, "print the bodies of the window's first N run status patches")
 	flag.BoolVar(&o.verbose, "v", false, "log the manager's info messages")
@@ -209,6 +213,11 @@ func run(ctx context.Context, o options) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
+	stopProfile, err := startProfile(o.setupProfile)
+	if err != nil {
+		return nil, err
+	}
+	defer stopProfile()
 	setupStart := time.Now()
 	setupCtx, cancelSetup := context.WithTimeout(ctx, o.setupTimeout)
 	defer cancelSetup()
@@ -236,6 +245,7 @@ func run(ctx context.Context, o options) (*result, error) {
 		return nil, err
 	}
 	setup := time.Since(setupStart)
+	stopProfile()
 	setupWrites := writes.snapshot()
 	after, err := sampleSetup(ctx, api)
 	if err != nil {
@@ -292,4 +302,22 @@ func startManager(ctx context.Context, base *rest.Config, scheme *runtime.Scheme
 		}
 	}()
 	return done, nil
+}
+
+// startProfile starts a CPU profile of this process into path, if one is
+// asked for, and returns what stops it (safe to call more than once).
+func startProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { pprof.StopCPUProfile(); f.Close() }) }, nil
 }
