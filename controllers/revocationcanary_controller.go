@@ -2,9 +2,9 @@ package controllers
 
 import (
 	"context"
-	"strconv"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
