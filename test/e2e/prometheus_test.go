@@ -121,6 +121,9 @@ func TestDashboardAgainstOperator(t *testing.T) {
 var faultOnly = map[string]string{
 	// The leader's sharder, for a canary no live replica owns.
 	"ragcanary_shard_unowned_canary": "internal/shard TestSharderExportsUnownedCanaries",
+	// A content-freshness surface's lower bound, exported only while its
+	// last run is censored (no upper bound); no freshness run here is.
+	"ragcanary_last_run_content_freshness_lower_bound_seconds": "internal/metrics TestCollectorFreshnessSeries (censored freshness surface)",
 }
 
 // checkQueries fails for a query Prometheus rejects or one that names a
