@@ -59,8 +59,12 @@ const maxStepsPerReconcile = 10
 // only read its results and persist them.
 type CanaryRunReconciler struct {
 	client.Client
-	// APIReader reads Secrets uncached.
+	// APIReader reads the recipe Secret uncached (it is patched after it
+	// is read).
 	APIReader client.Reader
+	// Secrets reads the run's token Secret, through the Secret value
+	// cache in the operator.
+	Secrets client.Reader
 	// Door resolves Corpora and Personas into drivers and credentials.
 	Door     *target.Door
 	Clock    clock.WithTicker

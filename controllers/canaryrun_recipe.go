@@ -67,6 +67,7 @@ func (r *CanaryRunReconciler) keepCleanupRecipe(ctx context.Context, run *v1alph
 		if err := controllerutil.SetControllerReference(run, secret, r.Scheme()); err != nil {
 			return err
 		}
+		defer r.forgetSecret(key)
 		return r.Create(ctx, secret)
 	}
 	if err != nil {
@@ -81,7 +82,17 @@ func (r *CanaryRunReconciler) keepCleanupRecipe(ctx context.Context, run *v1alph
 	}
 	existing.Data, existing.Labels = data, labels
 	controllerutil.AddFinalizer(&existing, RecipeFinalizer)
+	defer r.forgetSecret(key)
 	return r.Update(ctx, &existing)
+}
+
+// forgetSecret drops a Secret this reconciler just wrote from the value
+// cache: until the metadata informer shows the write, the cache would
+// otherwise still match the version it holds.
+func (r *CanaryRunReconciler) forgetSecret(key types.NamespacedName) {
+	if f, ok := r.Secrets.(interface{ Forget(types.NamespacedName) }); ok {
+		f.Forget(key)
+	}
 }
 
 func sameData(a, b map[string][]byte) bool {
@@ -227,10 +238,13 @@ func identityText(id target.TargetIdentity, err error) string {
 	return id.String()
 }
 
-// keptRecipe reads the run's cleanup copy; nil when the run has none.
+// keptRecipe reads the run's cleanup copy; nil when the run has none. It
+// is read at every reconcile and written only while planting, so it is
+// read through the Secret value cache, which keepCleanupRecipe's writes
+// invalidate.
 func (r *CanaryRunReconciler) keptRecipe(ctx context.Context, run *v1alpha1.CanaryRun) (*target.Recipe, string, error) {
 	var secret corev1.Secret
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: recipeSecretName(run)}, &secret)
+	err := r.Secrets.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: recipeSecretName(run)}, &secret)
 	if apierrors.IsNotFound(err) || (err == nil && !metav1.IsControlledBy(&secret, run)) {
 		return nil, "", nil
 	}
@@ -268,6 +282,7 @@ func (r *CanaryRunReconciler) releaseCleanupRecipe(ctx context.Context, run *v1a
 	if !metav1.IsControlledBy(&secret, run) {
 		return nil
 	}
+	defer r.forgetSecret(client.ObjectKeyFromObject(&secret))
 	if controllerutil.ContainsFinalizer(&secret, RecipeFinalizer) {
 		base := secret.DeepCopy()
 		controllerutil.RemoveFinalizer(&secret, RecipeFinalizer)

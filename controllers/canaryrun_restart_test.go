@@ -97,7 +97,7 @@ func startOperatorWith(t *testing.T, cfg *rest.Config, heartbeat time.Duration,
 	if err := mgr.Add(engine); err != nil {
 		t.Fatal(err)
 	}
-	r := &CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+	r := &CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Secrets: mgr.GetAPIReader(),
 		Door: door(mgr.GetAPIReader(), engine.Limiters()), Clock: clk, Probes: engine,
 		Checkpoint: heartbeat, Recorder: mgr.GetEventRecorder("canaryrun-controller")}
 	if err := r.SetupWithManager(mgr); err != nil {

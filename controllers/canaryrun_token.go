@@ -185,12 +185,13 @@ func (r *CanaryRunReconciler) ensureToken(ctx context.Context, run *v1alpha1.Can
 	return t, "", nil
 }
 
-// readToken reads the token from the run's Secret, uncached. A missing
+// readToken reads the token from the run's Secret, through the Secret
+// value cache (the Secret is written once, at planting). A missing
 // Secret is returned as a NotFound error.
 func (r *CanaryRunReconciler) readToken(ctx context.Context, run *v1alpha1.CanaryRun) (canaryToken, string, error) {
 	var secret corev1.Secret
 	key := types.NamespacedName{Namespace: run.Namespace, Name: run.Status.TokenSecretName}
-	if err := r.APIReader.Get(ctx, key, &secret); err != nil {
+	if err := r.Secrets.Get(ctx, key, &secret); err != nil {
 		return canaryToken{}, "", err
 	}
 	if !metav1.IsControlledBy(&secret, run) {

@@ -26,9 +26,9 @@ const personaSecretIndex = ".spec.credentialSecretRef.name"
 // or logs.
 type PersonaReconciler struct {
 	client.Client
-	// APIReader reads Secrets directly from the API server, so the operator
-	// keeps no cache of Secret values.
-	APIReader client.Reader
+	// Secrets reads credential Secrets: in the operator the door's reader,
+	// whose value cache is checked against the Secret metadata informer.
+	Secrets client.Reader
 }
 
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=personas,verbs=get;list;watch
@@ -61,7 +61,7 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // so there is no retry loop. API errors are returned for backoff.
 func (r *PersonaReconciler) credentialCondition(ctx context.Context, p *v1alpha1.Persona) (metav1.Condition, error) {
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: p.Generation}
-	_, err := target.Credential(ctx, r.APIReader, p.Namespace, p.Spec.CredentialSecretRef)
+	_, err := target.Credential(ctx, r.Secrets, p.Namespace, p.Spec.CredentialSecretRef)
 	out := reconcile.Compute(err, reconcile.Policy{})
 	switch {
 	case out.Err != nil:

@@ -12,6 +12,7 @@ import (
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/probe"
+	"github.com/ragcanary/ragcanary/internal/secretcache"
 	"github.com/ragcanary/ragcanary/internal/shard"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
@@ -45,6 +46,13 @@ type Options struct {
 	// when it leaves this replica; metrics.Forget and metrics.ForgetSuite
 	// when nil.
 	ForgetCanary, ForgetSuite func(namespace, name string)
+	// SecretCache bounds the memory cache of credential and run token
+	// Secret values (package secretcache); its defaults when nil, none
+	// when MaxEntries ≤ 0.
+	SecretCache *secretcache.Limits
+	// secrets is the Door's Secret reader, which the Persona and
+	// CanaryRun reconcilers share (completeOptions).
+	secrets client.Reader
 }
 
 // Defaults are the operator-wide values for settings objects may leave unset.
@@ -125,10 +133,30 @@ func completeOptions(mgr ctrl.Manager, opts Options) (Options, error) {
 		return opts, errors.New("controllers: Options.Door is required")
 	}
 	door := *opts.Door
+	door.Reader = secretReader(mgr, door.Reader, opts.SecretCache)
+	opts.secrets = door.Reader
 	door.Limiters = opts.Probes.Limiters()
 	door.DefaultLimit = opts.Defaults.RateLimit
 	opts.Door = &door
 	return opts, nil
+}
+
+// secretReader serves the Secret reads of the door and of run tokens from
+// a bounded value cache checked against the manager's metadata-only Secret
+// informer (package secretcache), reading from api when the cache is off.
+// api may be nil in a door that reads no Secret.
+func secretReader(mgr ctrl.Manager, api client.Reader, limits *secretcache.Limits) client.Reader {
+	if api == nil {
+		api = mgr.GetAPIReader()
+	}
+	l := secretcache.DefaultLimits
+	if limits != nil {
+		l = *limits
+	}
+	if l.MaxEntries <= 0 {
+		return api
+	}
+	return secretcache.New(api, mgr.GetCache(), l)
 }
 
 // setupReconcilers registers every reconciler, without the object
@@ -139,7 +167,7 @@ func setupReconcilers(mgr ctrl.Manager, opts Options) error {
 	c := newUncachedConfigMaps(mgr.GetClient(), mgr.GetAPIReader())
 	setups := []func() error{
 		func() error {
-			return (&PersonaReconciler{Client: c, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+			return (&PersonaReconciler{Client: c, Secrets: opts.secrets}).SetupWithManager(mgr)
 		},
 		func() error {
 			return (&RevocationCanaryReconciler{newParentReconciler(mgr, c, opts, "revocationcanary-controller")}).SetupWithManager(mgr)
@@ -148,7 +176,7 @@ func setupReconcilers(mgr ctrl.Manager, opts Options) error {
 			return (&CorpusReconciler{Client: c, Door: opts.Door, Clock: opts.Clock}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&CanaryRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Door: opts.Door,
+			return (&CanaryRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Secrets: opts.secrets, Door: opts.Door,
 				Clock: opts.Clock, Probes: opts.Probes, Checkpoint: opts.StatusCheckpoint, Shard: opts.Shard,
 				Recorder: mgr.GetEventRecorder("canaryrun-controller")}).SetupWithManager(mgr)
 		},

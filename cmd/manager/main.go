@@ -19,6 +19,7 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/controllers"
 	"github.com/ragcanary/ragcanary/internal/manager"
+	"github.com/ragcanary/ragcanary/internal/secretcache"
 	"github.com/ragcanary/ragcanary/internal/shard"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
@@ -36,6 +37,7 @@ type settings struct {
 	watchNamespace    string
 	secretNamespaces  string
 	statusCheckpoint  time.Duration
+	secretCache       secretcache.Limits
 	sharding          bool
 	shardName         string
 	shardLease        time.Duration
@@ -68,6 +70,9 @@ func parseFlags(args []string) (settings, error) {
 	fs.StringVar(&s.shardName, "shard-name", shard.DefaultName(), "This replica's name in shard labels, its shard Lease name and the User-Agent of its probes (default: $POD_NAME, else the host name).")
 	fs.DurationVar(&s.shardLease, "shard-lease-duration", shard.DefaultLeaseDuration, "How long a replica's shard Lease lives without a renewal before its share moves to the others.")
 	fs.DurationVar(&s.shardRenew, "shard-renew-interval", shard.DefaultRenewInterval, "How often a replica renews its shard Lease.")
+	s.secretCache = secretcache.DefaultLimits
+	fs.IntVar(&s.secretCache.MaxEntries, "secret-cache-max-entries", secretcache.DefaultMaxEntries, "Credential and run token Secrets whose values the operator keeps in memory between reconciles, served while its Secret metadata watch shows them unchanged; 0 reads every one from the API server each time (no values kept in memory).")
+	fs.Func("secret-cache-max-bytes", fmt.Sprintf("Memory the kept Secret values may take (default %d).", secretcache.DefaultMaxBytes), positiveInt64(&s.secretCache.MaxBytes))
 	def := controllers.DefaultSettings()
 	fs.DurationVar(&s.statusCheckpoint, "status-checkpoint-interval", controllers.DefaultStatusCheckpointInterval, "How often probe counters and the latest sighting are checkpointed into CanaryRun status while a run probes; what a restart could not observe again (a first negative, a reappearance, a confirmed exclusion, a sentinel sighting) is written when it happens. A restart can widen a run's interval by up to this much. The default keeps an active run under 0.001 status writes per second (docs/scaling.md).")
 	fs.DurationVar(&s.statusCheckpoint, "probe-heartbeat", controllers.DefaultStatusCheckpointInterval, "Deprecated: the former name of --status-checkpoint-interval.")
@@ -153,7 +158,7 @@ func run(s settings) error {
 		return err
 	}
 	door := &target.Door{Reader: mgr.GetAPIReader(), Allow: allow, Addresses: addrs, UserAgent: target.UserAgent(replica.Name)}
-	if err := controllers.SetupAll(mgr, controllers.Options{Door: door, StatusCheckpoint: s.statusCheckpoint, Defaults: s.defaults, Shard: replica}); err != nil {
+	if err := controllers.SetupAll(mgr, controllers.Options{Door: door, StatusCheckpoint: s.statusCheckpoint, SecretCache: &s.secretCache, Defaults: s.defaults, Shard: replica}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
 	if err := s.setupSharding(mgr, replica); err != nil {

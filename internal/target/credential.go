@@ -31,8 +31,10 @@ const ReasonSecretAccessDenied = "SecretAccessDenied"
 // a Stalled *Problem when the Secret is missing, unlabelled or lacks the
 // key, or when the operator may not read Secrets in namespace (retrying
 // cannot help: granting access is a chart upgrade, which restarts the
-// operator), and other errors as Transient. reader should be uncached: the
-// operator then keeps no cache of Secret values.
+// operator), and other errors as Transient. The operator's reader keeps
+// values in a bounded cache checked against its Secret metadata watch
+// (package secretcache); it never uses an informer of whole Secrets, which
+// would hold every Secret in the watched namespaces.
 func Credential(ctx context.Context, reader client.Reader, namespace string, ref v1alpha1.SecretKeyReference) ([]byte, error) {
 	var secret corev1.Secret
 	err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, &secret)

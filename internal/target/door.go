@@ -35,7 +35,8 @@ const DefaultTimeout = 10 * time.Second
 // Door resolves Corpora and Personas into what a caller needs to talk to the
 // system under test. It is safe for concurrent use.
 type Door struct {
-	// Reader reads credential Secrets; in the operator an uncached API reader.
+	// Reader reads credential Secrets; in the operator the bounded
+	// secretcache reader in front of the API server.
 	Reader client.Reader
 	// Allow is the operator's target allowlist.
 	Allow Allowlist

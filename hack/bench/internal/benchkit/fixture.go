@@ -64,10 +64,10 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // NewClient is the benchmark's own client, without client-side rate limits.
-func NewClient(base *rest.Config, scheme *runtime.Scheme) (client.Client, error) {
+func NewClient(base *rest.Config, scheme *runtime.Scheme) (client.WithWatch, error) {
 	cfg := rest.CopyConfig(base)
 	cfg.QPS, cfg.Burst = -1, 0
-	return client.New(cfg, client.Options{Scheme: scheme})
+	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 }
 
 // CreateFixture creates, per namespace, the namespace, credentials, the
