@@ -25,18 +25,20 @@ import (
 // its runs finish) and a deleted object's series go with it. Counters and
 // histograms count events that no object records; they stay pushed.
 var (
-	canarySchedulePeriodDesc = newGaugeDesc("canary_schedule_period_seconds",
-		"Time between the canary's scheduled runs; absent while the canary is suspended or not ready.", runLabels)
+	canaryStaleAfterDesc = newGaugeDesc("canary_stale_after_timestamp_seconds",
+		"Unix time after which the canary has gone three schedule periods without completing a run, counted from its last run's completion or, before any, from its creation; absent while the canary is suspended or not ready.", runLabels)
 	lastCompletedRunDesc = newGaugeDesc("last_completed_run_timestamp_seconds",
-		"Unix time the canary's last run finished.", runLabels)
+		"Unix time the newest finished CanaryRun created by hand (canary=\"\") finished, per namespace and corpus; a canary's runs are in canary_stale_after_timestamp_seconds.", runLabels)
 	exclusionLowerBoundDesc = newGaugeDesc("last_run_exclusion_lower_bound_seconds",
 		"Lower bound of time-to-exclusion of the canary's last finished run, per surface, when it is censored (no upper bound); absent when the upper bound was established.", surfaceLabels)
 	exclusionUpperBoundDesc = newGaugeDesc("last_run_exclusion_upper_bound_seconds",
 		"Upper bound of time-to-exclusion of the canary's last finished run, per surface; absent when exclusion was not established.", surfaceLabels)
+	corpusSurfaceSLODesc = newGaugeDesc("corpus_surface_slo_seconds",
+		"Exclusion SLO a canary of the corpus is judged by on a surface its canaries probe, unless canary_surface_slo_seconds gives the canary its own.", corpusSurfaceLabels)
 	canarySurfaceSLODesc = newGaugeDesc("canary_surface_slo_seconds",
-		"Exclusion SLO the canary's runs are judged by, per probed surface; absent for content-freshness (UpdateContent) canaries.", surfaceLabels)
+		"Exclusion SLO the canary's runs are judged by on a probed surface, only where it differs from corpus_surface_slo_seconds (the canary sets exclusionSLO); absent for content-freshness (UpdateContent) canaries.", surfaceLabels)
 	canaryContentFreshnessSLODesc = newGaugeDesc("canary_content_freshness_slo_seconds",
-		"Content-freshness SLO an UpdateContent canary's runs are judged by, per probed surface.", surfaceLabels)
+		"Content-freshness SLO an UpdateContent canary's runs are judged by, per probed surface; every UpdateContent canary has it, which also tells the exclusion alerts to leave the canary to the freshness alert.", surfaceLabels)
 	freshnessLowerBoundDesc = newGaugeDesc("last_run_content_freshness_lower_bound_seconds",
 		"Lower bound of the time until the surface served only the new content, in the content-freshness canary's last finished run, when censored; absent when the upper bound was established.", surfaceLabels)
 	freshnessUpperBoundDesc = newGaugeDesc("last_run_content_freshness_upper_bound_seconds",
@@ -53,9 +55,9 @@ var (
 
 // derivedDescs lists every family the ObjectCollector builds.
 var derivedDescs = []*prometheus.Desc{
-	canarySchedulePeriodDesc, lastCompletedRunDesc,
+	canaryStaleAfterDesc, lastCompletedRunDesc,
 	exclusionLowerBoundDesc, exclusionUpperBoundDesc,
-	canarySurfaceSLODesc, canaryContentFreshnessSLODesc, freshnessLowerBoundDesc, freshnessUpperBoundDesc,
+	corpusSurfaceSLODesc, canarySurfaceSLODesc, canaryContentFreshnessSLODesc, freshnessLowerBoundDesc, freshnessUpperBoundDesc,
 	postRevocationDeliveryDesc, postRevocationBytesDesc,
 	suiteLastRunPassedDesc, suiteLastCompletedRunDesc,
 }
@@ -188,6 +190,7 @@ func derive(o objects, now time.Time) []sample {
 			out = append(out, canarySamples(canary, o, now)...)
 		}
 	}
+	out = append(out, corpusSLOSamples(o)...)
 	out = append(out, handMadeRunSamples(o.runs)...)
 	for i := range o.suites {
 		if s := &o.suites[i]; s.DeletionTimestamp.IsZero() {
@@ -197,17 +200,20 @@ func derive(o objects, now time.Time) []sample {
 	return out
 }
 
-// canarySamples: the SLOs and period of a ready canary, and its last
-// finished run as status.lastRun summarises it (the summary outlives the
-// run when the history limit deletes it).
+// canarySamples: the SLOs a canary sets apart from its corpus's, when it
+// is due to be stale, and its last finished run as status.lastRun
+// summarises it (the summary outlives the run when the history limit
+// deletes it).
 func canarySamples(canary *v1alpha1.RevocationCanary, o objects, now time.Time) []sample {
 	var out []sample
 	corpus := o.corpora[client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.CorpusRef.Name}]
-	if corpus != nil && meta.IsStatusConditionTrue(canary.Status.Conditions, v1alpha1.ConditionReady) {
-		l := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name}.values()
+	if corpus != nil {
 		out = append(out, surfaceSLOSamples(canary, corpus)...)
-		if p := schedulePeriod(canary, now); p > 0 {
-			out = append(out, sample{canarySchedulePeriodDesc, p.Seconds(), l})
+	}
+	if corpus != nil && meta.IsStatusConditionTrue(canary.Status.Conditions, v1alpha1.ConditionReady) {
+		if at, ok := staleAfter(canary, now); ok {
+			l := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name}.values()
+			out = append(out, sample{canaryStaleAfterDesc, float64(at.Unix()), l})
 		}
 	}
 	last := canary.Status.LastRun
@@ -229,7 +235,7 @@ func canarySamples(canary *v1alpha1.RevocationCanary, o objects, now time.Time) 
 			fresh = append(fresh, surfaceBounds{string(m.Surface), m.ContentFreshness})
 		}
 	}
-	out = append(out, lastRunSamples(r, last.CompletionTime, bounds)...)
+	out = append(out, lastRunSamples(r, nil, bounds)...)
 	out = append(out, inFlightSamples(r, last.InFlight)...)
 	return append(out, freshnessSamples(r, fresh)...)
 }
@@ -248,22 +254,70 @@ func inFlightSamples(r Run, m *v1alpha1.InFlightSummary) []sample {
 }
 
 // surfaceSLOSamples: per probed surface, the SLO the canary's runs are
-// judged by, in the family of the canary's kind, so an alert joining a
-// bound with it never judges a content update by the exclusion SLO.
+// judged by where its corpus's (corpusSLOSamples) is not that SLO. A
+// content-freshness canary always has its own, in the freshness family, so
+// an alert never judges a content update by the exclusion SLO; an
+// ordinary canary has one only where it sets exclusionSLO. That keeps the
+// SLO out of most canaries' series: it was one per canary and surface, a
+// fifth of a 10,000-canary scrape.
 func surfaceSLOSamples(canary *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus) []sample {
+	content := canary.Spec.Revocation.Method == v1alpha1.RevokeUpdateContent
 	desc := canarySurfaceSLODesc
-	if canary.Spec.Revocation.Method == v1alpha1.RevokeUpdateContent {
+	if content {
 		desc = canaryContentFreshnessSLODesc
 	}
-	surfaces := canary.Spec.Probing.Surfaces
-	if len(surfaces) == 0 {
-		surfaces = []v1alpha1.Surface{v1alpha1.SurfaceSearch}
-	}
 	var out []sample
-	for _, s := range surfaces {
-		l := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name}.values()
+	for _, s := range probedSurfaces(canary) {
 		slo, _ := measure.JudgedSLO(&canary.Spec.CanarySpec, corpus, s)
+		if !content && slo == corpusSLO(corpus, s) {
+			continue
+		}
+		l := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name}.values()
 		out = append(out, sample{desc, slo.Seconds(), append(l, string(s))})
+	}
+	return out
+}
+
+// probedSurfaces are the surfaces a canary's runs measure: Search when it
+// names none.
+func probedSurfaces(canary *v1alpha1.RevocationCanary) []v1alpha1.Surface {
+	if len(canary.Spec.Probing.Surfaces) == 0 {
+		return []v1alpha1.Surface{v1alpha1.SurfaceSearch}
+	}
+	return canary.Spec.Probing.Surfaces
+}
+
+// corpusSLO is the exclusion SLO a canary of corpus that sets none of its
+// own is judged by on surface s.
+func corpusSLO(corpus *v1alpha1.Corpus, s v1alpha1.Surface) time.Duration {
+	slo, _ := measure.JudgedSLO(&v1alpha1.CanarySpec{}, corpus, s)
+	return slo
+}
+
+// corpusSLOSamples: per corpus, the exclusion SLO of each surface some
+// canary of the corpus probes (canaries being deleted included: their
+// last runs are still exported).
+func corpusSLOSamples(o objects) []sample {
+	type key struct {
+		corpus  client.ObjectKey
+		surface v1alpha1.Surface
+	}
+	seen := map[key]bool{}
+	var out []sample
+	for i := range o.canaries {
+		canary := &o.canaries[i]
+		ck := client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.CorpusRef.Name}
+		corpus := o.corpora[ck]
+		if corpus == nil {
+			continue
+		}
+		for _, s := range probedSurfaces(canary) {
+			if seen[key{ck, s}] {
+				continue
+			}
+			seen[key{ck, s}] = true
+			out = append(out, sample{corpusSurfaceSLODesc, corpusSLO(corpus, s).Seconds(), []string{ck.Namespace, ck.Name, string(s)}})
+		}
 	}
 	return out
 }
@@ -284,6 +338,28 @@ func freshnessSamples(r Run, bounds []surfaceBounds) []sample {
 		}
 	}
 	return out
+}
+
+// staleAfterPeriods is how many schedule periods a canary may go without
+// completing a run before it is stale (RagcanaryCanaryStale).
+const staleAfterPeriods = 3
+
+// staleAfter is when the canary will have gone staleAfterPeriods without a
+// completed run: from its last run's completion, or from its creation
+// before any. ok is false while it is suspended or its schedule does not
+// parse. One timestamp instead of the period and the last completion (two
+// series per canary, a sixth of a 10,000-canary scrape each) is all the
+// stale alert needs.
+func staleAfter(canary *v1alpha1.RevocationCanary, now time.Time) (time.Time, bool) {
+	p := schedulePeriod(canary, now)
+	if p <= 0 {
+		return time.Time{}, false
+	}
+	from := canary.CreationTimestamp.Time
+	if last := canary.Status.LastRun; last != nil && last.CompletionTime != nil {
+		from = last.CompletionTime.Time
+	}
+	return from.Add(staleAfterPeriods * p), true
 }
 
 // schedulePeriod is the gap between the next two scheduled runs; 0 while
@@ -311,8 +387,9 @@ type surfaceBounds struct {
 	bounds  *v1alpha1.ExclusionBounds
 }
 
-// lastRunSamples: the completion time and each established bound. A bound
-// that was not established has no series, never a stand-in value.
+// lastRunSamples: the completion time (when given) and each established
+// bound. A bound that was not established has no series, never a stand-in
+// value.
 func lastRunSamples(r Run, completed *metav1.Time, bounds []surfaceBounds) []sample {
 	var out []sample
 	if completed != nil {

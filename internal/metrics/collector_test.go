@@ -40,10 +40,11 @@ func corpus(name string, slo time.Duration) *v1alpha1.Corpus {
 		Spec: v1alpha1.CorpusSpec{Freshness: v1alpha1.Freshness{ExclusionSLO: dur(slo)}}}
 }
 
-// canary is a ready canary on corpus kb running every hour; mutate shapes it.
+// canary is a ready canary on corpus kb running every hour, created at
+// Unix time 100; mutate shapes it.
 func canary(name string, mutate func(*v1alpha1.RevocationCanary)) *v1alpha1.RevocationCanary {
 	c := &v1alpha1.RevocationCanary{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: name, CreationTimestamp: *at(100)},
 		Spec: v1alpha1.RevocationCanarySpec{
 			Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: dur(time.Hour)}},
 			CanarySpec: v1alpha1.CanarySpec{CorpusRef: v1alpha1.LocalObjectReference{Name: "kb"}},
@@ -101,19 +102,20 @@ func fixture() []client.Object {
 		corpus("old", time.Minute),
 		// Ready, with a finished run whose object the history limit removed.
 		canary("hourly", func(c *v1alpha1.RevocationCanary) { c.Status.LastRun = lastRun }),
-		// Suspended: its SLO still applies, but no period, so it never goes stale.
+		// Suspended: its corpus's SLO still applies, but it never goes stale.
 		canary("paused", func(c *v1alpha1.RevocationCanary) {
 			c.Spec.Suspend = ptr.To(true)
 			c.Status.Conditions = ready(metav1.ConditionTrue, "Suspended")
 		}),
-		// Not ready (a Persona is missing): neither SLO nor period, but its
+		// Not ready (a Persona is missing): it does not go stale, but its
 		// last run stays reported.
 		canary("broken", func(c *v1alpha1.RevocationCanary) {
 			c.Status.Conditions = ready(metav1.ConditionFalse, "PersonaNotFound")
 			c.Status.LastRun = &v1alpha1.RunSummary{Name: "gone", CompletionTime: at(900)}
 		}),
 		// Moved to corpus kb after its last run measured corpus old: the
-		// run's series keep the corpus it measured.
+		// run's series keep the corpus it measured. Its own SLO differs
+		// from the corpus's, so it has its own SLO series.
 		canary("moved", func(c *v1alpha1.RevocationCanary) {
 			c.Spec.ExclusionSLO = dur(30 * time.Second)
 			c.Status.LastRun = &v1alpha1.RunSummary{Name: "moved-1", CompletionTime: at(800)}
@@ -134,7 +136,8 @@ func fixture() []client.Object {
 			c.Status.Conditions = ready(metav1.ConditionFalse, "PersonaNotFound")
 			c.Status.LastRun = &v1alpha1.RunSummary{Name: "streamfail-1", CompletionTime: at(600), InFlight: &v1alpha1.InFlightSummary{Delivery: "?"}}
 		}),
-		// Six-hourly cron: the period is 6 h, not the 30 s to the next time.
+		// Six-hourly cron, never run: stale three periods of 6 h (not the
+		// 30 s to the next time) after its creation.
 		canary("cron", func(c *v1alpha1.RevocationCanary) {
 			c.Spec.Schedule = v1alpha1.Schedule{Cron: "0 */6 * * *"}
 		}),
@@ -162,28 +165,22 @@ func fixture() []client.Object {
 }
 
 const wantSeries = `
-# HELP ragcanary_canary_surface_slo_seconds Exclusion SLO the canary's runs are judged by, per probed surface; absent for content-freshness (UpdateContent) canaries.
+# HELP ragcanary_canary_stale_after_timestamp_seconds Unix time after which the canary has gone three schedule periods without completing a run, counted from its last run's completion or, before any, from its creation; absent while the canary is suspended or not ready.
+# TYPE ragcanary_canary_stale_after_timestamp_seconds gauge
+ragcanary_canary_stale_after_timestamp_seconds{canary="cron",corpus="kb",namespace="rag"} 64900
+ragcanary_canary_stale_after_timestamp_seconds{canary="hourly",corpus="kb",namespace="rag"} 11800
+ragcanary_canary_stale_after_timestamp_seconds{canary="moved",corpus="kb",namespace="rag"} 11600
+ragcanary_canary_stale_after_timestamp_seconds{canary="streaming",corpus="kb",namespace="rag"} 11500
+# HELP ragcanary_canary_surface_slo_seconds Exclusion SLO the canary's runs are judged by on a probed surface, only where it differs from corpus_surface_slo_seconds (the canary sets exclusionSLO); absent for content-freshness (UpdateContent) canaries.
 # TYPE ragcanary_canary_surface_slo_seconds gauge
-ragcanary_canary_surface_slo_seconds{canary="cron",corpus="kb",namespace="rag",surface="Search"} 60
-ragcanary_canary_surface_slo_seconds{canary="hourly",corpus="kb",namespace="rag",surface="Search"} 60
 ragcanary_canary_surface_slo_seconds{canary="moved",corpus="kb",namespace="rag",surface="Search"} 30
-ragcanary_canary_surface_slo_seconds{canary="paused",corpus="kb",namespace="rag",surface="Search"} 60
-ragcanary_canary_surface_slo_seconds{canary="streaming",corpus="kb",namespace="rag",surface="InFlight"} 60
-ragcanary_canary_surface_slo_seconds{canary="streaming",corpus="kb",namespace="rag",surface="Search"} 60
-# HELP ragcanary_canary_schedule_period_seconds Time between the canary's scheduled runs; absent while the canary is suspended or not ready.
-# TYPE ragcanary_canary_schedule_period_seconds gauge
-ragcanary_canary_schedule_period_seconds{canary="cron",corpus="kb",namespace="rag"} 21600
-ragcanary_canary_schedule_period_seconds{canary="hourly",corpus="kb",namespace="rag"} 3600
-ragcanary_canary_schedule_period_seconds{canary="moved",corpus="kb",namespace="rag"} 3600
-ragcanary_canary_schedule_period_seconds{canary="streaming",corpus="kb",namespace="rag"} 3600
-# HELP ragcanary_last_completed_run_timestamp_seconds Unix time the canary's last run finished.
+# HELP ragcanary_corpus_surface_slo_seconds Exclusion SLO a canary of the corpus is judged by on a surface its canaries probe, unless canary_surface_slo_seconds gives the canary its own.
+# TYPE ragcanary_corpus_surface_slo_seconds gauge
+ragcanary_corpus_surface_slo_seconds{corpus="kb",namespace="rag",surface="InFlight"} 60
+ragcanary_corpus_surface_slo_seconds{corpus="kb",namespace="rag",surface="Search"} 60
+# HELP ragcanary_last_completed_run_timestamp_seconds Unix time the newest finished CanaryRun created by hand (canary="") finished, per namespace and corpus; a canary's runs are in canary_stale_after_timestamp_seconds.
 # TYPE ragcanary_last_completed_run_timestamp_seconds gauge
 ragcanary_last_completed_run_timestamp_seconds{canary="",corpus="kb",namespace="rag"} 1200
-ragcanary_last_completed_run_timestamp_seconds{canary="broken",corpus="kb",namespace="rag"} 900
-ragcanary_last_completed_run_timestamp_seconds{canary="hourly",corpus="kb",namespace="rag"} 1000
-ragcanary_last_completed_run_timestamp_seconds{canary="moved",corpus="old",namespace="rag"} 800
-ragcanary_last_completed_run_timestamp_seconds{canary="streamfail",corpus="kb",namespace="rag"} 600
-ragcanary_last_completed_run_timestamp_seconds{canary="streaming",corpus="kb",namespace="rag"} 700
 # HELP ragcanary_last_run_exclusion_lower_bound_seconds Lower bound of time-to-exclusion of the canary's last finished run, per surface, when it is censored (no upper bound); absent when the upper bound was established.
 # TYPE ragcanary_last_run_exclusion_lower_bound_seconds gauge
 ragcanary_last_run_exclusion_lower_bound_seconds{canary="",corpus="kb",namespace="rag",surface="Search"} 300
@@ -221,8 +218,8 @@ func TestObjectCollectorDerivesGaugesFromObjects(t *testing.T) {
 func TestObjectCollectorDropsDeletedObjects(t *testing.T) {
 	reader := newReader(t, nil, fixture()...)
 	c := NewObjectCollector(reader, clocktesting.NewFakePassiveClock(scrapeTime))
-	if n := seriesOf(t, c, "hourly", "iso"); n != 8 {
-		t.Fatalf("before deletion: %d series of canary hourly and suite iso, want 8", n)
+	if n := seriesOf(t, c, "hourly", "iso"); n != 6 {
+		t.Fatalf("before deletion: %d series of canary hourly and suite iso, want 6", n)
 	}
 	ctx := context.Background()
 	for _, obj := range []client.Object{canary("hourly", nil), &v1alpha1.EvalSuite{ObjectMeta: metav1.ObjectMeta{Namespace: "rag", Name: "iso"}}} {
@@ -233,8 +230,8 @@ func TestObjectCollectorDropsDeletedObjects(t *testing.T) {
 	if n := seriesOf(t, c, "hourly", "iso"); n != 0 {
 		t.Errorf("after deletion: %d series of canary hourly and suite iso remain", n)
 	}
-	if n := testutil.CollectAndCount(c, "ragcanary_canary_schedule_period_seconds"); n != 3 {
-		t.Errorf("other canaries' schedule period series = %d, want 3", n)
+	if n := testutil.CollectAndCount(c, "ragcanary_canary_stale_after_timestamp_seconds"); n != 3 {
+		t.Errorf("other canaries' stale-after series = %d, want 3", n)
 	}
 }
 

@@ -32,7 +32,8 @@ import (
 // Every canary has finished a run (steady state; mostly SLOMet, some
 // SLOBreached, censored or Inconclusive); one in ten has a run in progress
 // past revocation, three in ten an ordinary control persona, one in fifty
-// probe errors.
+// probe errors; one in twenty sets an exclusionSLO of its own (i mod 20 =
+// 11).
 const fleetCorpora = 10
 
 type fleetMember struct {
@@ -46,6 +47,7 @@ type fleetMember struct {
 	errors    bool
 	inFlight  bool // a run in progress past revocation
 	inStreams bool // probes the InFlight surface too
+	ownSLO    bool // sets exclusionSLO apart from its corpus's
 }
 
 func fleetMemberOf(i int) fleetMember {
@@ -80,6 +82,7 @@ func fleetMemberOf(i int) fleetMember {
 		}
 	}
 	m.inFlight = i%10 == 7
+	m.ownSLO = i%20 == 11
 	return m
 }
 
@@ -161,6 +164,9 @@ func (m fleetMember) object(finished time.Time) v1alpha1.RevocationCanary {
 	}
 	if m.content {
 		c.Spec.Revocation.Method = v1alpha1.RevokeUpdateContent
+	}
+	if m.ownSLO {
+		c.Spec.ExclusionSLO = dur(20 * time.Second)
 	}
 	if m.sentinel {
 		c.Spec.Sentinel = &v1alpha1.Sentinel{}

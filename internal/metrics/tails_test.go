@@ -101,8 +101,8 @@ func observedHistogram(t *testing.T, o prometheus.Observer) *dto.Histogram {
 // TestCollectorFreshnessSeries: a content-freshness canary exports its
 // per-surface content-freshness SLO (not an exclusion SLO) and its last
 // run's freshness bound per surface (the upper, or the lower of a censored
-// surface, never both); a revocation canary exports per-surface exclusion
-// SLOs.
+// surface, never both); a revocation canary that sets no SLO of its own
+// has none: its corpus's per-surface exclusion SLOs judge it.
 func TestCollectorFreshnessSeries(t *testing.T) {
 	// The SLOs are the judged ones (measure.JudgedSLO): the corpus's
 	// content-freshness SLO for the UpdateContent canary, its cache
@@ -124,13 +124,13 @@ func TestCollectorFreshnessSeries(t *testing.T) {
 	reader := newReader(t, nil, kb, content, grant)
 	c := NewObjectCollector(reader, clocktesting.NewFakePassiveClock(scrapeTime))
 	want := `
-# HELP ragcanary_canary_content_freshness_slo_seconds Content-freshness SLO an UpdateContent canary's runs are judged by, per probed surface.
+# HELP ragcanary_canary_content_freshness_slo_seconds Content-freshness SLO an UpdateContent canary's runs are judged by, per probed surface; every UpdateContent canary has it, which also tells the exclusion alerts to leave the canary to the freshness alert.
 # TYPE ragcanary_canary_content_freshness_slo_seconds gauge
 ragcanary_canary_content_freshness_slo_seconds{canary="fresh",corpus="kb",namespace="rag",surface="Search"} 40
-# HELP ragcanary_canary_surface_slo_seconds Exclusion SLO the canary's runs are judged by, per probed surface; absent for content-freshness (UpdateContent) canaries.
-# TYPE ragcanary_canary_surface_slo_seconds gauge
-ragcanary_canary_surface_slo_seconds{canary="grant",corpus="kb",namespace="rag",surface="Answer"} 20
-ragcanary_canary_surface_slo_seconds{canary="grant",corpus="kb",namespace="rag",surface="Search"} 10
+# HELP ragcanary_corpus_surface_slo_seconds Exclusion SLO a canary of the corpus is judged by on a surface its canaries probe, unless canary_surface_slo_seconds gives the canary its own.
+# TYPE ragcanary_corpus_surface_slo_seconds gauge
+ragcanary_corpus_surface_slo_seconds{corpus="kb",namespace="rag",surface="Answer"} 20
+ragcanary_corpus_surface_slo_seconds{corpus="kb",namespace="rag",surface="Search"} 10
 # HELP ragcanary_last_run_content_freshness_lower_bound_seconds Lower bound of the time until the surface served only the new content, in the content-freshness canary's last finished run, when censored; absent when the upper bound was established.
 # TYPE ragcanary_last_run_content_freshness_lower_bound_seconds gauge
 ragcanary_last_run_content_freshness_lower_bound_seconds{canary="fresh",corpus="kb",namespace="rag",surface="Answer"} 7
@@ -139,7 +139,7 @@ ragcanary_last_run_content_freshness_lower_bound_seconds{canary="fresh",corpus="
 ragcanary_last_run_content_freshness_upper_bound_seconds{canary="fresh",corpus="kb",namespace="rag",surface="Search"} 5
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
-		"ragcanary_canary_content_freshness_slo_seconds", "ragcanary_canary_surface_slo_seconds",
+		"ragcanary_canary_content_freshness_slo_seconds", "ragcanary_canary_surface_slo_seconds", "ragcanary_corpus_surface_slo_seconds",
 		"ragcanary_last_run_content_freshness_lower_bound_seconds", "ragcanary_last_run_content_freshness_upper_bound_seconds"); err != nil {
 		t.Error(err)
 	}
