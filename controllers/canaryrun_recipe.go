@@ -44,7 +44,9 @@ func recipeSecretName(run *v1alpha1.CanaryRun) string {
 	return name + recipeSecretSuffix
 }
 
-// keepCleanupRecipe creates or refreshes the run's cleanup copy.
+// keepCleanupRecipe creates or refreshes the run's cleanup copy. It
+// creates first and reads only when the Secret exists (a restart after an
+// earlier attempt): a new run's planting then costs no Secret read.
 func (r *CanaryRunReconciler) keepCleanupRecipe(ctx context.Context, run *v1alpha1.CanaryRun, deps *runDeps) error {
 	raw, err := json.Marshal(deps.corpus.Recipe())
 	if err != nil {
@@ -52,25 +54,23 @@ func (r *CanaryRunReconciler) keepCleanupRecipe(ctx context.Context, run *v1alph
 	}
 	data := map[string][]byte{recipeKey: raw, recipeSubjectKey: []byte(deps.persona.Object.Spec.Subject)}
 	key := types.NamespacedName{Namespace: run.Namespace, Name: recipeSecretName(run)}
-	var existing corev1.Secret
-	err = r.APIReader.Get(ctx, key, &existing)
-	if apierrors.IsNotFound(err) {
-		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: key.Namespace, Name: key.Name,
-				Labels:     runSecretLabels(run),
-				Finalizers: []string{RecipeFinalizer},
-			},
-			Type: corev1.SecretTypeOpaque,
-			Data: data,
-		}
-		if err := controllerutil.SetControllerReference(run, secret, r.Scheme()); err != nil {
-			return err
-		}
-		defer r.forgetSecret(key)
-		return r.Create(ctx, secret)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace, Name: key.Name,
+			Labels:     runSecretLabels(run),
+			Finalizers: []string{RecipeFinalizer},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
 	}
-	if err != nil {
+	if err := controllerutil.SetControllerReference(run, secret, r.Scheme()); err != nil {
+		return err
+	}
+	if err := r.wroteSecret(secret, r.Create(ctx, secret)); !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	var existing corev1.Secret
+	if err := r.APIReader.Get(ctx, key, &existing); err != nil {
 		return err
 	}
 	if !metav1.IsControlledBy(&existing, run) {
@@ -82,17 +82,28 @@ func (r *CanaryRunReconciler) keepCleanupRecipe(ctx context.Context, run *v1alph
 	}
 	existing.Data, existing.Labels = data, labels
 	controllerutil.AddFinalizer(&existing, RecipeFinalizer)
-	defer r.forgetSecret(key)
-	return r.Update(ctx, &existing)
+	return r.wroteSecret(&existing, r.Update(ctx, &existing))
 }
 
-// forgetSecret drops a Secret this reconciler just wrote from the value
-// cache: until the metadata informer shows the write, the cache would
-// otherwise still match the version it holds.
-func (r *CanaryRunReconciler) forgetSecret(key types.NamespacedName) {
-	if f, ok := r.Secrets.(interface{ Forget(types.NamespacedName) }); ok {
-		f.Forget(key)
+// secretWrites is the Secret value cache's side for writers.
+type secretWrites interface {
+	Remember(*corev1.Secret)
+	Forget(types.NamespacedName)
+}
+
+// wroteSecret keeps the Secret value cache in step with a write of secret
+// and returns err: the written version, as the API server returned it,
+// when the write succeeded (the next read is then served from memory once
+// the metadata informer shows that version), nothing when it failed.
+func (r *CanaryRunReconciler) wroteSecret(secret *corev1.Secret, err error) error {
+	if c, ok := r.Secrets.(secretWrites); ok {
+		if err == nil {
+			c.Remember(secret)
+		} else {
+			c.Forget(client.ObjectKeyFromObject(secret))
+		}
 	}
+	return err
 }
 
 func sameData(a, b map[string][]byte) bool {
@@ -282,7 +293,9 @@ func (r *CanaryRunReconciler) releaseCleanupRecipe(ctx context.Context, run *v1a
 	if !metav1.IsControlledBy(&secret, run) {
 		return nil
 	}
-	defer r.forgetSecret(client.ObjectKeyFromObject(&secret))
+	if c, ok := r.Secrets.(secretWrites); ok {
+		defer c.Forget(client.ObjectKeyFromObject(&secret))
+	}
 	if controllerutil.ContainsFinalizer(&secret, RecipeFinalizer) {
 		base := secret.DeepCopy()
 		controllerutil.RemoveFinalizer(&secret, RecipeFinalizer)

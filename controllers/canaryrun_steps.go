@@ -519,4 +519,3 @@ func (r *CanaryRunReconciler) clearWaiting(rc *runCtx) {
 	meta.RemoveStatusCondition(&rc.run.Status.Conditions, ConditionWaiting)
 }
 
-var errTokenSecretRace = errors.New("token Secret was created concurrently; retrying")

@@ -149,16 +149,12 @@ func canaryBody(handle, payload string) string {
 
 // ensureToken returns the run's token, creating its Secret (owned by the
 // run) on first use. A Secret of that name not owned by the run is a
-// problem for the user, reported as a message.
+// problem for the user, reported as a message. It creates first and reads
+// only when the Secret exists (a restart after an earlier attempt): a new
+// run's planting then costs no Secret read.
 func (r *CanaryRunReconciler) ensureToken(ctx context.Context, run *v1alpha1.CanaryRun) (canaryToken, string, error) {
-	t, problem, err := r.readToken(ctx, run)
-	if err == nil && problem == "" {
-		return t, "", nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return canaryToken{}, problem, err
-	}
-	if t, err = newToken(); err != nil {
+	t, err := newToken()
+	if err != nil {
 		return canaryToken{}, "", err
 	}
 	data := map[string][]byte{handleSecretKey: []byte(t.Handle), payloadSecretKey: []byte(t.Payload)}
@@ -176,10 +172,11 @@ func (r *CanaryRunReconciler) ensureToken(ctx context.Context, run *v1alpha1.Can
 	if err := controllerutil.SetControllerReference(run, secret, r.Scheme()); err != nil {
 		return canaryToken{}, "", err
 	}
-	if err := r.Create(ctx, secret); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return canaryToken{}, "", errTokenSecretRace
-		}
+	err = r.wroteSecret(secret, r.Create(ctx, secret))
+	if apierrors.IsAlreadyExists(err) {
+		return r.readToken(ctx, run)
+	}
+	if err != nil {
 		return canaryToken{}, "", err
 	}
 	return t, "", nil

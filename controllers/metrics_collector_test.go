@@ -40,16 +40,18 @@ func TestCanaryGaugesWithoutReconciledCompletion(t *testing.T) {
 		surface string
 		value   float64
 	}{
-		{"ragcanary_last_completed_run_timestamp_seconds", "", float64(completed.Unix())},
-		{"ragcanary_canary_schedule_period_seconds", "", 6 * 3600},
+		{"ragcanary_canary_stale_after_timestamp_seconds", "", float64(completed.Add(3 * 6 * time.Hour).Unix())},
 		{"ragcanary_canary_surface_slo_seconds", "Search", 30},
 		{"ragcanary_last_run_exclusion_upper_bound_seconds", "Search", 40},
 	}
 	eventually(t, "gauges derived from the canary's status", func() error {
+		if slo := canaryGauge(t, "ragcanary_corpus_surface_slo_seconds", f.ns, "", "Search"); slo == nil || *slo != 300 {
+			return fmt.Errorf("corpus slo = %s, want 300", ptrText(slo))
+		}
 		for _, w := range want {
 			got := canaryGauge(t, w.name, f.ns, f.canary.Name, w.surface)
 			if got == nil || *got != w.value {
-				return fmt.Errorf("%s = %v, want %v", w.name, got, w.value)
+				return fmt.Errorf("%s = %s, want %v", w.name, ptrText(got), w.value)
 			}
 		}
 		// An established upper bound is the surface's one bound series.

@@ -51,10 +51,11 @@ type spec struct {
 }
 
 var panels = []spec{
-	{"Time-to-exclusion vs SLO (last run)", "The bound the last run's verdict turns on, per canary and surface, against the surface's exclusion SLO: the upper bound when exclusion was confirmed (it happened by then), else the lower bound of a censored run (it took at least that long). Both bounds of the interval are in the run's status.", "timeseries", "s", [][2]string{
+	{"Time-to-exclusion vs SLO (last run)", "The bound the last run's verdict turns on, per canary and surface, against the surface's exclusion SLO: the upper bound when exclusion was confirmed (it happened by then), else the lower bound of a censored run (it took at least that long). Both bounds of the interval are in the run's status. The SLO lines are the corpus's per surface, and a canary's own where it sets exclusionSLO.", "timeseries", "s", [][2]string{
 		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_exclusion_upper_bound_seconds{` + sel + `})`, "{{canary}} {{surface}} upper"},
 		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_exclusion_lower_bound_seconds{` + sel + `})`, "{{canary}} {{surface}} lower"},
-		{`max by (namespace, canary, corpus, surface) (ragcanary_canary_surface_slo_seconds{` + sel + `})`, "{{canary}} {{surface}} SLO"},
+		{`max by (namespace, corpus, surface) (ragcanary_corpus_surface_slo_seconds{` + sel + `, surface!="InFlight"})`, "{{corpus}} {{surface}} SLO"},
+		{`max by (namespace, canary, corpus, surface) (ragcanary_canary_surface_slo_seconds{` + sel + `, surface!="InFlight"})`, "{{canary}} {{surface}} own SLO"},
 	}},
 	{"Live exposure", "Seconds a revoked canary has still been visible in runs in progress; alertable before the run ends.", "timeseries", "s", [][2]string{
 		{`max by (namespace, canary, corpus, surface) (ragcanary_live_exposure_seconds{` + sel + `})`, "{{canary}} {{surface}}"},
@@ -70,9 +71,9 @@ var panels = []spec{
 	{"Censored runs (no upper bound)", "Runs per corpus and surface that ended without an upper bound over the dashboard range: still visible at the timeout, left open by probe errors, or new content never seen. Anything above zero means the quantiles beside this panel understate the tail.", "bargauge", "short", [][2]string{
 		{`sum by (corpus, surface) (` + counted("ragcanary_canary_censored_runs_total", sel, "$__range") + `)`, "{{corpus}} {{surface}}"},
 	}},
-	{"Censored share", "Per canary and surface, censored runs over measured runs (every verdict but SetupFailed) over the dashboard range. Both counters are created by their first event, and a series that appeared within the range counts in full, so the first censored run counts; a probed surface with measured runs and none censored shows 0, a canary with no measured run shows nothing.", "stat", "percentunit", [][2]string{
+	{"Censored share", "Per canary and surface, censored runs over measured runs (every verdict but SetupFailed) over the dashboard range. Both counters are created by their first event, and a series that appeared within the range counts in full, so the first censored run counts; a surface the last run measured, with measured runs and none censored, shows 0, a canary with no measured run shows nothing.", "stat", "percentunit", [][2]string{
 		{`(sum by (namespace, canary, corpus, surface) (` + counted("ragcanary_canary_censored_runs_total", sel, "$__range") + `)` +
-			` or on (namespace, canary, corpus, surface) (0 * group by (namespace, canary, corpus, surface) (ragcanary_canary_surface_slo_seconds{` + sel + `, surface!="InFlight"} or ragcanary_canary_content_freshness_slo_seconds{` + sel + `})))` +
+			` or on (namespace, canary, corpus, surface) (0 * group by (namespace, canary, corpus, surface) (ragcanary_last_run_exclusion_upper_bound_seconds{` + sel + `} or ragcanary_last_run_exclusion_lower_bound_seconds{` + sel + `})))` +
 			` / on (namespace, canary, corpus) group_left sum by (namespace, canary, corpus) (` + counted("ragcanary_runs_total", sel+`, verdict!="SetupFailed"`, "$__range") + `)`, "{{canary}} {{surface}}"},
 	}},
 	{"Censored last runs: at least", "Canaries whose last run ended without an upper bound, at the lower bound they established: exclusion (or content freshness) took at least this long. Built from the objects, so it survives a manager restart; the distribution of censored lower bounds is ragcanary_canary_censored_lower_bound_seconds.", "timeseries", "s", [][2]string{
@@ -127,7 +128,8 @@ var panels = []spec{
 	}},
 	{"In-flight delivery vs SLO (last run)", "Answers already streaming when access was revoked: time from the revocation request to the last canary content they delivered (0: none after it), against the post-revocation delivery SLO. Absent when not established.", "timeseries", "s", [][2]string{
 		{`max by (namespace, canary, corpus) (ragcanary_last_run_post_revocation_delivery_seconds{` + sel + `})`, "{{canary}} delivery"},
-		{`max by (namespace, canary, corpus) (ragcanary_canary_surface_slo_seconds{` + sel + `, surface="InFlight"})`, "{{canary}} SLO"},
+		{`max by (namespace, corpus) (ragcanary_corpus_surface_slo_seconds{` + sel + `, surface="InFlight"})`, "{{corpus}} SLO"},
+		{`max by (namespace, canary, corpus) (ragcanary_canary_surface_slo_seconds{` + sel + `, surface="InFlight"})`, "{{canary}} own SLO"},
 	}},
 	{"Sentinel sightings", "Probes by personas outside a sentinel canary's access list that saw its payload, per canary, persona and surface, over the dashboard range. Anything above zero is a leak through derived content (a digest, a summary); the run's status.sentinel.sightings names the carrier.", "bargauge", "short", [][2]string{
 		{`sum by (namespace, canary, persona, surface) (increase(ragcanary_sentinel_sightings_total{` + sel + `}[$__range]))`, "{{canary}} {{persona}} {{surface}}"},
@@ -165,8 +167,8 @@ func dashboard() map[string]any {
 		"panels": out,
 		"templating": map[string]any{"list": []any{
 			map[string]any{"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
-			variable("namespace", `label_values(ragcanary_canary_schedule_period_seconds, namespace)`),
-			variable("corpus", `label_values(ragcanary_canary_schedule_period_seconds{namespace=~"$namespace"}, corpus)`),
+			variable("namespace", `label_values(ragcanary_corpus_surface_slo_seconds, namespace)`),
+			variable("corpus", `label_values(ragcanary_corpus_surface_slo_seconds{namespace=~"$namespace"}, corpus)`),
 			variable("persona", `label_values(ragcanary_suite_utility_ratio{namespace=~"$namespace"}, persona)`),
 		}},
 	}

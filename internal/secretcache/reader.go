@@ -133,6 +133,20 @@ func (r *Reader) Forget(key types.NamespacedName) {
 	r.removeLocked(key)
 }
 
+// Remember stores a Secret the caller has just written, as the API server
+// returned it (UID and resourceVersion set), so that the next read is
+// served from memory once the metadata informer shows that version; until
+// it does, reads go to the API server as for any other Secret. A writer
+// that saves the read after its own create calls it instead of Forget.
+func (r *Reader) Remember(s *corev1.Secret) {
+	if r.limits.MaxEntries <= 0 || s.UID == "" || s.ResourceVersion == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.storeLocked(client.ObjectKeyFromObject(s), s)
+}
+
 // List is never cached.
 func (r *Reader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	return r.api.List(ctx, list, opts...)

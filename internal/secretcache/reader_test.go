@@ -220,6 +220,34 @@ func TestForgetReadsAgain(t *testing.T) {
 	}
 }
 
+// TestRememberedWriteIsNotReadAgain: a Secret the caller created and
+// remembered is served from memory once the metadata cache shows it; a
+// Secret changed by someone else after that is read again.
+func TestRememberedWriteIsNotReadAgain(t *testing.T) {
+	r, api := newReader(t, secretcache.DefaultLimits)
+	s := createSecret(t, watched, "written", "v")
+	r.Remember(s)
+	inMetaCache(t, s)
+	key := client.ObjectKeyFromObject(s)
+	if got := get(t, r, key); string(got.Data["token"]) != "v" {
+		t.Fatalf("remembered value %q, want v", got.Data["token"])
+	}
+	if n := api.gets.Load(); n != 0 {
+		t.Fatalf("%d API GETs after a remembered write, want 0", n)
+	}
+	s.Data["token"] = []byte("w")
+	if err := admin.Update(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	inMetaCache(t, s)
+	if got := get(t, r, key); string(got.Data["token"]) != "w" {
+		t.Fatalf("after a change by another writer: %q, want w", got.Data["token"])
+	}
+	if n := api.gets.Load(); n != 1 {
+		t.Fatalf("%d API GETs, want 1: a changed Secret is read again", n)
+	}
+}
+
 func TestBounds(t *testing.T) {
 	var keys []types.NamespacedName
 	for i := range 3 {

@@ -134,13 +134,15 @@ func scenarioObjects() []client.Object {
 		},
 		// A sentinel canary whose first run is an hour away: ready, so its
 		// sighting series exist at zero for the alert and the panel, and it
-		// plants nothing the other tests would see.
+		// plants nothing the other tests would see. Its own exclusionSLO
+		// gives the scenario a canary_surface_slo_seconds series (only a
+		// canary that sets one has it) for the queries that read it.
 		&v1alpha1.RevocationCanary{
 			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "sentinel"},
 			Spec: v1alpha1.RevocationCanarySpec{
 				Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: time.Hour}}},
 				CanarySpec: v1alpha1.CanarySpec{
-					CorpusRef: ref("kb"), PersonaRef: ref("alice"),
+					CorpusRef: ref("kb"), PersonaRef: ref("alice"), ExclusionSLO: &metav1.Duration{Duration: 45 * time.Second},
 					ControlPersonaRefs: []v1alpha1.LocalObjectReference{ref("mallory")},
 					Sentinel:           &v1alpha1.Sentinel{Lifetime: dur(time.Hour)},
 					Probing: v1alpha1.Probing{
