@@ -518,4 +518,3 @@ func (r *CanaryRunReconciler) clearWaiting(rc *runCtx) {
 	}
 	meta.RemoveStatusCondition(&rc.run.Status.Conditions, ConditionWaiting)
 }
-
