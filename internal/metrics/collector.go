@@ -295,8 +295,8 @@ func corpusSLO(corpus *v1alpha1.Corpus, s v1alpha1.Surface) time.Duration {
 }
 
 // corpusSLOSamples: per corpus, the exclusion SLO of each surface some
-// canary of the corpus probes (canaries being deleted included: their
-// last runs are still exported).
+// canary of the corpus probes (canaries being deleted export nothing, as in
+// derive).
 func corpusSLOSamples(o objects) []sample {
 	type key struct {
 		corpus  client.ObjectKey
@@ -308,7 +308,7 @@ func corpusSLOSamples(o objects) []sample {
 		canary := &o.canaries[i]
 		ck := client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.CorpusRef.Name}
 		corpus := o.corpora[ck]
-		if corpus == nil {
+		if corpus == nil || !canary.DeletionTimestamp.IsZero() {
 			continue
 		}
 		for _, s := range probedSurfaces(canary) {

@@ -141,6 +141,14 @@ func fixture() []client.Object {
 		canary("cron", func(c *v1alpha1.RevocationCanary) {
 			c.Spec.Schedule = v1alpha1.Schedule{Cron: "0 */6 * * *"}
 		}),
+		// The only canary of corpus quiet, being deleted: the corpus has
+		// no SLO series either.
+		corpus("quiet", time.Minute),
+		canary("quitting", func(c *v1alpha1.RevocationCanary) {
+			c.Spec.CorpusRef.Name = "quiet"
+			c.Finalizers = []string{"ragcanary.dev/runs"}
+			c.DeletionTimestamp = at(2000)
+		}),
 		// Being deleted: nothing, whatever its status says.
 		canary("leaving", func(c *v1alpha1.RevocationCanary) {
 			c.Finalizers = []string{"ragcanary.dev/runs"}
