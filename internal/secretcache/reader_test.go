@@ -112,6 +112,25 @@ func inMetaCache(t *testing.T, s *corev1.Secret) {
 	}, "the metadata cache to show Secret "+s.Name+" at "+s.ResourceVersion)
 }
 
+// rotate gives s a new token value, as another writer would, and waits
+// until the metadata cache shows the new version.
+func rotate(t *testing.T, s *corev1.Secret, value string) {
+	t.Helper()
+	s.Data["token"] = []byte(value)
+	if err := admin.Update(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	inMetaCache(t, s)
+}
+
+// wantToken reads key through r and fails unless its token is want.
+func wantToken(t *testing.T, r client.Reader, key types.NamespacedName, want, when string) {
+	t.Helper()
+	if got := get(t, r, key); string(got.Data["token"]) != want {
+		t.Fatalf("%s: the reader returned token %q, want %q", when, got.Data["token"], want)
+	}
+}
+
 func eventually(t *testing.T, cond func() bool, what string) {
 	t.Helper()
 	testutil.EventuallyTrue(t, 20*time.Second, what, cond)
@@ -157,14 +176,8 @@ func TestChangedSecretIsReadAgain(t *testing.T) {
 	inMetaCache(t, s)
 	key := client.ObjectKeyFromObject(s)
 	get(t, r, key)
-	s.Data["token"] = []byte("new")
-	if err := admin.Update(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	inMetaCache(t, s)
-	if got := get(t, r, key); string(got.Data["token"]) != "new" {
-		t.Fatalf("after the update the reader returned %q, want the new value", got.Data["token"])
-	}
+	rotate(t, s, "new")
+	wantToken(t, r, key, "new", "after the update")
 	if n := api.gets.Load(); n != 2 {
 		t.Fatalf("%d API GETs, want 2 (one per version)", n)
 	}
@@ -229,20 +242,12 @@ func TestRememberedWriteIsNotReadAgain(t *testing.T) {
 	r.Remember(s)
 	inMetaCache(t, s)
 	key := client.ObjectKeyFromObject(s)
-	if got := get(t, r, key); string(got.Data["token"]) != "v" {
-		t.Fatalf("remembered value %q, want v", got.Data["token"])
-	}
+	wantToken(t, r, key, "v", "remembered")
 	if n := api.gets.Load(); n != 0 {
 		t.Fatalf("%d API GETs after a remembered write, want 0", n)
 	}
-	s.Data["token"] = []byte("w")
-	if err := admin.Update(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	inMetaCache(t, s)
-	if got := get(t, r, key); string(got.Data["token"]) != "w" {
-		t.Fatalf("after a change by another writer: %q, want w", got.Data["token"])
-	}
+	rotate(t, s, "w")
+	wantToken(t, r, key, "w", "after a change by another writer")
 	if n := api.gets.Load(); n != 1 {
 		t.Fatalf("%d API GETs, want 1: a changed Secret is read again", n)
 	}
