@@ -11,10 +11,11 @@
 //
 // A move drains first: the Sharder labels the object LabelDrain, the old
 // owner stops working on it, persists what it must keep and removes both
-// labels (Release); only an object without an owner gets a new one. A
-// replica whose Lease expired cannot answer a drain, so its objects lose
-// their owner label at once; a replica stops itself before its own Lease
-// could be seen expired (Keeper), so it is not still probing then.
+// labels (Release); only an object without a live owner gets a new one. A
+// replica whose Lease expired cannot answer a drain, so its objects go to
+// their new owner at once, in one patch each; a replica stops itself
+// before its own Lease could be seen expired (Keeper), so it is not still
+// probing then.
 package shard
 
 import (

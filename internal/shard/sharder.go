@@ -386,12 +386,15 @@ func (s *Sharder) units(ctx context.Context, k Kind) ([]unit, error) {
 func (s *Sharder) list(ctx context.Context, gvk schema.GroupVersionKind) ([]*metav1.PartialObjectMetadata, error) {
 	var list metav1.PartialObjectMetadataList
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := s.cache.List(ctx, &list); err != nil {
+	// Every pass lists every sharded object: copying them all each time
+	// was most of the leader's extra memory. The items share their maps
+	// with the cache, so they are read only; patch writes on a copy.
+	if err := s.cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	out := make([]*metav1.PartialObjectMetadata, len(list.Items))
 	for i := range list.Items {
-		obj := list.Items[i].DeepCopy()
+		obj := &list.Items[i]
 		obj.SetGroupVersionKind(gvk)
 		out[i] = obj
 	}
@@ -401,10 +404,15 @@ func (s *Sharder) list(ctx context.Context, gvk schema.GroupVersionKind) ([]*met
 // settle takes one step for a unit towards owner want:
 //   - an object owned by a live replica other than want is asked to drain,
 //     and the unit waits until its owner released it;
-//   - an object owned by a replica without a live Lease is released here;
-//   - once nothing in the unit has an owner, the runs get want first and
-//     the head last, so a new owner sees the runs before it reconciles the
-//     head and never schedules a run that already exists.
+//   - once nothing in the unit has a live owner in the way, the runs get
+//     want first and the head last, so a new owner sees the runs before it
+//     reconciles the head and never schedules a run that already exists.
+//
+// An object owned by a replica without a live Lease is taken over in the
+// same patch that gives it to want: a release first would add a write
+// nobody waits for (the dead owner cannot answer, and its Keeper stopped
+// it before its Lease could be seen expired), and at thousands of objects
+// those writes were most of the API server's work in a hand-over.
 func (s *Sharder) settle(ctx context.Context, u unit, want string, alive map[string]bool) error {
 	if want == "" {
 		return nil
@@ -422,36 +430,36 @@ func (s *Sharder) settle(ctx context.Context, u unit, want string, alive map[str
 		return nil
 	}
 	for _, o := range append(u.children, u.head) {
-		if o.Labels[LabelOwner] != "" {
+		owner := o.Labels[LabelOwner]
+		if owner == want {
 			continue
 		}
-		if err := s.patch(ctx, o, map[string]*string{LabelOwner: ptr.To(want)}); err != nil {
+		if owner != "" {
+			log.FromContext(ctx).Info("moving an object away from a replica without a live shard lease",
+				"object", o.Namespace+"/"+o.Name, "kind", o.Kind, "from", owner, "to", want)
+		}
+		if err := s.patch(ctx, o, map[string]*string{LabelOwner: ptr.To(want), LabelDrain: nil}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// release reports whether o has no owner in the way of want, asking a
-// live owner to drain it and releasing it from a dead one.
+// release reports whether o has no live owner in the way of want, asking
+// a live owner to drain it.
 func (s *Sharder) release(ctx context.Context, o *metav1.PartialObjectMetadata, want string, alive map[string]bool) (bool, error) {
 	owner := o.Labels[LabelOwner]
 	draining := o.Labels[LabelDrain] == "true"
 	switch {
-	case owner == "":
-		if draining {
-			// Left behind by a release racing a drain request.
-			return true, s.patch(ctx, o, map[string]*string{LabelDrain: nil})
-		}
+	case owner == "" || !alive[owner]:
+		// Nobody is working on it; a drain label left behind (by a release
+		// racing a drain request, or by a replica that died draining) goes
+		// with the assignment.
 		return true, nil
 	case owner == want:
 		// Asked to drain before the ring changed back: the owner lets it
 		// go and gets it again.
 		return !draining, nil
-	case !alive[owner]:
-		log.FromContext(ctx).Info("moving an object away from a replica without a live shard lease",
-			"object", o.Namespace+"/"+o.Name, "kind", o.Kind, "from", owner, "to", want)
-		return true, s.patch(ctx, o, map[string]*string{LabelOwner: nil, LabelDrain: nil})
 	case draining:
 		return false, nil
 	default:
@@ -459,10 +467,16 @@ func (s *Sharder) release(ctx context.Context, o *metav1.PartialObjectMetadata, 
 	}
 }
 
+// patch changes o's labels on a copy, since o may share its maps with the
+// sharder's cache, and takes the copy's new version.
 func (s *Sharder) patch(ctx context.Context, o *metav1.PartialObjectMetadata, change map[string]*string) error {
-	err := patchLabels(ctx, s.Client, o, change)
+	c := o.DeepCopy()
+	err := patchLabels(ctx, s.Client, c, change)
 	if apierrors.IsNotFound(err) {
 		return nil
+	}
+	if err == nil {
+		*o = *c
 	}
 	return err
 }

@@ -334,7 +334,7 @@ func checkHandshake(t *testing.T, history map[string][]ownerState, moving []stri
 }
 
 func handshakeOrder(states []ownerState) error {
-	if err := noDirectMove(states); err != nil {
+	if err := noDirectMove(states, ""); err != nil {
 		return err
 	}
 	sawDrain, sawNobody := false, false
@@ -359,8 +359,9 @@ func handshakeOrder(states []ownerState) error {
 
 // TestSharderMovesDeadReplicaShare checks that when a replica stops
 // renewing its Lease, its canaries and runs move to the live replicas
-// without a drain (nobody is left to answer one), within the Lease
-// duration plus one pass after its last renewal.
+// without a drain (nobody is left to answer one), each in one patch from
+// the dead owner to the new one, within the Lease duration plus one pass
+// after its last renewal.
 func TestSharderMovesDeadReplicaShare(t *testing.T) {
 	ns := newNamespace(t)
 	const duration = 2 * time.Second
@@ -372,6 +373,9 @@ func TestSharderMovesDeadReplicaShare(t *testing.T) {
 	}
 	startSharder(t, ns, duration)
 	assignedAsRing(t, ns, names, []string{"r-a", "r-b"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	history := watchOwners(ctx, t, ns)
 
 	stopB()
 	var lease coordinationv1.Lease
@@ -386,6 +390,31 @@ func TestSharderMovesDeadReplicaShare(t *testing.T) {
 	if took := time.Since(lastRenew); took > duration+2*time.Second {
 		t.Errorf("dead replica's share moved %s after its last renewal, want within %s + one pass", took, duration)
 	}
+	cancel()
+	moved := 0
+	for name, states := range history() {
+		if err := takenInOnePatch(states, "r-b", "r-a"); err != nil {
+			t.Errorf("%s: %v (versions %+v)", name, err, states)
+		}
+		if len(states) > 0 && states[0].owner == "r-b" {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("the watch saw no object of r-b: the test proves nothing")
+	}
+}
+
+// takenInOnePatch checks that an object owned by dead went to heir in one
+// write, with no version owned by nobody or left draining between.
+func takenInOnePatch(states []ownerState, dead, heir string) error {
+	for i := 1; i < len(states); i++ {
+		prev, cur := states[i-1], states[i]
+		if prev.owner == dead && cur.owner != dead && (cur.owner != heir || cur.draining) {
+			return fmt.Errorf("left %s for %+v, want %s in one patch", dead, cur, heir)
+		}
+	}
+	return nil
 }
 
 // TestKeeperRenews checks the Lease a Keeper creates carries the shard

@@ -25,6 +25,9 @@ type replicaFigures struct {
 	// owned counts the canaries carrying its owner label at the phase's end
 	// (at the kill for the steady phase).
 	owned int
+	// leader: it held the leader election at the phase's end, so it also
+	// ran the sharder (its metadata view of every sharded object).
+	leader bool
 }
 
 // phaseFigures are a phase's figures.
@@ -91,8 +94,12 @@ func endPhase(ctx context.Context, c client.Client, set replicaSet, api *benchki
 		if err != nil {
 			return out, err
 		}
+		leader, err := r.isLeader(ctx)
+		if err != nil {
+			return out, err
+		}
 		out.replicas = append(out.replicas, replicaFigures{name: r.name, maxRSS: rss[r.name],
-			cpu: cpu - p.cpu[r.name], lag: lag.Minus(p.lag[r.name])})
+			cpu: cpu - p.cpu[r.name], lag: lag.Minus(p.lag[r.name]), leader: leader})
 	}
 	out.apiCPU = benchkit.Children()["kube-apiserver"].CPU - p.apiCPU
 	var err error

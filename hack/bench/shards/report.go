@@ -98,7 +98,11 @@ func (m *modeResult) columns(mode string) []column {
 	owned := 0
 	for _, f := range p.replicas {
 		lo, hi := f.lag.Quantile(0.99)
-		cols = append(cols, column{head: fmt.Sprintf("%s %s", mode, f.name), cells: map[string]string{
+		head := fmt.Sprintf("%s %s", mode, f.name)
+		if f.leader && len(p.replicas) > 1 {
+			head += " (leader)"
+		}
+		cols = append(cols, column{head: head, cells: map[string]string{
 			"canaries owned":           fmt.Sprint(f.owned),
 			"max RSS":                  fmt.Sprintf("%.1f MiB", benchkit.MiB(f.maxRSS)),
 			"CPU":                      fmt.Sprintf("%.0f%% of a core", 100*f.cpu.Seconds()/secs),
