@@ -43,10 +43,12 @@ func ShardedCache(opts cache.Options, r shard.Replica) cache.Options {
 // removes the labels; the canary and run kinds are patched already.
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=evalsuites,verbs=patch
 
-// SetupSharding adds the replica's Lease keeper (every replica) and the
-// sharder (the leader only) to the manager. Both use an uncached client:
-// the manager's cache must not start cluster-wide Lease or canary
-// informers, and the sharder keeps its own metadata-only cache.
+// SetupSharding adds the replica's Lease keeper and Lease watch (every
+// replica) and the sharder (the leader only) to the manager. None uses the
+// manager's cache, which must not start cluster-wide Lease or canary
+// informers: the keeper and the sharder write with an uncached client, the
+// watch caches only the shard Leases of the operator's namespace, and the
+// sharder keeps its own metadata-only cache.
 func SetupSharding(mgr ctrl.Manager, opts ShardingOptions) error {
 	if err := shard.CheckName(opts.Replica.Name); err != nil {
 		return err
@@ -60,10 +62,18 @@ func SetupSharding(mgr ctrl.Manager, opts ShardingOptions) error {
 	if err := mgr.Add(keeper); err != nil {
 		return err
 	}
+	// Every replica watches the shard Leases, so a replica elected after
+	// the leader died knows how long the dead one has not renewed.
+	leases := &shard.LeaseWatch{Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		Namespace: opts.Namespace, LeaseDuration: opts.LeaseDuration}
+	if err := mgr.Add(leases); err != nil {
+		return err
+	}
 	canary := v1alpha1.GroupVersion.WithKind("RevocationCanary")
 	sharder := &shard.Sharder{
 		Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Client: c,
 		Namespace: opts.Namespace, WatchNamespace: opts.WatchNamespace, LeaseDuration: opts.LeaseDuration,
+		Leases: leases,
 		Kinds: []shard.Kind{
 			{Parent: canary, Child: v1alpha1.GroupVersion.WithKind("CanaryRun")},
 			{Parent: v1alpha1.GroupVersion.WithKind("EvalSuite"), Child: v1alpha1.GroupVersion.WithKind("SuiteRun")},

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
@@ -76,12 +77,16 @@ func startReplicaManager(t *testing.T, ns, name string) *replicaManager {
 	}
 	keeper := &Keeper{Client: testClient, Namespace: ns, Replica: name,
 		LeaseDuration: handoverLease, RenewInterval: handoverRenew}
+	leases := &LeaseWatch{Config: testCfg, Scheme: testScheme, Mapper: mgr.GetRESTMapper(),
+		Namespace: ns, LeaseDuration: handoverLease}
 	r := &replicaManager{name: name}
 	sharder := leading{started: make(chan struct{}), mu: &r.mu, from: &r.from, until: &r.until, Sharder: &Sharder{
 		Config: testCfg, Scheme: testScheme, Mapper: mgr.GetRESTMapper(), Client: testClient,
-		Namespace: ns, WatchNamespace: ns, Kinds: testKinds, LeaseDuration: handoverLease}}
-	if err := mgr.Add(keeper); err != nil {
-		t.Fatal(err)
+		Namespace: ns, WatchNamespace: ns, Kinds: testKinds, LeaseDuration: handoverLease, Leases: leases}}
+	for _, runnable := range []manager.Runnable{keeper, leases} {
+		if err := mgr.Add(runnable); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := mgr.Add(sharder); err != nil {
 		t.Fatal(err)
@@ -145,7 +150,8 @@ func waitLeader(t *testing.T, replicas ...*replicaManager) (leader, follower *re
 // finished (one toward a live owner once that owner lets go, one from the
 // dead owner at once), canaries created after the death get owners, and no
 // object ever moves straight from a live owner to another or ends
-// draining; only the dead leader's objects are taken over in one patch.
+// draining; only the dead leader's objects are taken over in one patch,
+// by the new leader's first passes.
 func TestSharderLeaderHandover(t *testing.T) {
 	ns := newNamespace(t)
 	names := canaryNames(16)
@@ -196,11 +202,42 @@ func TestSharderLeaderHandover(t *testing.T) {
 		t.Error(err)
 	}
 	cancel()
+	follower.mu.Lock()
+	elected := follower.from
+	follower.mu.Unlock()
+	taken := 0
 	for name, states := range history() {
 		if err := noDirectMove(states, leader.name); err != nil {
 			t.Errorf("%s: %v (versions %+v)", name, err, states)
 		}
+		moved, err := takenSoonAfter(states, leader.name, elected.Add(handoverLease*3/4))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if moved {
+			taken++
+		}
 	}
+	if taken == 0 {
+		t.Errorf("no object left the dead leader %s", leader.name)
+	}
+}
+
+// takenSoonAfter checks an object dead owned had a new owner by deadline.
+// The new leader watched the shard Leases before it was elected, so the
+// dead leader's Lease is already seen expired when its sharder starts: its
+// first pass moves the share, instead of a pass a Lease duration later.
+func takenSoonAfter(states []ownerState, dead string, deadline time.Time) (moved bool, err error) {
+	for i := 1; i < len(states); i++ {
+		if states[i-1].owner == dead && states[i].owner != dead {
+			if states[i].at.After(deadline) {
+				return true, fmt.Errorf("left the dead leader %s at %s, %s after the deadline", dead,
+					states[i].at.Format(time.RFC3339Nano), states[i].at.Sub(deadline))
+			}
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // movingTo lists the canaries the ring over replicas gives to want.

@@ -3,16 +3,12 @@ package shard
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -61,24 +57,18 @@ type Sharder struct {
 	LeaseDuration time.Duration
 	Resync        time.Duration
 	Clock         clock.WithTicker
+	// Leases tells which replicas are live. The manager runs it on every
+	// replica (see LeaseWatch); when nil the sharder watches the Leases
+	// itself, from its own start.
+	Leases *LeaseWatch
 
 	once sync.Once
 	kick chan struct{}
+	// ownLeases: Leases was made here and is started with the sharder.
+	ownLeases bool
 	// synced is closed once cache holds every watched object.
 	synced chan struct{}
-	mu     sync.Mutex
-	seen   map[string]observation
 	cache  cache.Cache
-}
-
-// observation is the last renew time seen on a Lease and when, by the
-// sharder's clock: liveness is judged by renewals observed, not by the
-// renewer's timestamp, so clock skew between nodes cannot kill or revive a
-// replica.
-type observation struct {
-	renew    string
-	at       time.Time
-	duration time.Duration
 }
 
 // NeedLeaderElection is true: one sharder decides for everyone.
@@ -98,7 +88,12 @@ func (s *Sharder) init() {
 		}
 		s.kick = make(chan struct{}, 1)
 		s.synced = make(chan struct{})
-		s.seen = map[string]observation{}
+		if s.Leases == nil {
+			s.Leases = &LeaseWatch{Config: s.Config, Scheme: s.Scheme, Mapper: s.Mapper,
+				Namespace: s.Namespace, LeaseDuration: s.LeaseDuration, Clock: s.Clock}
+			s.ownLeases = true
+		}
+		s.Leases.OnChange(s.Kick)
 	})
 }
 
@@ -114,6 +109,15 @@ func (s *Sharder) Start(ctx context.Context) error {
 	s.cache = c
 	if err := s.watch(ctx); err != nil {
 		return err
+	}
+	if s.ownLeases {
+		ctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() {
+			if err := s.Leases.Start(ctx); err != nil {
+				log.FromContext(ctx).Error(err, "watching the shard leases")
+			}
+		}()
 	}
 	cacheDone := make(chan error, 1)
 	go func() { cacheDone <- c.Start(ctx) }()
@@ -148,13 +152,7 @@ func (s *Sharder) Start(ctx context.Context) error {
 func (s *Sharder) newCache() (cache.Cache, error) {
 	opts := cache.Options{
 		Scheme: s.Scheme, Mapper: s.Mapper,
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&coordinationv1.Lease{}: {
-				Namespaces: map[string]cache.Config{s.Namespace: {}},
-				Label:      labels.SelectorFromSet(labels.Set{LabelShardLease: "true"}),
-			},
-		},
+		DefaultTransform: keepShardFields,
 	}
 	if s.WatchNamespace != "" {
 		opts.DefaultNamespaces = map[string]cache.Config{s.WatchNamespace: {}}
@@ -183,17 +181,7 @@ func (s *Sharder) watch(ctx context.Context) error {
 			}
 		}
 	}
-	inf, err := s.cache.GetInformer(ctx, &coordinationv1.Lease{})
-	if err != nil {
-		return err
-	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { s.observe(o); s.Kick() },
-		DeleteFunc: func(any) { s.Kick() },
-		// A renewal only extends a life: the pass at expiry looks again.
-		UpdateFunc: func(_, n any) { s.observe(n) },
-	})
-	return err
+	return nil
 }
 
 // Kick asks for a pass soon; passes asked for while one runs coalesce.
@@ -218,73 +206,47 @@ func shardLabelsChanged(o, n any) bool {
 	return false
 }
 
+// keepShardFields keeps of a cached object only what a pass reads: its
+// identity, version (the patches' optimistic lock), deletion, controller
+// and shard labels. The sharder caches every sharded object and run, so
+// at 9,000 canaries this cache was most of what the leader held more than
+// the other replicas (make bench-shards); annotations (kubectl's
+// last-applied copy of the whole spec among them), other labels,
+// finalizers and managedFields are dropped. Patches are merge patches of
+// the shard labels alone, so nothing dropped is written back.
+func keepShardFields(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	kept := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		DeletionTimestamp: m.DeletionTimestamp,
+	}}
+	for _, l := range []string{LabelOwner, LabelDrain} {
+		if v, ok := m.Labels[l]; ok {
+			if kept.Labels == nil {
+				kept.Labels = map[string]string{}
+			}
+			kept.Labels[l] = v
+		}
+	}
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
+		kept.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	return kept, nil
+}
+
 func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(gvk)
 	return m
 }
 
-// observe records a Lease's renew time when it changed.
-func (s *Sharder) observe(o any) {
-	lease, ok := o.(*coordinationv1.Lease)
-	if !ok {
-		return
-	}
-	renew := ""
-	if lease.Spec.RenewTime != nil {
-		renew = lease.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
-	}
-	d := s.LeaseDuration
-	if sec := ptr.Deref(lease.Spec.LeaseDurationSeconds, 0); sec > 0 {
-		d = time.Duration(sec) * time.Second
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if prev, ok := s.seen[lease.Name]; ok && prev.renew == renew {
-		return
-	}
-	s.seen[lease.Name] = observation{renew: renew, at: s.Clock.Now(), duration: d}
-}
-
-// live returns the replicas whose Lease was renewed within its duration, as
-// observed, sorted, and how long until the first of them expires.
+// live returns the replicas whose Lease is live, sorted, and how long
+// until the first of them expires.
 func (s *Sharder) live(ctx context.Context) ([]string, time.Duration, error) {
-	var leases coordinationv1.LeaseList
-	if err := s.cache.List(ctx, &leases, client.InNamespace(s.Namespace)); err != nil {
-		return nil, 0, err
-	}
-	now := s.Clock.Now()
-	next := s.Resync
-	var out []string
-	present := map[string]bool{}
-	for i := range leases.Items {
-		l := &leases.Items[i]
-		if !strings.HasPrefix(l.Name, LeasePrefix) {
-			continue
-		}
-		s.observe(l)
-		present[l.Name] = true
-		s.mu.Lock()
-		obs := s.seen[l.Name]
-		s.mu.Unlock()
-		if left := obs.at.Add(obs.duration).Sub(now); left > 0 && obs.renew != "" {
-			out = append(out, strings.TrimPrefix(l.Name, LeasePrefix))
-			next = min(next, left)
-		}
-	}
-	s.forgetGone(present)
-	slices.Sort(out)
-	return out, next, nil
-}
-
-func (s *Sharder) forgetGone(present map[string]bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for name := range s.seen {
-		if !present[name] {
-			delete(s.seen, name)
-		}
-	}
+	return s.Leases.Live(ctx, s.Resync)
 }
 
 // Pass brings every object one step closer to its owner on the current

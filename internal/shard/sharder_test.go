@@ -275,6 +275,8 @@ func TestSharderDrainsBeforeMoving(t *testing.T) {
 type ownerState struct {
 	owner    string
 	draining bool
+	// at is when the watch delivered the version.
+	at time.Time
 }
 
 // watchOwners records every version of the namespace's canaries' and
@@ -307,7 +309,7 @@ func watchOwners(ctx context.Context, t *testing.T, ns string) func() map[string
 					obj := ev.Object.(client.Object)
 					mu.Lock()
 					got[obj.GetName()] = append(got[obj.GetName()], ownerState{
-						owner: obj.GetLabels()[LabelOwner], draining: obj.GetLabels()[LabelDrain] == "true"})
+						owner: obj.GetLabels()[LabelOwner], draining: obj.GetLabels()[LabelDrain] == "true", at: time.Now()})
 					mu.Unlock()
 				}
 			}
