@@ -28,6 +28,7 @@ import (
 type settings struct {
 	metrics           manager.MetricsServing
 	probeAddr         string
+	pprofAddr         string
 	leaderElect       bool
 	leaderElectionNS  string
 	allowedTargetURLs string
@@ -58,6 +59,7 @@ func parseFlags(args []string) (settings, error) {
 	fs.StringVar(&s.metrics.KeyName, "metrics-cert-key", manager.DefaultKeyName, "Name of the metrics server key file in --metrics-cert-path.")
 	fs.BoolVar(&s.metrics.EnableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server (off: HTTP/2 rapid reset).")
 	fs.StringVar(&s.probeAddr, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz probes bind to.")
+	fs.StringVar(&s.pprofAddr, "pprof-bind-address", "0", "Address the Go profiler (/debug/pprof) binds to; \"0\" disables it. It serves anyone who reaches the port: bind it to loopback and reach it with kubectl port-forward.")
 	fs.BoolVar(&s.leaderElect, "leader-elect", false, "Elect a leader so only one replica reconciles at a time.")
 	fs.StringVar(&s.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
 	fs.StringVar(&s.allowedTargetURLs, "allowed-target-urls", "", "Comma-separated URL prefixes the operator may call, for example https://rag.internal/tenant-a/ (required unless --allow-any-target). Paths match on whole segments.")
@@ -140,6 +142,7 @@ func run(s settings) error {
 		Scheme:                  scheme,
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  s.probeAddr,
+		PprofBindAddress:        s.pprofAddr,
 		LeaderElection:          s.leaderElect,
 		LeaderElectionID:        "ragcanary.dev",
 		LeaderElectionNamespace: s.leaderElectionNS,

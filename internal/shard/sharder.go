@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unique"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -69,7 +72,8 @@ type Sharder struct {
 	ownLeases bool
 	// synced is closed once cache holds every watched object.
 	synced chan struct{}
-	cache  cache.Cache
+	// stores are the cache's stores by kind, read directly (list).
+	stores map[schema.GroupVersionKind]toolscache.Store
 }
 
 // NeedLeaderElection is true: one sharder decides for everyone.
@@ -103,12 +107,8 @@ func (s *Sharder) init() {
 // live Lease would expire, and every Resync.
 func (s *Sharder) Start(ctx context.Context) error {
 	s.init()
-	c, err := s.newCache()
+	informers, err := s.informers()
 	if err != nil {
-		return err
-	}
-	s.cache = c
-	if err := s.watch(ctx); err != nil {
 		return err
 	}
 	if s.ownLeases {
@@ -123,13 +123,13 @@ func (s *Sharder) Start(ctx context.Context) error {
 			}
 		}()
 	}
-	cacheDone := make(chan error, 1)
-	go func() { cacheDone <- c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		if ctx.Err() != nil {
-			return failure(ctx)
-		}
-		return fmt.Errorf("shard: the sharder's cache did not sync: %w", <-cacheDone)
+	synced := make([]toolscache.InformerSynced, len(informers))
+	for i, inf := range informers {
+		go inf.RunWithContext(ctx)
+		synced[i] = inf.HasSynced
+	}
+	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
+		return failure(ctx)
 	}
 	close(s.synced)
 	logger := log.FromContext(ctx).WithName("sharder")
@@ -144,12 +144,40 @@ func (s *Sharder) Start(ctx context.Context) error {
 		case <-timer.C():
 		}
 		timer.Stop()
+		started := s.Clock.Now()
 		next, err := s.Pass(ctx)
 		if err != nil {
 			logger.V(1).Info("sharding pass incomplete, retrying", "error", err.Error())
 			next = min(next, retryAfter)
 		}
 		wait = min(next, s.Resync)
+		if err := s.pause(ctx, started); err != nil {
+			return err
+		}
+	}
+}
+
+// passGap is the least time from one pass's start to the next's. Every
+// create kicks a pass, and each pass visits every sharded object: without
+// a gap a setup creating thousands of canaries ran passes back to back.
+// With it, one pass assigns all the creates of the gap, and a new object
+// waits for its owner at most this much longer.
+const passGap = 250 * time.Millisecond
+
+// pause waits until passGap has passed since started; kicks arriving
+// meanwhile are kept for the next pass.
+func (s *Sharder) pause(ctx context.Context, started time.Time) error {
+	rest := passGap - s.Clock.Since(started)
+	if rest <= 0 {
+		return nil
+	}
+	t := s.Clock.NewTimer(rest)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return failure(ctx)
+	case <-t.C():
+		return nil
 	}
 }
 
@@ -162,39 +190,60 @@ func failure(ctx context.Context) error {
 	return nil
 }
 
-func (s *Sharder) newCache() (cache.Cache, error) {
-	opts := cache.Options{
-		Scheme: s.Scheme, Mapper: s.Mapper,
-		DefaultTransform: keepShardFields,
+// informers builds the sharder's watches of every sharded kind: metadata
+// only, trimmed by keepShardFields, each kind's store kept for list. They
+// are client-go informers, not a controller-runtime cache, so a pass can
+// read the stored objects without copying them.
+func (s *Sharder) informers() ([]toolscache.SharedIndexInformer, error) {
+	mc, err := metadata.NewForConfig(s.Config)
+	if err != nil {
+		return nil, err
 	}
-	if s.WatchNamespace != "" {
-		opts.DefaultNamespaces = map[string]cache.Config{s.WatchNamespace: {}}
+	mapper, err := s.mapper()
+	if err != nil {
+		return nil, err
 	}
-	return cache.New(s.Config, opts)
-}
-
-// watch registers the event handlers that start passes.
-func (s *Sharder) watch(ctx context.Context) error {
+	kick := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { s.Kick() },
+		DeleteFunc: func(any) { s.Kick() },
+		UpdateFunc: func(o, n any) {
+			if shardLabelsChanged(o, n) {
+				s.Kick()
+			}
+		},
+	}
+	s.stores = map[schema.GroupVersionKind]toolscache.Store{}
+	var out []toolscache.SharedIndexInformer
 	for _, k := range s.Kinds {
 		for _, gvk := range []schema.GroupVersionKind{k.Parent, k.Child} {
-			inf, err := s.cache.GetInformer(ctx, metadataOf(gvk))
+			mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-				AddFunc:    func(any) { s.Kick() },
-				DeleteFunc: func(any) { s.Kick() },
-				UpdateFunc: func(o, n any) {
-					if shardLabelsChanged(o, n) {
-						s.Kick()
-					}
-				},
-			}); err != nil {
-				return err
+			inf := metadatainformer.NewFilteredMetadataInformer(mc, mapping.Resource, s.WatchNamespace, 0, toolscache.Indexers{}, nil).Informer()
+			if err := inf.SetTransform(keepShardFields); err != nil {
+				return nil, err
 			}
+			if _, err := inf.AddEventHandler(kick); err != nil {
+				return nil, err
+			}
+			s.stores[gvk] = inf.GetStore()
+			out = append(out, inf)
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// mapper is Mapper, or one asking the API server when none was given.
+func (s *Sharder) mapper() (meta.RESTMapper, error) {
+	if s.Mapper != nil {
+		return s.Mapper, nil
+	}
+	hc, err := rest.HTTPClientFor(s.Config)
+	if err != nil {
+		return nil, err
+	}
+	return apiutil.NewDynamicRESTMapper(s.Config, hc)
 }
 
 // Kick asks for a pass soon; passes asked for while one runs coalesce.
@@ -232,29 +281,33 @@ func keepShardFields(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	kept := &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		DeletionTimestamp: m.DeletionTimestamp,
-	}}
+	kept := &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: intern(m.APIVersion), Kind: intern(m.Kind)},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: intern(m.Namespace), Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
+			DeletionTimestamp: m.DeletionTimestamp,
+		},
+	}
 	for _, l := range []string{LabelOwner, LabelDrain} {
 		if v, ok := m.Labels[l]; ok {
 			if kept.Labels == nil {
-				kept.Labels = map[string]string{}
+				kept.Labels = make(map[string]string, 1)
 			}
-			kept.Labels[l] = v
+			kept.Labels[l] = intern(v)
 		}
 	}
 	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
-		kept.OwnerReferences = []metav1.OwnerReference{*ref}
+		r := *ref
+		r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
+		kept.OwnerReferences = []metav1.OwnerReference{r}
 	}
 	return kept, nil
 }
 
-func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(gvk)
-	return m
-}
+// intern shares the text of strings that repeat over thousands of cached
+// objects (kinds, namespaces, replica names) instead of keeping a decoded
+// copy in each.
+func intern(s string) string { return unique.Make(s).Value() }
 
 // live returns the replicas whose Lease is live, sorted, and how long
 // until the first of them expires.
@@ -272,7 +325,7 @@ func (s *Sharder) Pass(ctx context.Context) (time.Duration, error) {
 	alive := aliveSet(replicas)
 	var all []unit
 	for _, k := range s.Kinds {
-		units, err := s.units(ctx, k)
+		units, err := s.units(k)
 		if err != nil {
 			return retryAfter, err
 		}
@@ -322,58 +375,67 @@ func settleAll(units []unit, workers int, settle func(unit) error) []error {
 }
 
 // unit is what moves together: an object and the runs it controls, or a
-// run without a sharded controller.
+// run without a sharded controller. Its objects are the sharder cache's
+// own: read only.
 type unit struct {
 	key string
 	// head is the object the key names; children are its runs.
-	head     *metav1.PartialObjectMetadata
-	children []*metav1.PartialObjectMetadata
+	head     member
+	children []member
 }
 
-func (s *Sharder) units(ctx context.Context, k Kind) ([]unit, error) {
-	parents, err := s.list(ctx, k.Parent)
+// member is one object of a unit and its kind, which the cached metadata
+// does not carry reliably and a patch needs.
+type member struct {
+	obj  *metav1.PartialObjectMetadata
+	kind schema.GroupVersionKind
+}
+
+func (s *Sharder) units(k Kind) ([]unit, error) {
+	parents, err := s.list(k.Parent)
 	if err != nil {
 		return nil, err
 	}
-	children, err := s.list(ctx, k.Child)
+	children, err := s.list(k.Child)
 	if err != nil {
 		return nil, err
 	}
-	byUID := map[types.UID]int{}
+	byUID := make(map[types.UID]int, len(parents))
 	units := make([]unit, 0, len(parents))
 	for _, p := range parents {
 		byUID[p.UID] = len(units)
-		units = append(units, unit{key: p.Namespace + "/" + p.Name, head: p})
+		units = append(units, unit{key: p.Namespace + "/" + p.Name, head: member{p, k.Parent}})
 	}
 	for _, c := range children {
-		ref := metav1.GetControllerOf(c)
+		ref := metav1.GetControllerOfNoCopy(c)
 		if ref != nil && ref.Kind == k.Parent.Kind {
 			if i, ok := byUID[ref.UID]; ok {
-				units[i].children = append(units[i].children, c)
+				units[i].children = append(units[i].children, member{c, k.Child})
 				continue
 			}
 		}
-		units = append(units, unit{key: c.Namespace + "/" + c.Name, head: c})
+		units = append(units, unit{key: c.Namespace + "/" + c.Name, head: member{c, k.Child}})
 	}
 	return units, nil
 }
 
-func (s *Sharder) list(ctx context.Context, gvk schema.GroupVersionKind) ([]*metav1.PartialObjectMetadata, error) {
-	var list metav1.PartialObjectMetadataList
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	// Every pass lists every sharded object, and passes run on every
-	// create: copying all of them each time cost the setup much of its CPU
-	// (make bench-shards, 9,000 canaries: 17m42s before, 11m28s after).
-	// The items share their maps with the cache, so they are read only;
-	// patch writes on a copy.
-	if err := s.cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+// list returns the cached objects of kind gvk themselves, not copies:
+// every pass lists every sharded object, and passes run on every create,
+// so copying them all each time was most of what the leader allocated
+// (make bench-shards: 1 GB more than a follower over a 3,000-canary
+// setup; at 9,000 the setup's passes also cost much of its CPU). Callers
+// only read them; patch writes on a copy.
+func (s *Sharder) list(gvk schema.GroupVersionKind) ([]*metav1.PartialObjectMetadata, error) {
+	store, ok := s.stores[gvk]
+	if !ok {
+		return nil, fmt.Errorf("shard: %s is not a sharded kind", gvk.Kind)
 	}
-	out := make([]*metav1.PartialObjectMetadata, len(list.Items))
-	for i := range list.Items {
-		obj := &list.Items[i]
-		obj.SetGroupVersionKind(gvk)
-		out[i] = obj
+	items := store.List()
+	out := make([]*metav1.PartialObjectMetadata, 0, len(items))
+	for _, it := range items {
+		if m, ok := it.(*metav1.PartialObjectMetadata); ok {
+			out = append(out, m)
+		}
 	}
 	return out, nil
 }
@@ -394,10 +456,9 @@ func (s *Sharder) settle(ctx context.Context, u unit, want string, alive map[str
 	if want == "" {
 		return nil
 	}
-	objs := append([]*metav1.PartialObjectMetadata{u.head}, u.children...)
 	settled := true
-	for _, o := range objs {
-		ok, err := s.release(ctx, o, want, alive)
+	for _, m := range append([]member{u.head}, u.children...) {
+		ok, err := s.release(ctx, m, want, alive)
 		if err != nil {
 			return err
 		}
@@ -406,16 +467,16 @@ func (s *Sharder) settle(ctx context.Context, u unit, want string, alive map[str
 	if !settled {
 		return nil
 	}
-	for _, o := range append(u.children, u.head) {
-		owner := o.Labels[LabelOwner]
+	for _, m := range append(u.children, u.head) {
+		owner := m.obj.Labels[LabelOwner]
 		if owner == want {
 			continue
 		}
 		if owner != "" {
 			log.FromContext(ctx).Info("moving an object away from a replica without a live shard lease",
-				"object", o.Namespace+"/"+o.Name, "kind", o.Kind, "from", owner, "to", want)
+				"object", m.obj.Namespace+"/"+m.obj.Name, "kind", m.kind.Kind, "from", owner, "to", want)
 		}
-		if err := s.patch(ctx, o, map[string]*string{LabelOwner: ptr.To(want), LabelDrain: nil}); err != nil {
+		if err := s.patch(ctx, m, map[string]*string{LabelOwner: ptr.To(want), LabelDrain: nil}); err != nil {
 			return err
 		}
 	}
@@ -424,9 +485,9 @@ func (s *Sharder) settle(ctx context.Context, u unit, want string, alive map[str
 
 // release reports whether o has no live owner in the way of want, asking
 // a live owner to drain it.
-func (s *Sharder) release(ctx context.Context, o *metav1.PartialObjectMetadata, want string, alive map[string]bool) (bool, error) {
-	owner := o.Labels[LabelOwner]
-	draining := o.Labels[LabelDrain] == "true"
+func (s *Sharder) release(ctx context.Context, m member, want string, alive map[string]bool) (bool, error) {
+	owner := m.obj.Labels[LabelOwner]
+	draining := m.obj.Labels[LabelDrain] == "true"
 	switch {
 	case owner == "" || !alive[owner]:
 		// Nobody is working on it; a drain label left behind (by a release
@@ -440,20 +501,20 @@ func (s *Sharder) release(ctx context.Context, o *metav1.PartialObjectMetadata, 
 	case draining:
 		return false, nil
 	default:
-		return false, s.patch(ctx, o, map[string]*string{LabelDrain: ptr.To("true")})
+		return false, s.patch(ctx, m, map[string]*string{LabelDrain: ptr.To("true")})
 	}
 }
 
-// patch changes o's labels on a copy, since o may share its maps with the
-// sharder's cache, and takes the copy's new version.
-func (s *Sharder) patch(ctx context.Context, o *metav1.PartialObjectMetadata, change map[string]*string) error {
-	c := o.DeepCopy()
+// patch changes a member's labels on a copy: the cached object is shared.
+// A pass patches an object at most once (a drain request leaves its unit
+// unsettled until a later pass), so the new version is not needed here;
+// the cache sees it through the watch.
+func (s *Sharder) patch(ctx context.Context, m member, change map[string]*string) error {
+	c := m.obj.DeepCopy()
+	c.SetGroupVersionKind(m.kind)
 	err := patchLabels(ctx, s.Client, c, change)
 	if apierrors.IsNotFound(err) {
 		return nil
-	}
-	if err == nil {
-		*o = *c
 	}
 	return err
 }

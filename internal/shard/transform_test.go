@@ -1,7 +1,9 @@
 package shard
 
 import (
+	"strings"
 	"testing"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -54,7 +56,22 @@ func TestKeepShardFields(t *testing.T) {
 	if b := bare.(*metav1.PartialObjectMetadata); b.Labels != nil || b.OwnerReferences != nil {
 		t.Errorf("an unlabelled object without a controller got %v / %v", b.Labels, b.OwnerReferences)
 	}
+	// Two objects decoded separately share the text of their namespace
+	// and owner once kept.
+	a, _ := keepShardFields(metaIn(strings.Clone("tenant-a"), strings.Clone("r-1")))
+	b, _ := keepShardFields(metaIn(strings.Clone("tenant-a"), strings.Clone("r-1")))
+	ka, kb := a.(*metav1.PartialObjectMetadata), b.(*metav1.PartialObjectMetadata)
+	if unsafe.StringData(ka.Namespace) != unsafe.StringData(kb.Namespace) ||
+		unsafe.StringData(ka.Labels[LabelOwner]) != unsafe.StringData(kb.Labels[LabelOwner]) {
+		t.Error("the namespace or the owner is kept as a copy per object, not interned")
+	}
 	if other, _ := keepShardFields("tombstone"); other != "tombstone" {
 		t.Errorf("a value that is not object metadata was changed to %v", other)
 	}
+}
+
+func metaIn(namespace, owner string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: namespace, Name: "c", Labels: map[string]string{LabelOwner: owner},
+	}}
 }

@@ -25,7 +25,7 @@ func (s *Sharder) Unowned(ctx context.Context, gvk schema.GroupVersionKind) ([]t
 	if err != nil {
 		return nil, err
 	}
-	objs, err := s.list(ctx, gvk)
+	objs, err := s.list(gvk)
 	if err != nil {
 		return nil, err
 	}

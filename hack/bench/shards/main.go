@@ -55,6 +55,7 @@ type options struct {
 	crdDir       string
 	manager      string
 	logDir       string
+	heapProfiles bool
 	verbose      bool
 
 	corpora int
@@ -80,6 +81,7 @@ func main() {
 	flag.StringVar(&o.manager, "manager", "", "manager binary to run; empty: go build ./cmd/manager into a temporary directory")
 	flag.StringVar(&o.logDir, "log-dir", "", "keep the replicas' logs here; empty: a temporary directory, removed at the end")
 	flag.BoolVar(&o.verbose, "v", false, "log the replicas' info messages")
+	flag.BoolVar(&o.heapProfiles, "heap-profiles", false, "serve each replica's profiler on loopback and keep its heap profile at the end of the steady window beside its log (the leader's named <name>-leader.heap)")
 	flag.Parse()
 	if *serveTarget {
 		var rec recorder

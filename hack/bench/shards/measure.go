@@ -149,6 +149,11 @@ func measureMode(ctx context.Context, o options, c client.Client, cluster *local
 	if res.steady, err = endPhase(ctx, c, set, api, start, rss.snapshot(true)); err != nil {
 		return err
 	}
+	if o.heapProfiles {
+		if err := keepHeapProfiles(ctx, set, res.steady); err != nil {
+			return err
+		}
+	}
 	if !kill {
 		return nil
 	}
@@ -170,6 +175,31 @@ func measureMode(ctx context.Context, o options, c client.Client, cluster *local
 		return err
 	}
 	res.failover = f
+	return nil
+}
+
+// keepHeapProfiles saves every live replica's heap profile, the leader's
+// marked, so what the leader holds beyond a follower can be compared
+// (go tool pprof -diff_base).
+func keepHeapProfiles(ctx context.Context, set replicaSet, f phaseFigures) error {
+	leader := map[string]bool{}
+	for _, r := range f.replicas {
+		leader[r.name] = r.leader
+	}
+	for _, r := range set {
+		if !r.alive() {
+			continue
+		}
+		suffix := ""
+		if leader[r.name] {
+			suffix = "-leader"
+		}
+		path, err := r.heapProfile(ctx, suffix)
+		if err != nil {
+			return err
+		}
+		benchkit.Step("heap profile of %s: %s", r.name, path)
+	}
 	return nil
 }
 

@@ -68,7 +68,7 @@ func runMode(ctx context.Context, o options, n int, dir string) (*modeResult, er
 	}
 	benchkit.Step("[%d replica(s)] starting %d manager replica process(es), logs in %s", n, n, logDir)
 	set, err := startReplicas(replicaConfig{binary: o.manager, kubeconfig: cluster.Kubeconfig, logDir: logDir,
-		targetURLs: targets.URLs(), checkpoint: o.checkpoint, shardLease: o.shardLease, verbose: o.verbose}, n)
+		targetURLs: targets.URLs(), checkpoint: o.checkpoint, shardLease: o.shardLease, verbose: o.verbose, pprof: o.heapProfiles}, n)
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,9 @@ type replicaConfig struct {
 	targetURLs                 []string
 	checkpoint, shardLease     time.Duration
 	verbose                    bool
+	// pprof serves each replica's profiler on a loopback port, so the
+	// benchmark can keep a heap profile of each (heapProfiles).
+	pprof bool
 }
 
 // replica is one running manager process.
@@ -48,9 +51,11 @@ type replica struct {
 	name       string
 	cmd        *exec.Cmd
 	metricsURL string
-	log        *os.File
-	exited     chan struct{}
-	waitErr    error
+	// pprofURL is the replica's /debug/pprof/ root; empty without --pprof.
+	pprofURL string
+	log      *os.File
+	exited   chan struct{}
+	waitErr  error
 	// killed is set when the benchmark killed it on purpose.
 	killed bool
 }
@@ -83,6 +88,15 @@ func startReplica(cfg replicaConfig, name string) (*replica, error) {
 		"--status-checkpoint-interval", cfg.checkpoint.String(),
 		"--zap-log-level", level,
 	}
+	pprofURL := ""
+	if cfg.pprof {
+		pport, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pport))
+		pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/", pport)
+	}
 	logFile, err := os.Create(filepath.Join(cfg.logDir, name+".log"))
 	if err != nil {
 		return nil, err
@@ -95,7 +109,7 @@ func startReplica(cfg replicaConfig, name string) (*replica, error) {
 		logFile.Close()
 		return nil, fmt.Errorf("starting replica %s: %w", name, err)
 	}
-	r := &replica{name: name, cmd: cmd, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), log: logFile, exited: make(chan struct{})}
+	r := &replica{name: name, cmd: cmd, metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), pprofURL: pprofURL, log: logFile, exited: make(chan struct{})}
 	go func() {
 		r.waitErr = cmd.Wait()
 		close(r.exited)
@@ -209,6 +223,35 @@ func (r *replica) scrape(ctx context.Context) (map[string]*dto.MetricFamily, err
 		return nil, fmt.Errorf("parsing %s's metrics: %w", r.name, err)
 	}
 	return families, nil
+}
+
+// heapProfile writes the replica's heap profile (after a collection, so
+// in-use figures are live objects) beside its log, as <name><suffix>.heap.
+func (r *replica) heapProfile(ctx context.Context, suffix string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.pprofURL+"heap?gc=1", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("heap profile of %s: %w", r.name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("heap profile of %s: HTTP %d", r.name, resp.StatusCode)
+	}
+	path := filepath.Join(filepath.Dir(r.log.Name()), r.name+suffix+".heap")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return "", err
+	}
+	return path, f.Close()
 }
 
 // lag is the replica's probe scheduling lag histogram, summed over series.
