@@ -48,7 +48,7 @@ func ShardedCache(opts cache.Options, r shard.Replica) cache.Options {
 // manager's cache, which must not start cluster-wide Lease or canary
 // informers: the keeper and the sharder write with an uncached client, the
 // watch caches only the shard Leases of the operator's namespace, and the
-// sharder keeps its own metadata-only cache.
+// sharder keeps its own index of every sharded object's shard labels.
 func SetupSharding(mgr ctrl.Manager, opts ShardingOptions) error {
 	if err := shard.CheckName(opts.Replica.Name); err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unique"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -42,9 +40,9 @@ const DefaultResync = time.Minute
 const retryAfter = time.Second
 
 // Sharder assigns objects to replicas and moves them when the set of live
-// replicas changes. It runs on the leader only, with its own cache: every
-// sharded object and run as metadata only (the replicas' caches hold only
-// their share), and the shard Leases of its namespace.
+// replicas changes. It runs on the leader only, with its own watches of
+// every sharded object and run, metadata only, kept as the few fields a
+// pass reads (index; the replicas' caches hold only their share).
 type Sharder struct {
 	Config *rest.Config
 	Scheme *runtime.Scheme
@@ -72,8 +70,8 @@ type Sharder struct {
 	ownLeases bool
 	// synced is closed once cache holds every watched object.
 	synced chan struct{}
-	// stores are the cache's stores by kind, read directly (list).
-	stores map[schema.GroupVersionKind]toolscache.Store
+	// indexes hold what the sharder knows of each sharded kind.
+	indexes map[schema.GroupVersionKind]*index
 }
 
 // NeedLeaderElection is true: one sharder decides for everyone.
@@ -107,7 +105,7 @@ func (s *Sharder) init() {
 // live Lease would expire, and every Resync.
 func (s *Sharder) Start(ctx context.Context) error {
 	s.init()
-	informers, err := s.informers()
+	reflectors, err := s.reflectors()
 	if err != nil {
 		return err
 	}
@@ -123,13 +121,15 @@ func (s *Sharder) Start(ctx context.Context) error {
 			}
 		}()
 	}
-	synced := make([]toolscache.InformerSynced, len(informers))
-	for i, inf := range informers {
-		go inf.RunWithContext(ctx)
-		synced[i] = inf.HasSynced
+	for _, r := range reflectors {
+		go r.RunWithContext(ctx)
 	}
-	if !toolscache.WaitForCacheSync(ctx.Done(), synced...) {
-		return failure(ctx)
+	for _, x := range s.indexes {
+		select {
+		case <-x.synced:
+		case <-ctx.Done():
+			return failure(ctx)
+		}
 	}
 	close(s.synced)
 	logger := log.FromContext(ctx).WithName("sharder")
@@ -190,11 +190,9 @@ func failure(ctx context.Context) error {
 	return nil
 }
 
-// informers builds the sharder's watches of every sharded kind: metadata
-// only, trimmed by keepShardFields, each kind's store kept for list. They
-// are client-go informers, not a controller-runtime cache, so a pass can
-// read the stored objects without copying them.
-func (s *Sharder) informers() ([]toolscache.SharedIndexInformer, error) {
+// reflectors build the sharder's watches of every sharded kind: metadata
+// only, each into an index of what a pass reads, not a cache of objects.
+func (s *Sharder) reflectors() ([]*toolscache.Reflector, error) {
 	mc, err := metadata.NewForConfig(s.Config)
 	if err != nil {
 		return nil, err
@@ -203,32 +201,17 @@ func (s *Sharder) informers() ([]toolscache.SharedIndexInformer, error) {
 	if err != nil {
 		return nil, err
 	}
-	kick := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.Kick() },
-		DeleteFunc: func(any) { s.Kick() },
-		UpdateFunc: func(o, n any) {
-			if shardLabelsChanged(o, n) {
-				s.Kick()
-			}
-		},
-	}
-	s.stores = map[schema.GroupVersionKind]toolscache.Store{}
-	var out []toolscache.SharedIndexInformer
+	s.indexes = map[schema.GroupVersionKind]*index{}
+	var out []*toolscache.Reflector
 	for _, k := range s.Kinds {
 		for _, gvk := range []schema.GroupVersionKind{k.Parent, k.Child} {
 			mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			if err != nil {
 				return nil, err
 			}
-			inf := metadatainformer.NewFilteredMetadataInformer(mc, mapping.Resource, s.WatchNamespace, 0, toolscache.Indexers{}, nil).Informer()
-			if err := inf.SetTransform(keepShardFields); err != nil {
-				return nil, err
-			}
-			if _, err := inf.AddEventHandler(kick); err != nil {
-				return nil, err
-			}
-			s.stores[gvk] = inf.GetStore()
-			out = append(out, inf)
+			x := newIndex(k.Parent.Kind, s.Kick)
+			s.indexes[gvk] = x
+			out = append(out, x.reflector(mc, mapping.Resource, s.WatchNamespace))
 		}
 	}
 	return out, nil
@@ -253,61 +236,6 @@ func (s *Sharder) Kick() {
 	default:
 	}
 }
-
-func shardLabelsChanged(o, n any) bool {
-	a, ok1 := o.(metav1.Object)
-	b, ok2 := n.(metav1.Object)
-	if !ok1 || !ok2 {
-		return true
-	}
-	for _, l := range []string{LabelOwner, LabelDrain} {
-		if a.GetLabels()[l] != b.GetLabels()[l] {
-			return true
-		}
-	}
-	return false
-}
-
-// keepShardFields keeps of a cached object only what a pass reads: its
-// identity, version (the patches' optimistic lock), deletion, controller
-// and shard labels. The sharder caches every sharded object and run, which
-// the other replicas do not hold (the leader held about 75 MiB more than a
-// follower at 9,000 canaries, make bench-shards); annotations (kubectl's
-// last-applied copy of the whole spec among them), other labels,
-// finalizers and managedFields are dropped. Patches are merge patches of
-// the shard labels alone, so nothing dropped is written back.
-func keepShardFields(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		return obj, nil
-	}
-	kept := &metav1.PartialObjectMetadata{
-		TypeMeta: metav1.TypeMeta{APIVersion: intern(m.APIVersion), Kind: intern(m.Kind)},
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: intern(m.Namespace), Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
-			DeletionTimestamp: m.DeletionTimestamp,
-		},
-	}
-	for _, l := range []string{LabelOwner, LabelDrain} {
-		if v, ok := m.Labels[l]; ok {
-			if kept.Labels == nil {
-				kept.Labels = make(map[string]string, 1)
-			}
-			kept.Labels[l] = intern(v)
-		}
-	}
-	if ref := metav1.GetControllerOfNoCopy(m); ref != nil {
-		r := *ref
-		r.APIVersion, r.Kind = intern(r.APIVersion), intern(r.Kind)
-		kept.OwnerReferences = []metav1.OwnerReference{r}
-	}
-	return kept, nil
-}
-
-// intern shares the text of strings that repeat over thousands of cached
-// objects (kinds, namespaces, replica names) instead of keeping a decoded
-// copy in each.
-func intern(s string) string { return unique.Make(s).Value() }
 
 // live returns the replicas whose Lease is live, sorted, and how long
 // until the first of them expires.
@@ -375,8 +303,7 @@ func settleAll(units []unit, workers int, settle func(unit) error) []error {
 }
 
 // unit is what moves together: an object and the runs it controls, or a
-// run without a sharded controller. Its objects are the sharder cache's
-// own: read only.
+// run without a sharded controller.
 type unit struct {
 	key string
 	// head is the object the key names; children are its runs.
@@ -384,10 +311,9 @@ type unit struct {
 	children []member
 }
 
-// member is one object of a unit and its kind, which the cached metadata
-// does not carry reliably and a patch needs.
+// member is one object of a unit and its kind, which a patch needs.
 type member struct {
-	obj  *metav1.PartialObjectMetadata
+	keyed
 	kind schema.GroupVersionKind
 }
 
@@ -403,41 +329,28 @@ func (s *Sharder) units(k Kind) ([]unit, error) {
 	byUID := make(map[types.UID]int, len(parents))
 	units := make([]unit, 0, len(parents))
 	for _, p := range parents {
-		byUID[p.UID] = len(units)
-		units = append(units, unit{key: p.Namespace + "/" + p.Name, head: member{p, k.Parent}})
+		byUID[p.uid] = len(units)
+		units = append(units, unit{key: p.key.String(), head: member{p, k.Parent}})
 	}
 	for _, c := range children {
-		ref := metav1.GetControllerOfNoCopy(c)
-		if ref != nil && ref.Kind == k.Parent.Kind {
-			if i, ok := byUID[ref.UID]; ok {
+		if c.controller != "" {
+			if i, ok := byUID[c.controller]; ok {
 				units[i].children = append(units[i].children, member{c, k.Child})
 				continue
 			}
 		}
-		units = append(units, unit{key: c.Namespace + "/" + c.Name, head: member{c, k.Child}})
+		units = append(units, unit{key: c.key.String(), head: member{c, k.Child}})
 	}
 	return units, nil
 }
 
-// list returns the cached objects of kind gvk themselves, not copies:
-// every pass lists every sharded object, and passes run on every create,
-// so copying them all each time was most of what the leader allocated
-// (make bench-shards: 1 GB more than a follower over a 3,000-canary
-// setup; at 9,000 the setup's passes also cost much of its CPU). Callers
-// only read them; patch writes on a copy.
-func (s *Sharder) list(gvk schema.GroupVersionKind) ([]*metav1.PartialObjectMetadata, error) {
-	store, ok := s.stores[gvk]
+// list is what the sharder knows of every object of kind gvk.
+func (s *Sharder) list(gvk schema.GroupVersionKind) ([]keyed, error) {
+	x, ok := s.indexes[gvk]
 	if !ok {
 		return nil, fmt.Errorf("shard: %s is not a sharded kind", gvk.Kind)
 	}
-	items := store.List()
-	out := make([]*metav1.PartialObjectMetadata, 0, len(items))
-	for _, it := range items {
-		if m, ok := it.(*metav1.PartialObjectMetadata); ok {
-			out = append(out, m)
-		}
-	}
-	return out, nil
+	return x.list(), nil
 }
 
 // settle takes one step for a unit towards owner want:
@@ -468,13 +381,12 @@ func (s *Sharder) settle(ctx context.Context, u unit, want string, alive map[str
 		return nil
 	}
 	for _, m := range append(u.children, u.head) {
-		owner := m.obj.Labels[LabelOwner]
-		if owner == want {
+		if m.owner == want {
 			continue
 		}
-		if owner != "" {
+		if m.owner != "" {
 			log.FromContext(ctx).Info("moving an object away from a replica without a live shard lease",
-				"object", m.obj.Namespace+"/"+m.obj.Name, "kind", m.kind.Kind, "from", owner, "to", want)
+				"object", m.key.String(), "kind", m.kind.Kind, "from", m.owner, "to", want)
 		}
 		if err := s.patch(ctx, m, map[string]*string{LabelOwner: ptr.To(want), LabelDrain: nil}); err != nil {
 			return err
@@ -486,8 +398,7 @@ func (s *Sharder) settle(ctx context.Context, u unit, want string, alive map[str
 // release reports whether o has no live owner in the way of want, asking
 // a live owner to drain it.
 func (s *Sharder) release(ctx context.Context, m member, want string, alive map[string]bool) (bool, error) {
-	owner := m.obj.Labels[LabelOwner]
-	draining := m.obj.Labels[LabelDrain] == "true"
+	owner, draining := m.owner, m.drain
 	switch {
 	case owner == "" || !alive[owner]:
 		// Nobody is working on it; a drain label left behind (by a release
@@ -505,16 +416,32 @@ func (s *Sharder) release(ctx context.Context, m member, want string, alive map[
 	}
 }
 
-// patch changes a member's labels on a copy: the cached object is shared.
-// A pass patches an object at most once (a drain request leaves its unit
-// unsettled until a later pass), so the new version is not needed here;
-// the cache sees it through the watch.
+// patch changes a member's shard labels, conditional on the version the
+// sharder saw. A pass patches an object at most once (a drain request
+// leaves its unit unsettled until a later pass), and the index sees the
+// new version through the watch.
 func (s *Sharder) patch(ctx context.Context, m member, change map[string]*string) error {
-	c := m.obj.DeepCopy()
-	c.SetGroupVersionKind(m.kind)
-	err := patchLabels(ctx, s.Client, c, change)
+	o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: m.key.Namespace, Name: m.key.Name, UID: m.uid, ResourceVersion: m.rv,
+		Labels: m.labels(),
+	}}
+	o.SetGroupVersionKind(m.kind)
+	err := patchLabels(ctx, s.Client, o, change)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
+}
+
+// labels are the shard labels the entry recorded, the base a patch is
+// computed from.
+func (e entry) labels() map[string]string {
+	l := map[string]string{}
+	if e.owner != "" {
+		l[LabelOwner] = e.owner
+	}
+	if e.drain {
+		l[LabelDrain] = "true"
+	}
+	return l
 }

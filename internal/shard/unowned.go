@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -35,14 +34,14 @@ func (s *Sharder) Unowned(ctx context.Context, gvk schema.GroupVersionKind) ([]t
 // unowned picks the objects whose owner is not among the live replicas.
 // An object being deleted is left out: the user asked for it to go, and
 // nobody is expected to measure it.
-func unowned(objs []*metav1.PartialObjectMetadata, replicas []string) []types.NamespacedName {
+func unowned(objs []keyed, replicas []string) []types.NamespacedName {
 	alive := aliveSet(replicas)
 	var out []types.NamespacedName
 	for _, o := range objs {
-		if !o.DeletionTimestamp.IsZero() || alive[o.Labels[LabelOwner]] {
+		if o.deleting || alive[o.owner] {
 			continue
 		}
-		out = append(out, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
+		out = append(out, o.key)
 	}
 	return out
 }

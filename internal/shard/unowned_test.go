@@ -142,12 +142,20 @@ func TestUnownedPicksObjectsWithoutLiveOwner(t *testing.T) {
 		}
 		return o
 	}
-	objs := []*metav1.PartialObjectMetadata{
+	x := newIndex("RevocationCanary", func() {})
+	var objs []keyed
+	for _, o := range []*metav1.PartialObjectMetadata{
 		obj("owned", "r-a", false),    // a live owner: not reported
 		obj("none", "", false),        // no owner label
 		obj("dead", "r-x", false),     // owner without a live Lease
 		obj("leaving", "", true),      // being deleted: nobody should measure it
 		obj("draining", "r-b", false), // a live owner still, though asked to drain
+	} {
+		key, e, ok := x.entryOf(o)
+		if !ok {
+			t.Fatalf("no entry for %s", o.Name)
+		}
+		objs = append(objs, keyed{key, e})
 	}
 	got := unowned(objs, []string{"r-a", "r-b"})
 	want := []types.NamespacedName{{Namespace: "ns", Name: "none"}, {Namespace: "ns", Name: "dead"}}

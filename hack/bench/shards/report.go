@@ -243,6 +243,9 @@ func (f *failoverResult) print(w io.Writer, o options) bool {
 		fmt.Fprintf(w, "  %-58s %s\n", fig.name+": owned at end / max RSS / CPU / p99 lag",
 			fmt.Sprintf("%d / %.1f MiB / %.0f%% of a core / %s", fig.owned, benchkit.MiB(fig.maxRSS), 100*fig.cpu.Seconds()/f.phase.window.Seconds(), lagCell(lo, hi)))
 	}
+	ph := f.phase
+	fmt.Fprintf(w, "  %-58s %s\n", "kube-apiserver CPU / API writes / machine busy", fmt.Sprintf("%.0f%% of a core / %.1f /s / %.0f%% of %d CPUs",
+		100*ph.apiCPU.Seconds()/ph.window.Seconds(), benchkit.Writes(ph.apiBefore, ph.apiAfter)/ph.window.Seconds(), 100*ph.machineBusy, goruntime.NumCPU()))
 	fmt.Fprintf(w, "  %-58s %s\n", "canaries without an owner at the end", fmt.Sprint(f.phase.unowned))
 	fmt.Fprintf(w, "  %-58s %d before, %d after; %d new for a new slot\n", "runs (listed at the kill and after the window)", f.runs.before, f.runs.after, len(f.runs.added))
 	b := f.bounds

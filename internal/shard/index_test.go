@@ -1,0 +1,103 @@
+package shard
+
+import (
+	"strings"
+	"testing"
+	"unsafe"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// TestIndexEntryKeepsWhatAPassReads: an entry holds the identity, version,
+// deletion, shard labels and a controller of the parent kind, and nothing
+// else of the object.
+func TestIndexEntryKeepsWhatAPassReads(t *testing.T) {
+	now := metav1.Now()
+	x := newIndex("RevocationCanary", func() {})
+	key, e, ok := x.entryOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "ns", Name: "run", UID: "u-1", ResourceVersion: "42",
+		DeletionTimestamp: &now,
+		Labels:            map[string]string{LabelOwner: "r-a", LabelDrain: "true", "app": "x"},
+		Annotations:       map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+		OwnerReferences: []metav1.OwnerReference{
+			{Kind: "ConfigMap", Name: "other", UID: "u-2"},
+			{Kind: "RevocationCanary", Name: "c", UID: "u-3", Controller: ptr.To(true)},
+		},
+	}})
+	want := entry{uid: "u-1", rv: "42", owner: "r-a", drain: true, deleting: true, controller: "u-3"}
+	if !ok || key != (types.NamespacedName{Namespace: "ns", Name: "run"}) || e != want {
+		t.Errorf("entry %v %+v (ok %v), want ns/run %+v", key, e, ok, want)
+	}
+	// A controller of another kind does not make the object a child.
+	_, e, _ = x.entryOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "hand-made",
+		OwnerReferences: []metav1.OwnerReference{{Kind: "EvalSuite", UID: "u-4", Controller: ptr.To(true)}}}})
+	if e.controller != "" || e.owner != "" || e.drain {
+		t.Errorf("an unlabelled run controlled by a suite got %+v", e)
+	}
+	if _, _, ok := x.entryOf("tombstone"); ok {
+		t.Error("a value that is not object metadata gave an entry")
+	}
+	// Two objects decoded separately share the text of their namespace and
+	// owner once kept.
+	ka, ea, _ := x.entryOf(labelled(strings.Clone("tenant-a"), strings.Clone("r-1")))
+	kb, eb, _ := x.entryOf(labelled(strings.Clone("tenant-a"), strings.Clone("r-1")))
+	if unsafe.StringData(ka.Namespace) != unsafe.StringData(kb.Namespace) || unsafe.StringData(ea.owner) != unsafe.StringData(eb.owner) {
+		t.Error("the namespace or the owner is kept as a copy per object, not interned")
+	}
+}
+
+// TestIndexSignalsOnlyWhatCanMoveSomething: a pass is asked for when an
+// object appears, goes or changes its shard labels, and for a new list;
+// not for a status write.
+func TestIndexSignalsOnlyWhatCanMoveSomething(t *testing.T) {
+	calls := 0
+	x := newIndex("RevocationCanary", func() { calls++ })
+	step := func(what string, err error, want int) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if calls != want {
+			t.Errorf("%s: %d passes asked for, want %d", what, calls, want)
+		}
+	}
+	obj := labelled("ns", "r-1")
+	obj.Name, obj.UID, obj.ResourceVersion = "c", "u-1", "1"
+	step("add", x.Add(obj), 1)
+	obj = obj.DeepCopy()
+	obj.ResourceVersion = "2"
+	step("a status write", x.Update(obj), 1)
+	if got := x.list(); len(got) != 1 || got[0].rv != "2" {
+		t.Errorf("after an update the index holds %+v, want version 2", got)
+	}
+	obj = obj.DeepCopy()
+	obj.Labels[LabelDrain] = "true"
+	step("a drain request", x.Update(obj), 2)
+	select {
+	case <-x.synced:
+		t.Fatal("synced before the first list")
+	default:
+	}
+	other := labelled("ns", "r-2")
+	other.Name = "d"
+	step("a list", x.Replace([]any{other}, "9"), 3)
+	<-x.synced
+	if got := x.list(); len(got) != 1 || got[0].key.Name != "d" {
+		t.Errorf("after a list the index holds %+v, want only d", got)
+	}
+	step("delete", x.Delete(other), 4)
+	if len(x.list()) != 0 {
+		t.Error("a deleted object is still listed")
+	}
+	if err := x.Add("tombstone"); err == nil {
+		t.Error("a value that is not object metadata was accepted")
+	}
+}
+
+func labelled(namespace, owner string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: namespace, Name: "c", Labels: map[string]string{LabelOwner: owner},
+	}}
+}
