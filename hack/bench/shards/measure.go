@@ -198,7 +198,11 @@ func keepHeapProfiles(ctx context.Context, set replicaSet, f phaseFigures) error
 		if err != nil {
 			return err
 		}
-		benchkit.Step("heap profile of %s: %s", r.name, path)
+		mem, err := r.memoryParts(ctx)
+		if err != nil {
+			return err
+		}
+		benchkit.Step("heap profile of %s: %s; %s", r.name, path, mem)
 	}
 	return nil
 }

@@ -254,6 +254,29 @@ func (r *replica) heapProfile(ctx context.Context, suffix string) (string, error
 	return path, f.Close()
 }
 
+// memoryParts says what the replica's resident memory is made of: the
+// kernel's anonymous and file-backed parts, and the Go runtime's heap in
+// use, heap kept but idle (not yet returned to the kernel), next GC goal
+// and stacks, so a difference in RSS between replicas can be placed.
+func (r *replica) memoryParts(ctx context.Context) (string, error) {
+	families, err := r.scrape(ctx)
+	if err != nil {
+		return "", err
+	}
+	gauge := func(name string) float64 {
+		if f := families[name]; f != nil && len(f.GetMetric()) > 0 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+		return 0
+	}
+	mib := func(v float64) float64 { return v / (1 << 20) }
+	anon, file := benchkit.StatusKB(strconv.Itoa(r.pid()), "RssAnon:"), benchkit.StatusKB(strconv.Itoa(r.pid()), "RssFile:")
+	return fmt.Sprintf("RSS anon %.1f MiB, file %.1f MiB; Go heap in use %.1f MiB, idle unreturned %.1f MiB, next GC %.1f MiB, stacks %.1f MiB",
+		float64(anon)/1024, float64(file)/1024,
+		mib(gauge("go_memstats_heap_inuse_bytes")), mib(gauge("go_memstats_heap_idle_bytes")-gauge("go_memstats_heap_released_bytes")),
+		mib(gauge("go_memstats_next_gc_bytes")), mib(gauge("go_memstats_stack_inuse_bytes"))), nil
+}
+
 // lag is the replica's probe scheduling lag histogram, summed over series.
 func (r *replica) lag(ctx context.Context) (benchkit.LagBuckets, error) {
 	families, err := r.scrape(ctx)

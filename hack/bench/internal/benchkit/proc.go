@@ -19,7 +19,11 @@ type ProcSample struct {
 }
 
 // RSSOf reads VmRSS of pid ("self" for this process); 0 when it is gone.
-func RSSOf(pid string) int64 {
+func RSSOf(pid string) int64 { return StatusKB(pid, "VmRSS:") * 1024 }
+
+// StatusKB reads a kB field of /proc/<pid>/status (field with its colon);
+// 0 when the process or the field is gone.
+func StatusKB(pid, field string) int64 {
 	f, err := os.Open(filepath.Join("/proc", pid, "status"))
 	if err != nil {
 		return 0
@@ -27,9 +31,9 @@ func RSSOf(pid string) int64 {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(s.Text(), field); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024
+			return kb
 		}
 	}
 	return 0
