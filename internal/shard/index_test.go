@@ -1,11 +1,14 @@
 package shard
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
@@ -100,4 +103,63 @@ func labelled(namespace, owner string) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Namespace: namespace, Name: "c", Labels: map[string]string{LabelOwner: owner},
 	}}
+}
+
+// TestUnsettledSkipsSettledUnits: a pass builds units only where something
+// is not with the ring's choice; a child out of place brings its parent
+// and all its siblings, and a run without a sharded controller is a unit
+// of its own.
+func TestUnsettledSkipsSettledUnits(t *testing.T) {
+	k := Kind{Parent: testKinds[0].Parent, Child: testKinds[0].Child}
+	s := &Sharder{indexes: map[schema.GroupVersionKind]*index{
+		k.Parent: newIndex(k.Parent.Kind, func() {}),
+		k.Child:  newIndex(k.Parent.Kind, func() {}),
+	}}
+	replicas := []string{"r-a", "r-b"}
+	add := func(gvk schema.GroupVersionKind, name, owner string, controller types.UID) {
+		t.Helper()
+		o := labelled("ns", owner)
+		o.Name, o.UID = name, types.UID("u-"+name)
+		if controller != "" {
+			o.OwnerReferences = []metav1.OwnerReference{{Kind: k.Parent.Kind, UID: controller, Controller: ptr.To(true)}}
+		}
+		if err := s.indexes[gvk].Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(name string) string { return Assign("ns/"+name, replicas) }
+	other := func(name string) string {
+		if at(name) == "r-a" {
+			return "r-b"
+		}
+		return "r-a"
+	}
+	add(k.Parent, "settled", at("settled"), "")
+	add(k.Child, "settled-run", at("settled"), "u-settled")
+	add(k.Parent, "moved", at("moved"), "")
+	add(k.Child, "moved-run-1", at("moved"), "u-moved")
+	add(k.Child, "moved-run-2", other("moved"), "u-moved")
+	add(k.Parent, "new", "", "")
+	add(k.Child, "hand-made", other("hand-made"), "")
+	units, err := s.unsettled(&k, replicas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, u := range units {
+		names := []string{}
+		for _, c := range u.children {
+			names = append(names, c.key.Name)
+		}
+		slices.Sort(names)
+		got[u.key.Name] = u.want + " " + strings.Join(names, ",")
+	}
+	want := map[string]string{
+		"moved":     at("moved") + " moved-run-1,moved-run-2",
+		"new":       at("new") + " ",
+		"hand-made": at("hand-made") + " ",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("unsettled units %v, want %v", got, want)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestSettleAllSettlesEveryUnitAtMostWorkersAtOnce: every unit is settled
@@ -16,7 +18,7 @@ func TestSettleAllSettlesEveryUnitAtMostWorkersAtOnce(t *testing.T) {
 	const n, workers = 200, 4
 	units := make([]unit, n)
 	for i := range units {
-		units[i] = unit{key: fmt.Sprint(i)}
+		units[i] = unit{key: types.NamespacedName{Name: fmt.Sprint(i)}}
 	}
 	var (
 		mu      sync.Mutex
@@ -40,7 +42,7 @@ func TestSettleAllSettlesEveryUnitAtMostWorkersAtOnce(t *testing.T) {
 			}
 		}
 		mu.Lock()
-		settled[u.key]++
+		settled[u.key.Name]++
 		first := len(settled) <= workers
 		mu.Unlock()
 		if first {
@@ -51,8 +53,8 @@ func TestSettleAllSettlesEveryUnitAtMostWorkersAtOnce(t *testing.T) {
 				t.Error("the first units never ran together: settleAll is not parallel")
 			}
 		}
-		if u.key == "7" || u.key == "150" {
-			return errors.New("conflict on " + u.key)
+		if u.key.Name == "7" || u.key.Name == "150" {
+			return errors.New("conflict on " + u.key.Name)
 		}
 		return nil
 	})

@@ -252,15 +252,15 @@ func (s *Sharder) Pass(ctx context.Context) (time.Duration, error) {
 	}
 	alive := aliveSet(replicas)
 	var all []unit
-	for _, k := range s.Kinds {
-		units, err := s.units(k)
+	for i := range s.Kinds {
+		units, err := s.unsettled(&s.Kinds[i], replicas)
 		if err != nil {
 			return retryAfter, err
 		}
 		all = append(all, units...)
 	}
 	errs := settleAll(all, settleWorkers, func(u unit) error {
-		return s.settle(ctx, u, Assign(u.key, replicas), alive)
+		return s.settle(ctx, u, alive)
 	})
 	if len(errs) > 0 {
 		return retryAfter, fmt.Errorf("%d objects not settled, first: %w", len(errs), errs[0])
@@ -303,9 +303,10 @@ func settleAll(units []unit, workers int, settle func(unit) error) []error {
 }
 
 // unit is what moves together: an object and the runs it controls, or a
-// run without a sharded controller.
+// run without a sharded controller, and the replica it should be with.
 type unit struct {
-	key string
+	key  types.NamespacedName
+	want string
 	// head is the object the key names; children are its runs.
 	head     member
 	children []member
@@ -314,44 +315,65 @@ type unit struct {
 // member is one object of a unit and its kind, which a patch needs.
 type member struct {
 	keyed
-	kind schema.GroupVersionKind
+	kind *schema.GroupVersionKind
 }
 
-func (s *Sharder) units(k Kind) ([]unit, error) {
-	parents, err := s.list(k.Parent)
-	if err != nil {
-		return nil, err
+// unsettled returns the units of kind k that are not yet where the ring
+// wants them: an object with another owner, or asked to drain. Passes run
+// on every create and visit every sharded object, so a settled unit costs
+// a hash and a map entry, nothing more: building every unit each pass
+// made the leader's passes its largest allocation during a setup (make
+// bench-shards). Both indexes are read-locked while it runs.
+func (s *Sharder) unsettled(k *Kind, replicas []string) ([]unit, error) {
+	px, cx := s.indexes[k.Parent], s.indexes[k.Child]
+	if px == nil || cx == nil {
+		return nil, fmt.Errorf("shard: %s is not a sharded kind", k.Parent.Kind)
 	}
-	children, err := s.list(k.Child)
-	if err != nil {
-		return nil, err
-	}
-	byUID := make(map[types.UID]int, len(parents))
-	units := make([]unit, 0, len(parents))
-	for _, p := range parents {
-		byUID[p.uid] = len(units)
-		units = append(units, unit{key: p.key.String(), head: member{p, k.Parent}})
-	}
-	for _, c := range children {
-		if c.controller != "" {
-			if i, ok := byUID[c.controller]; ok {
-				units[i].children = append(units[i].children, member{c, k.Child})
-				continue
-			}
+	px.mu.RLock()
+	defer px.mu.RUnlock()
+	cx.mu.RLock()
+	defer cx.mu.RUnlock()
+	wants := make(map[types.UID]string, len(px.entries))
+	dirty := map[types.UID]bool{}
+	for key, e := range px.entries {
+		want := Assign(key.String(), replicas)
+		wants[e.uid] = want
+		if !e.at(want) {
+			dirty[e.uid] = true
 		}
-		units = append(units, unit{key: c.key.String(), head: member{c, k.Child}})
 	}
-	return units, nil
+	var out []unit
+	for key, e := range cx.entries {
+		if want, ok := wants[e.controller]; ok && e.controller != "" {
+			if !e.at(want) {
+				dirty[e.controller] = true
+			}
+			continue
+		}
+		if want := Assign(key.String(), replicas); !e.at(want) {
+			out = append(out, unit{key: key, want: want, head: member{keyed{key, e}, &k.Child}})
+		}
+	}
+	if len(dirty) == 0 {
+		return out, nil
+	}
+	byUID := make(map[types.UID]int, len(dirty))
+	for key, e := range px.entries {
+		if dirty[e.uid] {
+			byUID[e.uid] = len(out)
+			out = append(out, unit{key: key, want: wants[e.uid], head: member{keyed{key, e}, &k.Parent}})
+		}
+	}
+	for key, e := range cx.entries {
+		if i, ok := byUID[e.controller]; ok && e.controller != "" {
+			out[i].children = append(out[i].children, member{keyed{key, e}, &k.Child})
+		}
+	}
+	return out, nil
 }
 
-// list is what the sharder knows of every object of kind gvk.
-func (s *Sharder) list(gvk schema.GroupVersionKind) ([]keyed, error) {
-	x, ok := s.indexes[gvk]
-	if !ok {
-		return nil, fmt.Errorf("shard: %s is not a sharded kind", gvk.Kind)
-	}
-	return x.list(), nil
-}
+// at says whether the entry is with want and not asked to leave.
+func (e entry) at(want string) bool { return e.owner == want && !e.drain }
 
 // settle takes one step for a unit towards owner want:
 //   - an object owned by a live replica other than want is asked to drain,
@@ -365,7 +387,8 @@ func (s *Sharder) list(gvk schema.GroupVersionKind) ([]keyed, error) {
 // nobody waits for (the dead owner cannot answer, and its Keeper stopped
 // it before its Lease could be seen expired), and at thousands of objects
 // those writes were most of the API server's work in a hand-over.
-func (s *Sharder) settle(ctx context.Context, u unit, want string, alive map[string]bool) error {
+func (s *Sharder) settle(ctx context.Context, u unit, alive map[string]bool) error {
+	want := u.want
 	if want == "" {
 		return nil
 	}
@@ -425,7 +448,7 @@ func (s *Sharder) patch(ctx context.Context, m member, change map[string]*string
 		Namespace: m.key.Namespace, Name: m.key.Name, UID: m.uid, ResourceVersion: m.rv,
 		Labels: m.labels(),
 	}}
-	o.SetGroupVersionKind(m.kind)
+	o.SetGroupVersionKind(*m.kind)
 	err := patchLabels(ctx, s.Client, o, change)
 	if apierrors.IsNotFound(err) {
 		return nil

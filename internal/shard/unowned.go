@@ -24,11 +24,11 @@ func (s *Sharder) Unowned(ctx context.Context, gvk schema.GroupVersionKind) ([]t
 	if err != nil {
 		return nil, err
 	}
-	objs, err := s.list(gvk)
-	if err != nil {
-		return nil, err
+	x, ok := s.indexes[gvk]
+	if !ok {
+		return nil, fmt.Errorf("shard: %s is not a sharded kind", gvk.Kind)
 	}
-	return unowned(objs, replicas), nil
+	return unowned(x.list(), replicas), nil
 }
 
 // unowned picks the objects whose owner is not among the live replicas.
