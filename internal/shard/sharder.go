@@ -68,7 +68,7 @@ type Sharder struct {
 	kick chan struct{}
 	// ownLeases: Leases was made here and is started with the sharder.
 	ownLeases bool
-	// synced is closed once cache holds every watched object.
+	// synced is closed once every index holds its first full list.
 	synced chan struct{}
 	// indexes hold what the sharder knows of each sharded kind.
 	indexes map[schema.GroupVersionKind]*index
