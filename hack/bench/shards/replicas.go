@@ -263,18 +263,32 @@ func (r *replica) memoryParts(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// A figure the replica or the kernel did not give is an error, never
+	// a 0 MiB part.
+	var missing []string
 	gauge := func(name string) float64 {
 		if f := families[name]; f != nil && len(f.GetMetric()) > 0 {
 			return f.GetMetric()[0].GetGauge().GetValue()
 		}
+		missing = append(missing, name)
 		return 0
 	}
+	status := func(field string) float64 {
+		kb, ok := benchkit.StatusKB(strconv.Itoa(r.pid()), field)
+		if !ok {
+			missing = append(missing, "/proc status "+field)
+		}
+		return float64(kb) / 1024
+	}
 	mib := func(v float64) float64 { return v / (1 << 20) }
-	anon, file := benchkit.StatusKB(strconv.Itoa(r.pid()), "RssAnon:"), benchkit.StatusKB(strconv.Itoa(r.pid()), "RssFile:")
-	return fmt.Sprintf("RSS anon %.1f MiB, file %.1f MiB; Go heap in use %.1f MiB, idle unreturned %.1f MiB, next GC %.1f MiB, stacks %.1f MiB",
-		float64(anon)/1024, float64(file)/1024,
+	out := fmt.Sprintf("RSS anon %.1f MiB, file %.1f MiB; Go heap in use %.1f MiB, idle unreturned %.1f MiB, next GC %.1f MiB, stacks %.1f MiB",
+		status("RssAnon:"), status("RssFile:"),
 		mib(gauge("go_memstats_heap_inuse_bytes")), mib(gauge("go_memstats_heap_idle_bytes")-gauge("go_memstats_heap_released_bytes")),
-		mib(gauge("go_memstats_next_gc_bytes")), mib(gauge("go_memstats_stack_inuse_bytes"))), nil
+		mib(gauge("go_memstats_next_gc_bytes")), mib(gauge("go_memstats_stack_inuse_bytes")))
+	if len(missing) > 0 {
+		return "", fmt.Errorf("memory of %s: no %s", r.name, strings.Join(missing, ", "))
+	}
+	return out, nil
 }
 
 // lag is the replica's probe scheduling lag histogram, summed over series.

@@ -19,24 +19,27 @@ type ProcSample struct {
 }
 
 // RSSOf reads VmRSS of pid ("self" for this process); 0 when it is gone.
-func RSSOf(pid string) int64 { return StatusKB(pid, "VmRSS:") * 1024 }
+func RSSOf(pid string) int64 {
+	kb, _ := StatusKB(pid, "VmRSS:")
+	return kb * 1024
+}
 
 // StatusKB reads a kB field of /proc/<pid>/status (field with its colon);
-// 0 when the process or the field is gone.
-func StatusKB(pid, field string) int64 {
+// ok is false when the process or the field is gone.
+func StatusKB(pid, field string) (kb int64, ok bool) {
 	f, err := os.Open(filepath.Join("/proc", pid, "status"))
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), field); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb
+		if rest, found := strings.CutPrefix(s.Text(), field); found {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb, err == nil
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // clockTick is USER_HZ, the unit of /proc/<pid>/stat times; 100 on Linux.
