@@ -115,7 +115,7 @@ test-e2e: envtest-assets $(KUBECTL) $(HELM) prometheus-tools ## Run only the end
 	$(GO) test ./test/... -count=1 -v -timeout 30m
 
 .PHONY: bench
-bench: ## Run the benchmarks once and print their figures (several minutes; the million-case ones need ~4 GB). The long fleet benchmarks are separate: bench-canaries, bench-shards.
+bench: envtest-assets ## Run the benchmarks once and print their figures (several minutes; the million-case ones need ~4 GB). The long fleet benchmarks are separate: bench-canaries, bench-shards.
 	$(GO) test ./internal/ragtarget/ -run '^$$' -bench BenchmarkSearch -benchtime 200x -timeout 20m
 	$(GO) test ./internal/scoring/ -run '^$$' -bench BenchmarkEvaluateMillion -benchtime 1x -timeout 30m
 	$(GO) test ./cmd/ragcanary/ -run '^$$' -bench BenchmarkEvalCLIMillion -benchtime 1x -timeout 30m
@@ -123,6 +123,7 @@ bench: ## Run the benchmarks once and print their figures (several minutes; the 
 	$(MAKE) --no-print-directory bench-eval
 	$(GO) test ./internal/probe/ -run '^$$' -bench BenchmarkProbeSchedules -benchtime 1x -timeout 20m
 	$(GO) test ./internal/metrics/ -run '^$$' -bench BenchmarkScrape10000Canaries -benchtime 5x -timeout 10m
+	$(GO) test ./internal/shard/ -run '^$$' -bench BenchmarkShardIndex10000 -benchtime 3x -timeout 10m
 
 BENCH_CANARIES ?= 1000
 BENCH_FOR ?= 3m

@@ -3,9 +3,11 @@ package shard
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"unique"
 
+	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,7 +23,7 @@ import (
 // map, owner references) cost the leader about 1 KB more per object than
 // these fields.
 type entry struct {
-	uid types.UID
+	uid id
 	// rv is the version a patch is conditional on.
 	rv    string
 	owner string
@@ -30,7 +32,32 @@ type entry struct {
 	deleting bool
 	// controller is the UID of the object's controller when that is of
 	// the kind's parent kind: the unit it moves with.
-	controller types.UID
+	controller id
+}
+
+// id is a UID in 16 bytes. A pass only compares UIDs (patches are
+// conditional on the version, not the UID), so the index keeps them as
+// numbers instead of two decoded strings per run: about 70 bytes an
+// object (BenchmarkShardIndex10000). The zero id is no UID.
+type id [16]byte
+
+// idOf reads a UID. The API server writes UUIDs; any other text (a UID
+// is opaque by contract) is kept as its 128-bit FNV hash, which no two
+// UIDs of one fleet share in practice.
+func idOf(u types.UID) id {
+	if u == "" {
+		return id{}
+	}
+	// Only the canonical text is read as a number, so two UIDs that
+	// differ in any character never share an id.
+	if parsed, err := uuid.Parse(string(u)); err == nil && parsed != (uuid.UUID{}) && parsed.String() == string(u) {
+		return id(parsed)
+	}
+	h := fnv.New128a()
+	_, _ = h.Write([]byte(u))
+	var out id
+	h.Sum(out[:0])
+	return out
 }
 
 // index holds the entries of one kind, fed by a reflector (a list, then a
@@ -61,10 +88,10 @@ func (x *index) entryOf(obj any) (types.NamespacedName, entry, bool) {
 	if !ok {
 		return types.NamespacedName{}, entry{}, false
 	}
-	e := entry{uid: m.UID, rv: m.ResourceVersion, owner: intern(m.Labels[LabelOwner]),
+	e := entry{uid: idOf(m.UID), rv: m.ResourceVersion, owner: intern(m.Labels[LabelOwner]),
 		drain: m.Labels[LabelDrain] == "true", deleting: m.DeletionTimestamp != nil}
 	if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.Kind == x.parentKind {
-		e.controller = ref.UID
+		e.controller = idOf(ref.UID)
 	}
 	return types.NamespacedName{Namespace: intern(m.Namespace), Name: m.Name}, e, true
 }
@@ -128,17 +155,6 @@ func (x *index) Resync() error { return nil }
 type keyed struct {
 	key types.NamespacedName
 	entry
-}
-
-// list is a snapshot of the entries.
-func (x *index) list() []keyed {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	out := make([]keyed, 0, len(x.entries))
-	for k, e := range x.entries {
-		out = append(out, keyed{k, e})
-	}
-	return out
 }
 
 // reflector lists and watches the metadata of resource gvr (in namespace,

@@ -29,14 +29,14 @@ func TestIndexEntryKeepsWhatAPassReads(t *testing.T) {
 			{Kind: "RevocationCanary", Name: "c", UID: "u-3", Controller: ptr.To(true)},
 		},
 	}})
-	want := entry{uid: "u-1", rv: "42", owner: "r-a", drain: true, deleting: true, controller: "u-3"}
+	want := entry{uid: idOf("u-1"), rv: "42", owner: "r-a", drain: true, deleting: true, controller: idOf("u-3")}
 	if !ok || key != (types.NamespacedName{Namespace: "ns", Name: "run"}) || e != want {
 		t.Errorf("entry %v %+v (ok %v), want ns/run %+v", key, e, ok, want)
 	}
 	// A controller of another kind does not make the object a child.
 	_, e, _ = x.entryOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "hand-made",
 		OwnerReferences: []metav1.OwnerReference{{Kind: "EvalSuite", UID: "u-4", Controller: ptr.To(true)}}}})
-	if e.controller != "" || e.owner != "" || e.drain {
+	if e.controller != (id{}) || e.owner != "" || e.drain {
 		t.Errorf("an unlabelled run controlled by a suite got %+v", e)
 	}
 	if _, _, ok := x.entryOf("tombstone"); ok {
@@ -48,6 +48,32 @@ func TestIndexEntryKeepsWhatAPassReads(t *testing.T) {
 	kb, eb, _ := x.entryOf(labelled(strings.Clone("tenant-a"), strings.Clone("r-1")))
 	if unsafe.StringData(ka.Namespace) != unsafe.StringData(kb.Namespace) || unsafe.StringData(ea.owner) != unsafe.StringData(eb.owner) {
 		t.Error("the namespace or the owner is kept as a copy per object, not interned")
+	}
+}
+
+// TestIDsTellUIDsApart: the index compares UIDs as 16-byte ids. Equal
+// UIDs give equal ids; UIDs that differ in any character, UUID or not,
+// give different ones; and only the empty UID is no UID.
+func TestIDsTellUIDsApart(t *testing.T) {
+	const u = "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
+	uids := []types.UID{u, "6BA7B810-9DAD-11D1-80B4-00C04FD430C8", "6ba7b810-9dad-11d1-80b4-00c04fd430c9",
+		"{" + u + "}", "u-1", "u-2", "00000000-0000-0000-0000-000000000000", "0"}
+	seen := map[id]types.UID{}
+	for _, uid := range uids {
+		got := idOf(uid)
+		if got == (id{}) {
+			t.Errorf("UID %q has no id", uid)
+		}
+		if got != idOf(types.UID(strings.Clone(string(uid)))) {
+			t.Errorf("UID %q read twice gave two ids", uid)
+		}
+		if other, dup := seen[got]; dup {
+			t.Errorf("UIDs %q and %q share an id", uid, other)
+		}
+		seen[got] = uid
+	}
+	if idOf("") != (id{}) {
+		t.Error("the empty UID has an id")
 	}
 }
 
@@ -72,7 +98,7 @@ func TestIndexSignalsOnlyWhatCanMoveSomething(t *testing.T) {
 	obj = obj.DeepCopy()
 	obj.ResourceVersion = "2"
 	step("a status write", x.Update(obj), 1)
-	if got := x.list(); len(got) != 1 || got[0].rv != "2" {
+	if got := entries(x); len(got) != 1 || got[0].rv != "2" {
 		t.Errorf("after an update the index holds %+v, want version 2", got)
 	}
 	obj = obj.DeepCopy()
@@ -87,11 +113,11 @@ func TestIndexSignalsOnlyWhatCanMoveSomething(t *testing.T) {
 	other.Name = "d"
 	step("a list", x.Replace([]any{other}, "9"), 3)
 	<-x.synced
-	if got := x.list(); len(got) != 1 || got[0].key.Name != "d" {
+	if got := entries(x); len(got) != 1 || got[0].key.Name != "d" {
 		t.Errorf("after a list the index holds %+v, want only d", got)
 	}
 	step("delete", x.Delete(other), 4)
-	if len(x.list()) != 0 {
+	if len(entries(x)) != 0 {
 		t.Error("a deleted object is still listed")
 	}
 	if err := x.Add("tombstone"); err == nil {
@@ -162,4 +188,15 @@ func TestUnsettledSkipsSettledUnits(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Errorf("unsettled units %v, want %v", got, want)
 	}
+}
+
+// entries is a snapshot of an index's entries.
+func entries(x *index) []keyed {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]keyed, 0, len(x.entries))
+	for k, e := range x.entries {
+		out = append(out, keyed{k, e})
+	}
+	return out
 }

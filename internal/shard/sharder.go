@@ -333,8 +333,8 @@ func (s *Sharder) unsettled(k *Kind, replicas []string) ([]unit, error) {
 	defer px.mu.RUnlock()
 	cx.mu.RLock()
 	defer cx.mu.RUnlock()
-	wants := make(map[types.UID]string, len(px.entries))
-	dirty := map[types.UID]bool{}
+	wants := make(map[id]string, len(px.entries))
+	dirty := map[id]bool{}
 	for key, e := range px.entries {
 		want := Assign(key.String(), replicas)
 		wants[e.uid] = want
@@ -344,7 +344,7 @@ func (s *Sharder) unsettled(k *Kind, replicas []string) ([]unit, error) {
 	}
 	var out []unit
 	for key, e := range cx.entries {
-		if want, ok := wants[e.controller]; ok && e.controller != "" {
+		if want, ok := wants[e.controller]; ok && e.controller != (id{}) {
 			if !e.at(want) {
 				dirty[e.controller] = true
 			}
@@ -357,7 +357,7 @@ func (s *Sharder) unsettled(k *Kind, replicas []string) ([]unit, error) {
 	if len(dirty) == 0 {
 		return out, nil
 	}
-	byUID := make(map[types.UID]int, len(dirty))
+	byUID := make(map[id]int, len(dirty))
 	for key, e := range px.entries {
 		if dirty[e.uid] {
 			byUID[e.uid] = len(out)
@@ -365,7 +365,7 @@ func (s *Sharder) unsettled(k *Kind, replicas []string) ([]unit, error) {
 		}
 	}
 	for key, e := range cx.entries {
-		if i, ok := byUID[e.controller]; ok && e.controller != "" {
+		if i, ok := byUID[e.controller]; ok && e.controller != (id{}) {
 			out[i].children = append(out[i].children, member{keyed{key, e}, &k.Child})
 		}
 	}
@@ -445,7 +445,7 @@ func (s *Sharder) release(ctx context.Context, m member, want string, alive map[
 // new version through the watch.
 func (s *Sharder) patch(ctx context.Context, m member, change map[string]*string) error {
 	o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-		Namespace: m.key.Namespace, Name: m.key.Name, UID: m.uid, ResourceVersion: m.rv,
+		Namespace: m.key.Namespace, Name: m.key.Name, ResourceVersion: m.rv,
 		Labels: m.labels(),
 	}}
 	o.SetGroupVersionKind(*m.kind)

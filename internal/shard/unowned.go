@@ -1,8 +1,10 @@
 package shard
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,21 +30,28 @@ func (s *Sharder) Unowned(ctx context.Context, gvk schema.GroupVersionKind) ([]t
 	if !ok {
 		return nil, fmt.Errorf("shard: %s is not a sharded kind", gvk.Kind)
 	}
-	return unowned(x.list(), replicas), nil
+	return x.unowned(replicas), nil
 }
 
-// unowned picks the objects whose owner is not among the live replicas.
-// An object being deleted is left out: the user asked for it to go, and
-// nobody is expected to measure it.
-func unowned(objs []keyed, replicas []string) []types.NamespacedName {
+// unowned picks the objects whose owner is not among the live replicas,
+// in name order. An object being deleted is left out: the user asked for
+// it to go, and nobody is expected to measure it. It reads the entries in
+// place: the leader answers this on every scrape, and a copy of every
+// entry each time was garbage in proportion to the fleet.
+func (x *index) unowned(replicas []string) []types.NamespacedName {
 	alive := aliveSet(replicas)
 	var out []types.NamespacedName
-	for _, o := range objs {
-		if o.deleting || alive[o.owner] {
+	x.mu.RLock()
+	for key, e := range x.entries {
+		if e.deleting || alive[e.owner] {
 			continue
 		}
-		out = append(out, o.key)
+		out = append(out, key)
 	}
+	x.mu.RUnlock()
+	slices.SortFunc(out, func(a, b types.NamespacedName) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
 	return out
 }
 

@@ -143,7 +143,6 @@ func TestUnownedPicksObjectsWithoutLiveOwner(t *testing.T) {
 		return o
 	}
 	x := newIndex("RevocationCanary", func() {})
-	var objs []keyed
 	for _, o := range []*metav1.PartialObjectMetadata{
 		obj("owned", "r-a", false),    // a live owner: not reported
 		obj("none", "", false),        // no owner label
@@ -151,18 +150,16 @@ func TestUnownedPicksObjectsWithoutLiveOwner(t *testing.T) {
 		obj("leaving", "", true),      // being deleted: nobody should measure it
 		obj("draining", "r-b", false), // a live owner still, though asked to drain
 	} {
-		key, e, ok := x.entryOf(o)
-		if !ok {
-			t.Fatalf("no entry for %s", o.Name)
+		if err := x.Add(o); err != nil {
+			t.Fatalf("adding %s: %v", o.Name, err)
 		}
-		objs = append(objs, keyed{key, e})
 	}
-	got := unowned(objs, []string{"r-a", "r-b"})
-	want := []types.NamespacedName{{Namespace: "ns", Name: "none"}, {Namespace: "ns", Name: "dead"}}
+	got := x.unowned([]string{"r-a", "r-b"})
+	want := []types.NamespacedName{{Namespace: "ns", Name: "dead"}, {Namespace: "ns", Name: "none"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("unowned = %v, want %v", got, want)
 	}
-	if got := unowned(objs, nil); len(got) != 4 {
+	if got := x.unowned(nil); len(got) != 4 {
 		t.Errorf("with no live replica, %d unowned (%v), want every object not being deleted (4)", len(got), got)
 	}
 }
