@@ -319,11 +319,12 @@ type member struct {
 }
 
 // unsettled returns the units of kind k that are not yet where the ring
-// wants them: an object with another owner, or asked to drain. Passes run
-// on every create and visit every sharded object, so a settled unit costs
-// a hash and a map entry, nothing more: building every unit each pass
-// made the leader's passes its largest allocation during a setup (make
-// bench-shards). Both indexes are read-locked while it runs.
+// wants them: an object with another owner, or asked to drain. A pass
+// follows creates (at most one per passGap) and visits every sharded
+// object, so a settled unit costs a hash and a map entry, nothing more:
+// building every unit each pass made the leader's passes its largest
+// allocation during a setup (make bench-shards). Both indexes are
+// read-locked while it runs.
 func (s *Sharder) unsettled(k *Kind, replicas []string) ([]unit, error) {
 	px, cx := s.indexes[k.Parent], s.indexes[k.Child]
 	if px == nil || cx == nil {
