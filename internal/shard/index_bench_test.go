@@ -28,6 +28,9 @@ func BenchmarkShardIndex10000(b *testing.B) {
 		fillIndexes(b, canaries, runs, n)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
+		if after.HeapAlloc < before.HeapAlloc {
+			b.Fatalf("the heap shrank while the indexes filled (%d → %d bytes): no figure", before.HeapAlloc, after.HeapAlloc)
+		}
 		perObject = float64(after.HeapAlloc-before.HeapAlloc) / (2 * n)
 		runtime.KeepAlive(canaries)
 		runtime.KeepAlive(runs)
