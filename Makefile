@@ -23,6 +23,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 HELM := $(BIN)/helm
 SPICEDB := $(BIN)/spicedb
 OPENFGA := $(BIN)/openfga
+GITEA := $(BIN)/gitea
 KUBELET := $(BIN)/kubelet
 KUBE_SCHEDULER := $(BIN)/kube-scheduler
 KUBE_PROXY := $(BIN)/kube-proxy
@@ -77,7 +78,7 @@ verify: generate manifests ## Regenerate everything and fail if anything differs
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 
 .PHONY: test
-test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) prometheus-tools chromium-tools postgres-tools pglite-tools python-tools image-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser, then the chart on a real one-node cluster (builds or installs its tools on first use).
+test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) gitea-tools prometheus-tools chromium-tools postgres-tools pglite-tools python-tools image-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser, then the chart on a real one-node cluster (builds or installs its tools on first use).
 	$(GO) test ./... -count=1 -timeout 30m
 	$(MAKE) --no-print-directory test-cluster
 
@@ -227,7 +228,7 @@ cluster-down: ## Tear the one-node cluster down: every process, container, mount
 ##@ Tools
 
 .PHONY: tools
-tools: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) $(CONTROLLER_GEN) $(KUBELET) $(KUBE_SCHEDULER) $(KUBE_PROXY) $(CONTAINERD) $(COREDNS) $(CNI_BRIDGE) ## Build every tool the tests need into bin/ (cached; make -j2 tools builds two at a time).
+tools: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) gitea-tools $(CONTROLLER_GEN) $(KUBELET) $(KUBE_SCHEDULER) $(KUBE_PROXY) $(CONTAINERD) $(COREDNS) $(CNI_BRIDGE) ## Build every tool the tests need into bin/ (cached; make -j2 tools builds two at a time).
 
 .PHONY: envtest-assets
 envtest-assets: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) ## Build kube-apiserver, kube-controller-manager and etcd into bin/ (cached).
@@ -308,6 +309,23 @@ $(SPICEDB): hack/tools/spicedb/go.mod
 $(OPENFGA): hack/tools/openfga/go.mod
 	@echo "building openfga from Go modules (first time: about 4-8 min)"
 	cd hack/tools/openfga && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/openfga/openfga/cmd/openfga
+
+.PHONY: gitea-tools
+gitea-tools: $(GITEA) ## Build Gitea into bin/gitea with its options, templates and public files in bin/gitea-assets (cached).
+
+# Gitea, the Git forge the REST source's end-to-end tests plant canaries in
+# (internal/testutil/giteatest starts it on loopback with its own
+# PostgreSQL). The pure-Go build has neither SQLite nor bundled assets, so its
+# options, templates and public files are copied beside it; they go first, so
+# that bin/gitea existing means both are in place.
+$(GITEA): hack/tools/gitea/go.mod
+	@echo "building gitea from Go modules (first time: about 3-6 min)"
+	cd hack/tools/gitea && dir=$$($(GO) list -f '{{.Dir}}' code.gitea.io/gitea) && \
+		rm -rf $(BIN)/gitea-assets && mkdir -p $(BIN)/gitea-assets && \
+		cp -R $$dir/options $$dir/templates $$dir/public $(BIN)/gitea-assets/ && chmod -R u+w,a+rX $(BIN)/gitea-assets
+	cd hack/tools/gitea && CGO_ENABLED=0 $(GO) build -trimpath \
+		-ldflags "-s -w -X main.Version=$$($(GO) list -f '{{.Module.Version}}' code.gitea.io/gitea | sed 's/^v//')" \
+		-o $@ code.gitea.io/gitea
 
 .PHONY: chromium-tools
 chromium-tools: ## Install chromium from Debian's packages for the HTML report test (needs root or sudo).
