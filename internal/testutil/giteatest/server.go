@@ -16,6 +16,7 @@ package giteatest
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -108,6 +109,11 @@ func Start(t testing.TB) *Server {
 	adminMade := time.Now()
 	s.startWeb(t)
 	s.waitReady(t)
+	var admin struct {
+		ID int64 `json:"id"`
+	}
+	decode(t, s.MustAPI(t, http.MethodGet, "/user", s.Admin.Token, nil, http.StatusOK), &admin)
+	s.Admin.ID = admin.ID
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	t.Logf("gitea serving at %s after %s (PostgreSQL %s, migrate %s, admin %s, web until search answers %s)", s.URL,
 		ms(time.Since(began)), ms(pgReady.Sub(began)), ms(migrated.Sub(pgReady)), ms(adminMade.Sub(migrated)), ms(time.Since(adminMade)))
@@ -156,7 +162,6 @@ func (s *Server) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd.Env = []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8",
 		"HOME=" + filepath.Join(s.dir, "home"), "USER=" + s.userNm,
-		"GITEA_WORK_DIR=" + s.dir, "GITEA_CUSTOM=" + filepath.Join(s.dir, "custom"),
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: s.cred}
 	return cmd
@@ -187,7 +192,7 @@ func (s *Server) createAdmin(t testing.TB) User {
 	if err != nil || pw == nil || tok == nil {
 		t.Fatalf("gitea admin user create: %v\n%s%s", err, redact(out), s.logs())
 	}
-	return User{ID: 1, Name: AdminName, Password: pw[1], Token: tok[1]}
+	return User{Name: AdminName, Password: pw[1], Token: tok[1]}
 }
 
 // redact keeps the lines of a command's output that carry no credential.
