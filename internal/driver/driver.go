@@ -176,6 +176,27 @@ type GroupGranter interface {
 	RevokeGroup(ctx context.Context, documentID, group string) error
 }
 
+// Captures is implemented by a driver that captures values from the
+// target's replies (the REST source: a created item's ID, a permission's
+// ID) which later operations on the same document need. Captures are held
+// in memory per document ID; a caller that rebuilds the driver between
+// steps persists Captured after a step and Restores it before the next.
+// Restore drops values that are not valid captures; an operation needing
+// a value not held fails naming it. A successful DeleteDocument forgets
+// the document's captures.
+type Captures interface {
+	Captured(documentID string) map[string]string
+	Restore(documentID string, values map[string]string)
+}
+
+// DocumentFinder is implemented by a driver that can find a created
+// document again by its run-derived ID (the REST source's lookupDocument),
+// for a run restarted after CreateDocument was sent but before what it
+// captured was persisted. An error is never "not found".
+type DocumentFinder interface {
+	Lookup(ctx context.Context, documentID string) (found bool, err error)
+}
+
 // Searcher retrieves as a persona, through the system's own auth path.
 type Searcher interface {
 	// Search returns at most k hits, best first. An empty slice with a nil error
