@@ -21,6 +21,7 @@ const (
 	reasonCanceled   = "canceled"
 	reasonConnection = "connection failed"
 	reasonTooLarge   = "response too large"
+	reasonBudget     = "reply budget exhausted"
 	reasonMalformed  = "malformed response"
 	reasonRedirect   = "redirect refused (redirects are never followed)"
 	reasonNotSent    = "request not sent"
@@ -83,6 +84,8 @@ func transportError(op string, err error) error {
 	switch {
 	case errors.Is(err, httpdriver.ErrTooLarge):
 		return driver.NewError(driver.Transient, op, 0, reasonTooLarge, err)
+	case errors.Is(err, httpdriver.ErrBudgetExhausted):
+		return driver.NewError(driver.Transient, op, 0, reasonBudget, err)
 	case errors.Is(err, context.Canceled):
 		return driver.NewError(driver.Transient, op, 0, reasonCanceled, err)
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():

@@ -82,6 +82,10 @@ type Config struct {
 	// Mapping is what CheckModel and EnsureModel check and write; zero
 	// names mean DefaultMapping's.
 	Mapping Mapping
+	// ReplyBudget, when set, is the corpus's reply budget: every reply
+	// body holds its bytes from it while it is read, and a store lookup
+	// holds all its pages' bytes until it ends.
+	ReplyBudget httpdriver.ReplyBudget
 }
 
 // DefaultTimeout bounds a call when Config.Timeout is zero.
@@ -100,6 +104,7 @@ type Client struct {
 	modelID   string
 	timeout   time.Duration
 	mapping   Mapping
+	replies   httpdriver.ReplyBudget
 
 	mu       sync.Mutex
 	resolved string
@@ -143,7 +148,7 @@ func Dial(cfg Config) (*Client, error) {
 	}
 	conf, err := fga.NewConfiguration(fga.Configuration{
 		ApiUrl:     api.String(),
-		HTTPClient: guarded(cfg.HTTPClient, api, cfg.Token, timeout),
+		HTTPClient: guarded(cfg.HTTPClient, api, cfg.Token, timeout, cfg.ReplyBudget),
 		// v0.6.3 takes the retry count from MinWaitInMs (and the wait
 		// from it too), so both must be zero for a single attempt.
 		RetryParams: &fga.RetryParams{MaxRetry: 0, MinWaitInMs: 0},
@@ -154,7 +159,7 @@ func Dial(cfg Config) (*Client, error) {
 		return nil, errors.New("openfga: the API URL is not usable")
 	}
 	return &Client{api: fga.NewAPIClient(conf), storeID: cfg.StoreID, storeName: cfg.StoreName,
-		modelID: cfg.AuthorizationModelID, timeout: timeout, mapping: cfg.Mapping.WithDefaults()}, nil
+		modelID: cfg.AuthorizationModelID, timeout: timeout, mapping: cfg.Mapping.WithDefaults(), replies: cfg.ReplyBudget}, nil
 }
 
 // apiURL parses and normalises the API root.
@@ -171,9 +176,10 @@ func apiURL(raw string) (*url.URL, error) {
 // guarded is the client every SDK request goes through: a copy of the
 // caller's (or a default without environment proxies, which would carry
 // the token through a host nobody allowed) that never follows redirects,
-// bounds reply bodies, and adds the bearer token only to requests for the
-// API's own scheme and host.
-func guarded(hc *http.Client, api *url.URL, token string, timeout time.Duration) *http.Client {
+// bounds reply bodies (each, and a store lookup's over its pages) drawing
+// on budget, and adds the bearer token only to requests for the API's own
+// scheme and host.
+func guarded(hc *http.Client, api *url.URL, token string, timeout time.Duration, budget httpdriver.ReplyBudget) *http.Client {
 	var out http.Client
 	if hc != nil {
 		out = *hc
@@ -186,7 +192,7 @@ func guarded(hc *http.Client, api *url.URL, token string, timeout time.Duration)
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	out.Transport = &apiTransport{base: base, scheme: api.Scheme, host: api.Host, token: token}
+	out.Transport = &apiTransport{base: base, scheme: api.Scheme, host: api.Host, token: token, budget: budget}
 	out.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &out
 }
@@ -195,6 +201,7 @@ type apiTransport struct {
 	base         http.RoundTripper
 	scheme, host string
 	token        string
+	budget       httpdriver.ReplyBudget
 }
 
 func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -206,7 +213,18 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := httpdriver.BoundBody(resp, maxReplyBytes, nil); err != nil {
+	// A store lookup's pages count against its own meter, which holds
+	// their bytes from the budget for the whole lookup.
+	if m, ok := req.Context().Value(listMeterKey{}).(*listMeter); ok {
+		if err := httpdriver.BoundBody(resp, maxReplyBytes, nil); err != nil {
+			return nil, err
+		}
+		if err := m.metered(resp); err != nil {
+			return nil, err
+		}
+		return resp, nil
+	}
+	if err := httpdriver.BoundBody(resp, maxReplyBytes, t.budget); err != nil {
 		return nil, err
 	}
 	return resp, nil
