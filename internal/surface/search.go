@@ -10,11 +10,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
+	"github.com/ragcanary/ragcanary/internal/safetemplate"
 	"github.com/ragcanary/ragcanary/internal/safetext"
 )
 
@@ -77,7 +77,7 @@ type Search struct {
 	url        *url.URL
 	method     string
 	headers    http.Header
-	body       *template.Template
+	body       *safetemplate.Template
 	query      []queryParam
 	hits, id   pointer
 	text       *pointer
@@ -92,7 +92,7 @@ var _ driver.Searcher = (*Search)(nil)
 
 type queryParam struct {
 	name string
-	tmpl *template.Template
+	tmpl *safetemplate.Template
 }
 
 // NewSearch validates cfg and returns a Search. Every error names the field.
