@@ -62,6 +62,10 @@ type ChatConfig struct {
 	MaxConversations int
 	MaxTurns         int
 	MaxHistoryBytes  int64
+	// SendClientHeaders keeps the SDK's X-Stainless-* headers, which tell
+	// the target the operator's OS, architecture, Go and SDK versions.
+	// False (the default) strips them from every request.
+	SendClientHeaders bool
 }
 
 // Chat asks an OpenAI-compatible chat-completions API as a persona, through
@@ -78,6 +82,7 @@ type Chat struct {
 	timeout                   time.Duration
 	limits                    limits
 	convs                     *conversations
+	clientHeaders             bool
 }
 
 var (
@@ -109,12 +114,13 @@ func NewChat(cfg ChatConfig) (*Chat, error) {
 		return nil, err
 	}
 	c := &Chat{
-		model:   cfg.Model,
-		stream:  cfg.Stream,
-		system:  cfg.SystemPrompt,
-		extra:   extra,
-		timeout: orDefault(cfg.Timeout, DefaultTimeout),
-		limits:  limits{maxBytes: orDefault(cfg.MaxReplyBytes, DefaultMaxReplyBytes), budget: cfg.ReplyBudget},
+		model:         cfg.Model,
+		stream:        cfg.Stream,
+		system:        cfg.SystemPrompt,
+		extra:         extra,
+		timeout:       orDefault(cfg.Timeout, DefaultTimeout),
+		clientHeaders: cfg.SendClientHeaders,
+		limits:        limits{maxBytes: orDefault(cfg.MaxReplyBytes, DefaultMaxReplyBytes), budget: cfg.ReplyBudget},
 		convs: newConversations(orDefault(cfg.MaxConversations, DefaultMaxConversations),
 			orDefault(cfg.MaxTurns, DefaultMaxTurns), orDefault(cfg.MaxHistoryBytes, DefaultMaxHistoryBytes)),
 	}
@@ -192,8 +198,13 @@ func (c *Chat) service(baseURL string, hc *http.Client) openai.ChatCompletionSer
 // door runs around every request the SDK sends. A 3xx would otherwise reach
 // the SDK as a success whose body it decodes (a redirect's body could read
 // as an answer), and a 4xx/5xx body would be read whole, unbounded, into an
-// error that keeps the request and its Authorization header.
+// error that keeps the request and its Authorization header. The SDK's
+// X-Stainless-* headers describe the operator's host to whoever answers:
+// they go unless the corpus asked for them.
 func (c *Chat) door(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if !c.clientHeaders {
+		stripClientHeaders(req.Header)
+	}
 	resp, err := next(req)
 	if err != nil {
 		return nil, err
@@ -206,6 +217,18 @@ func (c *Chat) door(req *http.Request, next option.MiddlewareNext) (*http.Respon
 		return nil, err
 	}
 	return resp, nil
+}
+
+// clientHeaderPrefix starts the SDK's headers about itself and its host
+// (canonical form, as the SDK sets them).
+const clientHeaderPrefix = "X-Stainless-"
+
+func stripClientHeaders(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(http.CanonicalHeaderKey(k), clientHeaderPrefix) {
+			delete(h, k)
+		}
+	}
 }
 
 // Answer implements driver.Answerer: one user message, after the system
