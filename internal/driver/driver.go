@@ -222,6 +222,14 @@ type Conversations interface {
 	FollowUp(ctx context.Context, persona Token, id, question string) (Answer, error)
 }
 
+// ConversationEnder is a conversation API whose conversations are held on
+// the operator's side (a chat surface): ending one frees its history at
+// once instead of when it is evicted. Ending a conversation that is gone,
+// or another persona's, does nothing.
+type ConversationEnder interface {
+	EndConversation(persona Token, id string)
+}
+
 // Streamer reads the answer as a stream of deltas (a chat surface with
 // stream: true); the answer is their concatenation. A stream that breaks off
 // is an error, never a shorter answer.

@@ -58,10 +58,17 @@ type ChatConfig struct {
 	HTTPClient *http.Client
 	// MaxConversations, MaxTurns and MaxHistoryBytes bound the conversations
 	// held for follow-ups (least recently used evicted first); the defaults
-	// when zero. A follow-up beyond MaxTurns is an error.
+	// when zero. A follow-up beyond MaxTurns is an error. With a History
+	// they bound the tenant's store, shared by its clients, as the first
+	// client of the tenant set them.
 	MaxConversations int
 	MaxTurns         int
 	MaxHistoryBytes  int64
+	// History, when set, is the operator-wide history the conversations are
+	// kept in, under Tenant (the corpus); nil keeps them in a history of
+	// this client's own, MaxHistoryBytes large.
+	History *History
+	Tenant  string
 	// SendClientHeaders keeps the SDK's X-Stainless-* headers, which tell
 	// the target the operator's OS, architecture, Go and SDK versions.
 	// False (the default) strips them from every request.
@@ -86,8 +93,9 @@ type Chat struct {
 }
 
 var (
-	_ driver.Answerer      = (*Chat)(nil)
-	_ driver.Conversations = (*Chat)(nil)
+	_ driver.Answerer          = (*Chat)(nil)
+	_ driver.Conversations     = (*Chat)(nil)
+	_ driver.ConversationEnder = (*Chat)(nil)
 )
 
 // Keys of the request body the client owns; ExtraBody may not set them.
@@ -121,9 +129,13 @@ func NewChat(cfg ChatConfig) (*Chat, error) {
 		timeout:       orDefault(cfg.Timeout, DefaultTimeout),
 		clientHeaders: cfg.SendClientHeaders,
 		limits:        limits{maxBytes: orDefault(cfg.MaxReplyBytes, DefaultMaxReplyBytes), budget: cfg.ReplyBudget},
-		convs: newConversations(orDefault(cfg.MaxConversations, DefaultMaxConversations),
-			orDefault(cfg.MaxTurns, DefaultMaxTurns), orDefault(cfg.MaxHistoryBytes, DefaultMaxHistoryBytes)),
 	}
+	history, maxBytes := cfg.History, orDefault(cfg.MaxHistoryBytes, DefaultMaxHistoryBytes)
+	if history == nil {
+		history = NewHistory(maxBytes)
+	}
+	c.convs = history.store(cfg.Tenant, orDefault(cfg.MaxConversations, DefaultMaxConversations),
+		orDefault(cfg.MaxTurns, DefaultMaxTurns), maxBytes)
 	if cfg.Citations != "" {
 		p, err := parsePointer(cfg.Citations)
 		if err != nil {
@@ -261,6 +273,17 @@ func (c *Chat) FollowUp(ctx context.Context, persona driver.Token, id, question 
 	c.convs.release(id, turn{question: question, answer: a.Text}, err == nil)
 	return a, redact(err, persona)
 }
+
+// EndConversation drops persona's conversation id and its history; one
+// that is gone, or another persona's, is left as it is. Nothing is sent:
+// the conversation lives only here.
+func (c *Chat) EndConversation(persona driver.Token, id string) {
+	c.convs.end(persona, id)
+}
+
+// MaxTurns is how many turns a conversation holds, its first included: a
+// follow-up beyond it is an error.
+func (c *Chat) MaxTurns() int { return c.convs.maxTurns }
 
 // ask sends one request: system prompt, history, question.
 func (c *Chat) ask(ctx context.Context, op string, persona driver.Token, history []turn, question string) (driver.Answer, error) {

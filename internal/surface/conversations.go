@@ -10,11 +10,19 @@ import (
 	"github.com/ragcanary/ragcanary/internal/driver"
 )
 
-// Defaults bounding the conversation store when a ChatConfig field is zero.
+// Defaults bounding the conversation store when a ChatConfig field is zero,
+// and the operator-wide history when NewHistory is given no size.
+//
+// DefaultMaxTurns is the turns one conversation holds, its first included:
+// a follow-up beyond it is refused (an error, never an answer). A run that
+// probes the Conversation surface follows up in one conversation from the
+// revocation to the exclusion timeout, so runs that could need more are
+// refused before they start (controllers: conversationProblem).
 const (
 	DefaultMaxConversations = 256
-	DefaultMaxTurns         = 16
+	DefaultMaxTurns         = 1024
 	DefaultMaxHistoryBytes  = 16 << 20
+	DefaultHistoryBytes     = 64 << 20
 )
 
 // turn is one question and the answer the surface gave it.
@@ -39,12 +47,107 @@ type conversation struct {
 	busy bool
 }
 
-// conversations is a bounded store of conversations, least recently used
-// first out. It bounds the count, the turns of each, and the bytes of all:
-// answers run to MaxReplyBytes, and count times turns of those would be far
-// more than an operator should hold. It is safe for concurrent use.
+// History is the conversation history held by every chat surface of one
+// operator, under one byte budget. The manager owns it and hands it to the
+// door; each tenant (a corpus) has one store, shared by all its chat
+// clients. When the budget is exceeded the tenant holding the most bytes
+// gives up its least recently used conversation first: with equal shares,
+// that is the tenant furthest beyond its share, so a corpus holding little
+// keeps its conversations however much another one starts. It is safe for
+// concurrent use.
+type History struct {
+	// mu guards every store of the history: an eviction may cross stores.
+	mu      sync.Mutex
+	size    int64
+	bytes   int64
+	tenants map[string]*conversations
+}
+
+// NewHistory returns a history of size bytes; DefaultHistoryBytes when
+// size ≤ 0.
+func NewHistory(size int64) *History {
+	if size <= 0 {
+		size = DefaultHistoryBytes
+	}
+	return &History{size: size, tenants: map[string]*conversations{}}
+}
+
+// Bytes is the history held now: questions and answers of every turn kept.
+func (h *History) Bytes() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.bytes
+}
+
+// Forget drops every conversation of tenant (a deleted corpus). A nil
+// History holds nothing.
+func (h *History) Forget(tenant string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.tenants[tenant]
+	if !ok {
+		return
+	}
+	for s.lru.Len() > 0 {
+		s.remove(s.lru.Back())
+	}
+	delete(h.tenants, tenant)
+}
+
+// End drops conversation id of tenant (a run that ended); a conversation
+// already gone is no error.
+func (h *History) End(tenant, id string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.tenants[tenant]; ok {
+		if e, ok := s.byID[id]; ok {
+			s.remove(e)
+		}
+	}
+}
+
+// store returns tenant's store, made with the bounds given on first use.
+func (h *History) store(tenant string, maxConvs, maxTurns int, maxBytes int64) *conversations {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.tenants[tenant]; ok {
+		return s
+	}
+	s := &conversations{h: h, maxConvs: maxConvs, maxTurns: maxTurns, maxBytes: maxBytes,
+		byID: map[string]*list.Element{}, lru: list.New()}
+	h.tenants[tenant] = s
+	return s
+}
+
+// fit evicts until the history is within its budget, from the tenant
+// holding the most bytes, least recently used first.
+func (h *History) fit() {
+	for h.bytes > h.size {
+		var most *conversations
+		for _, s := range h.tenants {
+			if s.lru.Len() > 0 && (most == nil || s.bytes > most.bytes) {
+				most = s
+			}
+		}
+		if most == nil {
+			return
+		}
+		most.remove(most.lru.Back())
+	}
+}
+
+// conversations is one tenant's bounded store of conversations, least
+// recently used first out. It bounds the count, the turns of each, and the
+// bytes of all; its History bounds the bytes of every tenant together.
+// Its lock is the History's.
 type conversations struct {
-	mu       sync.Mutex
+	h        *History
 	maxConvs int
 	maxTurns int
 	maxBytes int64
@@ -54,9 +157,10 @@ type conversations struct {
 	lru *list.List
 }
 
+// newConversations is a store with a history of its own, as large as its
+// byte bound.
 func newConversations(maxConvs, maxTurns int, maxBytes int64) *conversations {
-	return &conversations{maxConvs: maxConvs, maxTurns: maxTurns, maxBytes: maxBytes,
-		byID: map[string]*list.Element{}, lru: list.New()}
+	return NewHistory(maxBytes).store("", maxConvs, maxTurns, maxBytes)
 }
 
 func ownerOf(persona driver.Token) [sha256.Size]byte {
@@ -75,8 +179,8 @@ func newConversationID() string {
 // evicting the least recently used beyond the bounds.
 func (s *conversations) start(persona driver.Token, first turn) string {
 	c := &conversation{id: newConversationID(), owner: ownerOf(persona)}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
 	s.byID[c.id] = s.lru.PushFront(c)
 	s.addTurn(c, first)
 	s.evict()
@@ -87,8 +191,8 @@ func (s *conversations) start(persona driver.Token, first turn) string {
 // and marks it busy; release ends the turn. Another persona's conversation
 // is reported exactly as a missing one, so its existence does not leak.
 func (s *conversations) checkout(persona driver.Token, id string) ([]turn, string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
 	e, ok := s.byID[id]
 	if !ok {
 		return nil, reasonConvNotFound
@@ -112,8 +216,8 @@ func (s *conversations) checkout(persona driver.Token, id string) ([]turn, strin
 // unknown, so the next follow-up is asked as if it had not happened. A
 // conversation evicted meanwhile stays gone.
 func (s *conversations) release(id string, t turn, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
 	e, found := s.byID[id]
 	if !found {
 		return
@@ -127,30 +231,42 @@ func (s *conversations) release(id string, t turn, ok bool) {
 	}
 }
 
+// end drops persona's conversation id; another persona's is left alone.
+func (s *conversations) end(persona driver.Token, id string) {
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	if e, ok := s.byID[id]; ok && e.Value.(*conversation).owner == ownerOf(persona) {
+		s.remove(e)
+	}
+}
+
 func (s *conversations) addTurn(c *conversation, t turn) {
 	c.turns = append(c.turns, t)
 	c.bytes += t.size()
 	s.bytes += t.size()
+	s.h.bytes += t.size()
 }
 
 // evict drops least recently used conversations until the count and bytes
-// fit. The conversation just used is at the front, so it goes only when it
-// alone is over the byte bound.
+// fit, this store's and then the history's. The conversation just used is
+// at the front, so it goes only when it alone is over a byte bound.
 func (s *conversations) evict() {
 	for s.lru.Len() > 0 && (s.lru.Len() > s.maxConvs || s.bytes > s.maxBytes) {
 		s.remove(s.lru.Back())
 	}
+	s.h.fit()
 }
 
 func (s *conversations) remove(e *list.Element) {
 	c := s.lru.Remove(e).(*conversation)
 	delete(s.byID, c.id)
 	s.bytes -= c.bytes
+	s.h.bytes -= c.bytes
 }
 
 // len is how many conversations are held.
 func (s *conversations) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
 	return s.lru.Len()
 }

@@ -10,9 +10,9 @@ import (
 func held(s *conversations, ids ...string) []bool {
 	out := make([]bool, len(ids))
 	for i, id := range ids {
-		s.mu.Lock()
+		s.h.mu.Lock()
 		_, out[i] = s.byID[id]
-		s.mu.Unlock()
+		s.h.mu.Unlock()
 	}
 	return out
 }
