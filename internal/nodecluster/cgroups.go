@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,39 +15,84 @@ import (
 	"time"
 )
 
-// cgroupMount is where the cgroup v1 hierarchies are mounted.
+// cgroupMount is where the cgroup hierarchies are mounted: v1 ones in
+// directories below it, cgroup2 below it ("unified", on a hybrid host) or
+// at it.
 const cgroupMount = "/sys/fs/cgroup"
 
 // cgroupTree is one cluster's cgroup, made in every v1 hierarchy: the
 // kubelet's cgroup root (Pods go under <root>/kubepods) and, beside it,
 // "node" for the cluster's own processes, so teardown finds every process
 // the cluster started — containerd's shims and the containers included — by
-// reading the tree, and removes it.
+// reading the tree, and removes it. runc makes each container's cgroup in
+// the cgroup2 hierarchy too, when one is mounted, so teardown reads and
+// removes the tree there as well.
 type cgroupTree struct{ Root string }
 
-// hierarchies are the mounted v1 hierarchies (cpu, memory, pids, ...,
-// name=systemd), by directory.
-func hierarchies() ([]string, error) {
+// hierarchy is one mounted cgroup hierarchy.
+type hierarchy struct {
+	Dir string
+	// V2 is a cgroup2 hierarchy; the cluster makes its tree only in the v1
+	// ones, runc adds to it here.
+	V2 bool
+}
+
+func (h hierarchy) String() string {
+	if h.V2 {
+		return h.Dir + " (cgroup2)"
+	}
+	return h.Dir
+}
+
+// hierarchies are the mounted cgroup hierarchies (cpu, memory, pids, ...,
+// name=systemd, and cgroup2), by directory.
+func hierarchies() ([]hierarchy, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	return parseHierarchies(f)
+}
+
+// v1Hierarchies are the directories of the v1 hierarchies, where the
+// cluster makes its tree and joins its processes.
+func v1Hierarchies() ([]string, error) {
+	hs, err := hierarchies()
+	if err != nil {
+		return nil, err
+	}
 	var dirs []string
-	s := bufio.NewScanner(f)
+	for _, h := range hs {
+		if !h.V2 {
+			dirs = append(dirs, h.Dir)
+		}
+	}
+	return dirs, nil
+}
+
+// parseHierarchies reads the cgroup hierarchies mounted at or below
+// cgroupMount from a mountinfo file.
+func parseHierarchies(r io.Reader) ([]hierarchy, error) {
+	var out []hierarchy
+	s := bufio.NewScanner(r)
 	for s.Scan() {
 		// mountinfo: ... mountpoint ... - fstype source options
 		fields := strings.Fields(s.Text())
 		sep := indexOf(fields, "-")
-		if sep < 0 || sep+1 >= len(fields) || fields[sep+1] != "cgroup" {
+		if sep < 5 || sep+1 >= len(fields) {
 			continue
 		}
-		if mp := fields[4]; strings.HasPrefix(mp, cgroupMount+"/") {
-			dirs = append(dirs, mp)
+		mp, fstype := fields[4], fields[sep+1]
+		switch {
+		case fstype == "cgroup" && strings.HasPrefix(mp, cgroupMount+"/"):
+			out = append(out, hierarchy{Dir: mp})
+		case fstype == "cgroup2" && (mp == cgroupMount || strings.HasPrefix(mp, cgroupMount+"/")):
+			out = append(out, hierarchy{Dir: mp, V2: true})
 		}
 	}
-	sort.Strings(dirs)
-	return dirs, s.Err()
+	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
+	return out, s.Err()
 }
 
 func indexOf(s []string, v string) int {
@@ -62,7 +108,7 @@ func indexOf(s []string, v string) int {
 // empty in a new cgroup, and no process may join it then, so it is copied
 // from the parent.
 func (t cgroupTree) create() error {
-	dirs, err := hierarchies()
+	dirs, err := v1Hierarchies()
 	if err != nil {
 		return err
 	}
@@ -95,7 +141,7 @@ func (t cgroupTree) create() error {
 // node cgroup of every hierarchy before it execs the program, so even its
 // first fork is inside the tree.
 func (t cgroupTree) joinScript() (string, error) {
-	dirs, err := hierarchies()
+	dirs, err := v1Hierarchies()
 	if err != nil {
 		return "", err
 	}
@@ -107,7 +153,8 @@ func (t cgroupTree) joinScript() (string, error) {
 }
 
 // pids are the processes anywhere in the tree (the pids hierarchy sees
-// them all; others are read too in case it is not mounted).
+// them all; others, cgroup2 included, are read too in case it is not
+// mounted).
 func (t cgroupTree) pids() ([]int, error) {
 	dirs, err := hierarchies()
 	if err != nil {
@@ -115,7 +162,7 @@ func (t cgroupTree) pids() ([]int, error) {
 	}
 	seen := map[int]bool{}
 	for _, h := range dirs {
-		root := filepath.Join(h, t.Root)
+		root := filepath.Join(h.Dir, t.Root)
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
@@ -171,8 +218,9 @@ func (t cgroupTree) killAll(timeout time.Duration) error {
 	}
 }
 
-// remove deletes the tree, deepest first, in every hierarchy. It must run
-// after killAll: a cgroup with a process cannot be removed.
+// remove deletes the tree, deepest first, in every hierarchy, cgroup2
+// included (a cgroup2 cgroup with children cannot be removed either). It
+// must run after killAll: a cgroup with a process cannot be removed.
 func (t cgroupTree) remove() error {
 	dirs, err := hierarchies()
 	if err != nil {
@@ -180,7 +228,7 @@ func (t cgroupTree) remove() error {
 	}
 	var errs []error
 	for _, h := range dirs {
-		root := filepath.Join(h, t.Root)
+		root := filepath.Join(h.Dir, t.Root)
 		var all []string
 		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
@@ -199,12 +247,16 @@ func (t cgroupTree) remove() error {
 }
 
 // exists reports whether any hierarchy still has the tree.
-func (t cgroupTree) exists() bool {
+func (t cgroupTree) exists() bool { return len(t.left()) > 0 }
+
+// left lists the tree's root in every hierarchy that still has it.
+func (t cgroupTree) left() []string {
 	dirs, _ := hierarchies()
+	var out []string
 	for _, h := range dirs {
-		if _, err := os.Stat(filepath.Join(h, t.Root)); err == nil {
-			return true
+		if _, err := os.Stat(filepath.Join(h.Dir, t.Root)); err == nil {
+			out = append(out, filepath.Join(h.Dir, t.Root))
 		}
 	}
-	return false
+	return out
 }

@@ -270,9 +270,9 @@ func Leftovers(s State) []string {
 		return []string{err.Error()}
 	}
 	cg := cgroupTree{Root: "ragcanary-" + s.ID}
-	if cg.exists() {
+	if left := cg.left(); len(left) > 0 {
 		pids, _ := cg.pids()
-		out = append(out, fmt.Sprintf("cgroup %s (processes %v)", cg.Root, pids))
+		out = append(out, fmt.Sprintf("cgroup %s (processes %v)", strings.Join(left, ", "), pids))
 	}
 	if mps, _ := mountsUnder(s.Dir); len(mps) > 0 {
 		out = append(out, fmt.Sprintf("mounts %v", mps))
