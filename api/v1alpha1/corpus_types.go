@@ -5,7 +5,7 @@ import (
 )
 
 // DriverType names how ragcanary talks to a RAG system.
-// +kubebuilder:validation:Enum=HTTP;Postgres
+// +kubebuilder:validation:Enum=HTTP;Postgres;REST
 type DriverType string
 
 const (
@@ -14,6 +14,9 @@ const (
 	DriverHTTP DriverType = "HTTP"
 	// DriverPostgres writes to a PostgreSQL/pgvector store with row-level security.
 	DriverPostgres DriverType = "Postgres"
+	// DriverREST plants through the source's own REST API, each operation
+	// a short list of declared requests (docs/rest-source.md).
+	DriverREST DriverType = "REST"
 )
 
 // HTTPDriver configures the REST contract driver.
@@ -136,10 +139,252 @@ type PostgresStatements struct {
 	Search string `json:"search,omitempty"`
 }
 
+// RESTDriver plants through a source's own REST API (docs/rest-source.md):
+// each driver operation is a short list of declared requests. Templates see
+// only named values; captured reply values are bounded, validated and
+// escaped wherever they are used, and no request leaves url's path.
+type RESTDriver struct {
+	// url is the base URL every request path is appended to, for example
+	// "https://gitea.example/api/v1". It must be allowed by the operator's
+	// target URL allowlist and must not carry credentials; its path is a
+	// prefix no rendered path can leave.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https']",message="url must be an absolute http or https URL"
+	// +kubebuilder:validation:XValidation:rule="!isURL(self) || url(self).getHostname() != ''",message="url must name a host, for example https://gitea.example/api/v1"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*@')",message="url must not embed credentials; use auth.secretRef"
+	URL string `json:"url"`
+
+	// auth is how requests authenticate; unset sends no credential.
+	// +optional
+	Auth *RESTAuth `json:"auth,omitempty"`
+
+	// values are static named values templates read as {{.Values.<name>}},
+	// for example org: ragcanary.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Values map[string]RESTValue `json:"values,omitempty"`
+
+	// operations are the requests each driver operation sends, in order.
+	// createDocument and deleteDocument are required; the others decide
+	// which revocation methods the corpus supports.
+	// +required
+	Operations RESTOperations `json:"operations"`
+}
+
+// RESTValue is a static value or a template of the REST source.
+// +kubebuilder:validation:MaxLength=1024
+type RESTValue string
+
+// RESTAuthType names how a REST source authenticates.
+// +kubebuilder:validation:Enum=Bearer;Basic;Header;OAuth2ClientCredentials
+type RESTAuthType string
+
+// REST source authentication types.
+const (
+	// RESTAuthBearer sends "Authorization: <scheme> <secret>".
+	RESTAuthBearer RESTAuthType = "Bearer"
+	// RESTAuthBasic sends HTTP basic auth with username and the secret as password.
+	RESTAuthBasic RESTAuthType = "Basic"
+	// RESTAuthHeader sends the secret as the value of header.
+	RESTAuthHeader RESTAuthType = "Header"
+	// RESTAuthOAuth2ClientCredentials fetches a token from tokenURL with
+	// clientID and the secret, caches it until it expires, and sends it as
+	// a bearer token.
+	RESTAuthOAuth2ClientCredentials RESTAuthType = "OAuth2ClientCredentials"
+)
+
+// RESTAuth is a REST source's credential. It travels only in its own
+// header (and, for OAuth2, to tokenURL); a rendered path, query, header or
+// body holding it is refused.
+// +kubebuilder:validation:XValidation:rule="self.type != 'Basic' || has(self.username)",message="username is required when type is Basic"
+// +kubebuilder:validation:XValidation:rule="self.type != 'Header' || has(self.header)",message="header is required when type is Header"
+// +kubebuilder:validation:XValidation:rule="self.type != 'OAuth2ClientCredentials' || (has(self.tokenURL) && has(self.clientID))",message="tokenURL and clientID are required when type is OAuth2ClientCredentials"
+// +kubebuilder:validation:XValidation:rule="self.type == 'Bearer' || !has(self.scheme)",message="scheme is only for type Bearer"
+type RESTAuth struct {
+	// type of credential.
+	// +required
+	Type RESTAuthType `json:"type"`
+
+	// secretRef selects the Secret key holding the token, password, header
+	// value or OAuth2 client secret; the Secret must be labelled
+	// ragcanary.dev/credential=true.
+	// +required
+	SecretRef SecretKeyReference `json:"secretRef"`
+
+	// scheme precedes a Bearer token in the Authorization header, for
+	// example "token" for Gitea. Defaults to Bearer.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[A-Za-z][A-Za-z0-9_-]*$`
+	Scheme string `json:"scheme,omitempty"`
+
+	// username for Basic.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[^:\x00-\x1f\x7f]+$`
+	Username string `json:"username,omitempty"`
+
+	// header carries the secret for type Header, for example X-API-Key.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9!#$%&'*+.^_|~-]+$`
+	Header string `json:"header,omitempty"`
+
+	// tokenURL is the OAuth2 token endpoint; allowed by the operator's
+	// allowlist like every URL.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https']",message="tokenURL must be an absolute http or https URL"
+	TokenURL string `json:"tokenURL,omitempty"`
+
+	// clientID is the OAuth2 client.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	ClientID string `json:"clientID,omitempty"`
+
+	// scopes requested with the OAuth2 token.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	Scopes []string `json:"scopes,omitempty"`
+}
+
+// RESTOperations are the requests of each driver operation. An operation
+// not declared does not exist: the corpus's revocation methods follow from
+// those declared (RemoveGrant: grant and revoke; DeleteDocument: grant and
+// deleteDocument; RemoveFromGroup: addToGroup, removeFromGroup, and
+// grantGroup or grant; UpdateContent: updateContent).
+type RESTOperations struct {
+	// createDocument creates the document ({{.DocumentID}}, {{.Title}},
+	// {{.Body}}); required.
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	CreateDocument []RESTRequest `json:"createDocument,omitempty"`
+
+	// deleteDocument deletes it; required. A 404 is "already gone".
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	DeleteDocument []RESTRequest `json:"deleteDocument,omitempty"`
+
+	// grant lets {{.Principal}} read the document.
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	Grant []RESTRequest `json:"grant,omitempty"`
+
+	// revoke removes that grant. A 404 is "already gone".
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	Revoke []RESTRequest `json:"revoke,omitempty"`
+
+	// grantGroup lets the members of {{.Group}} read the document; without
+	// it a group is granted through grant with {{.Principal}} the group.
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	GrantGroup []RESTRequest `json:"grantGroup,omitempty"`
+
+	// revokeGroup removes the group's grant. A 404 is "already gone".
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	RevokeGroup []RESTRequest `json:"revokeGroup,omitempty"`
+
+	// addToGroup adds {{.Subject}} to {{.Group}}.
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	AddToGroup []RESTRequest `json:"addToGroup,omitempty"`
+
+	// removeFromGroup removes {{.Subject}} from {{.Group}}. A 404 is
+	// "already gone".
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	RemoveFromGroup []RESTRequest `json:"removeFromGroup,omitempty"`
+
+	// updateContent replaces the document's title and body (UpdateContent
+	// canaries).
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	UpdateContent []RESTRequest `json:"updateContent,omitempty"`
+
+	// lookupDocument finds a created document again by {{.DocumentID}} and
+	// captures every name createDocument captures, for a run restarted
+	// before createDocument's captures were persisted. A 404 means not
+	// found.
+	// +optional
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	LookupDocument []RESTRequest `json:"lookupDocument,omitempty"`
+}
+
+// RESTMethod is an HTTP method a REST source request may use.
+// +kubebuilder:validation:Enum=GET;POST;PUT;PATCH;DELETE
+type RESTMethod string
+
+// RESTRequest is one declared request. Its templates see {{.DocumentID}},
+// {{.Title}}, {{.Body}}, {{.Subject}}, {{.Group}}, {{.Principal}},
+// {{.Run}}, {{.Values.<name>}} and {{.Captured.<name>}}, nothing else.
+type RESTRequest struct {
+	// method of the request.
+	// +required
+	Method RESTMethod `json:"method"`
+
+	// path is a template appended to url's path. Values in it are
+	// path-segment escaped; the result may not leave url's path ("..",
+	// "//", a scheme or host, "?" or "#").
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Path string `json:"path,omitempty"`
+
+	// query maps parameter names to value templates; values are always
+	// URL-escaped.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Query map[string]RESTValue `json:"query,omitempty"`
+
+	// headers maps header names to value templates. Hop-by-hop headers,
+	// Authorization, Cookie, Host and the auth header are refused.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Headers map[string]RESTValue `json:"headers,omitempty"`
+
+	// body is a JSON body template; it must render JSON for any value
+	// (write values as {{json .Title}}).
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Body string `json:"body,omitempty"`
+
+	// expect are the accepted status codes; default any 2xx.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Minimum=200
+	// +kubebuilder:validation:items:Maximum=499
+	Expect []int32 `json:"expect,omitempty"`
+
+	// capture maps names to RFC 6901 JSON pointers into the reply; each
+	// must name a string or a number. Captured values are kept per
+	// document and read by later requests as {{.Captured.<name>}}.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	Capture map[string]RESTValue `json:"capture,omitempty"`
+}
+
 // Driver selects and configures the driver for a corpus.
 // +kubebuilder:validation:XValidation:rule="self.type != 'HTTP' || has(self.http)",message="http is required when type is HTTP"
 // +kubebuilder:validation:XValidation:rule="self.type != 'Postgres' || has(self.postgres)",message="postgres is required when type is Postgres"
-// +kubebuilder:validation:XValidation:rule="!(has(self.http) && has(self.postgres))",message="set only the block matching type"
+// +kubebuilder:validation:XValidation:rule="self.type != 'REST' || has(self.rest)",message="rest is required when type is REST"
+// +kubebuilder:validation:XValidation:rule="(has(self.http) ? 1 : 0) + (has(self.postgres) ? 1 : 0) + (has(self.rest) ? 1 : 0) <= 1",message="set only the block matching type"
 type Driver struct {
 	// type of driver.
 	// +required
@@ -152,6 +397,10 @@ type Driver struct {
 	// postgres configures the PostgreSQL driver.
 	// +optional
 	Postgres *PostgresDriver `json:"postgres,omitempty"`
+
+	// rest configures the declarative REST source.
+	// +optional
+	REST *RESTDriver `json:"rest,omitempty"`
 
 	// timeout bounds each call to the RAG system.
 	// +optional
@@ -360,6 +609,7 @@ type SpiceDBPermissions struct {
 	PermissionsMapping `json:",inline"`
 }
 
+// +kubebuilder:validation:XValidation:rule="self.driver.type != 'REST' || (has(self.surfaces) && (has(self.surfaces.search) || has(self.surfaces.chat)))",message="a REST source plants only: declare spec.surfaces.search or spec.surfaces.chat"
 type CorpusSpec struct {
 	// driver says how to reach the RAG system.
 	// +required
