@@ -201,6 +201,8 @@ func corpusSecretNames(c *v1alpha1.Corpus) []string {
 		out = append(out, c.Spec.Driver.HTTP.CredentialSecretRef.Name)
 	case c.Spec.Driver.Postgres != nil:
 		out = append(out, c.Spec.Driver.Postgres.DSNSecretRef.Name)
+	case c.Spec.Driver.REST != nil && c.Spec.Driver.REST.Auth != nil:
+		out = append(out, c.Spec.Driver.REST.Auth.SecretRef.Name)
 	}
 	if p := c.Spec.Permissions; p != nil && p.SpiceDB != nil {
 		out = append(out, p.SpiceDB.PresharedKeySecretRef.Name)

@@ -288,6 +288,11 @@ func liveTarget(ctx context.Context, m *manifests.Set, allow target.Allowlist, p
 			return suite.Target{}, nil, inputError("Corpus %q: %v", c.Name, err)
 		}
 	}
+	if r := c.Spec.Driver.REST; c.Spec.Driver.Type == v1alpha1.DriverREST && r != nil && r.Auth != nil {
+		if _, err := m.Credential(c.Namespace, r.Auth.SecretRef); err != nil {
+			return suite.Target{}, nil, inputError("Corpus %q: %v", c.Name, err)
+		}
+	}
 	for name, p := range def.Personas {
 		if _, err := m.Credential(p.Namespace, p.Spec.CredentialSecretRef); err != nil {
 			return suite.Target{}, nil, inputError("Persona %q: %v", name, err)

@@ -246,6 +246,9 @@ func (m *Set) secretRefs() []secretRef {
 			if p := o.Spec.Driver.Postgres; p != nil {
 				refs = append(refs, secretRef{o.Namespace, p.DSNSecretRef.Name, p.DSNSecretRef.Key})
 			}
+			if r := o.Spec.Driver.REST; r != nil && r.Auth != nil {
+				refs = append(refs, secretRef{o.Namespace, r.Auth.SecretRef.Name, r.Auth.SecretRef.Key})
+			}
 			if p := o.Spec.Permissions; p != nil && p.SpiceDB != nil {
 				ref := p.SpiceDB.PresharedKeySecretRef
 				refs = append(refs, secretRef{o.Namespace, ref.Name, ref.Key})

@@ -267,6 +267,9 @@ func corpusBlocks(r Referenced[v1alpha1.CorpusSpec]) []block {
 	if p := s.Driver.Postgres; p != nil {
 		f = append(f, fact{"Schema", orNone(p.Schema)})
 	}
+	if r := s.Driver.REST; r != nil {
+		f = append(f, fact{"URL", r.URL})
+	}
 	f = append(f,
 		fact{"Call timeout", durationPtr(s.Driver.Timeout)},
 		fact{"Exclusion SLO", durationPtr(s.Freshness.ExclusionSLO)},

@@ -208,6 +208,9 @@ func corpusSecrets(c *v1alpha1.CorpusSpec) []SecretName {
 	if p := c.Driver.Postgres; p != nil {
 		out = append(out, SecretName{Use: "corpus connection string", Name: p.DSNSecretRef.Name, Key: p.DSNSecretRef.Key})
 	}
+	if r := c.Driver.REST; r != nil && r.Auth != nil {
+		out = append(out, SecretName{Use: "corpus REST source credential", Name: r.Auth.SecretRef.Name, Key: r.Auth.SecretRef.Key})
+	}
 	return out
 }
 

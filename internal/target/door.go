@@ -87,7 +87,15 @@ type Corpus struct {
 	limiters *Limiters
 	recipe   Recipe
 	holds    *holds
+	// source is the driver before surfaces or a permissions backend
+	// wrapped it.
+	source driver.Driver
 }
+
+// Source is the corpus's own driver, unwrapped by spec.surfaces or
+// spec.permissions: assert driver.Captures or driver.DocumentFinder on it
+// (the REST source implements both).
+func (c *Corpus) Source() driver.Driver { return c.source }
 
 // Release lets go of the connections this resolution holds. Every
 // resolved corpus is released by its resolver, once its step is done; a
@@ -175,9 +183,21 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 			r.Permissions = p.DeepCopy()
 		}
 		return d.build(obj, r, true)
+	case v1alpha1.DriverREST:
+		r, err := d.restRecipe(ctx, obj)
+		if err != nil {
+			return nil, err
+		}
+		if p := obj.Spec.Permissions; p != nil {
+			if r.PermissionsKey, err = d.permissionsKey(ctx, obj.Namespace, p); err != nil {
+				return nil, err
+			}
+			r.Permissions = p.DeepCopy()
+		}
+		return d.build(obj, r, true)
 	default:
 		return nil, Stall(ReasonDriverUnsupported,
-			"driver type %q is not available in this version of ragcanary; use HTTP or Postgres", spec.Type)
+			"driver type %q is not available in this version of ragcanary; use HTTP, Postgres or REST", spec.Type)
 	}
 }
 
@@ -217,8 +237,9 @@ func (d *Door) FromRecipe(namespace, name string, r Recipe) (*Corpus, error) {
 	switch {
 	case r.Driver.Type == v1alpha1.DriverHTTP && r.Driver.HTTP != nil:
 	case r.Driver.Type == v1alpha1.DriverPostgres && r.Driver.Postgres != nil:
+	case r.Driver.Type == v1alpha1.DriverREST && r.Driver.REST != nil:
 	default:
-		return nil, Stall(ReasonDriverUnsupported, "the kept driver configuration is neither an HTTP nor a Postgres driver")
+		return nil, Stall(ReasonDriverUnsupported, "the kept driver configuration is not an HTTP, Postgres or REST driver")
 	}
 	return d.build(obj, r, false)
 }
@@ -250,13 +271,19 @@ func (d *Door) buildHeld(obj *v1alpha1.Corpus, r Recipe, live bool, h *holds) (*
 	}
 	var drv driver.Driver
 	var checkDriver func(context.Context) error
-	if r.Driver.Type == v1alpha1.DriverPostgres {
+	switch r.Driver.Type {
+	case v1alpha1.DriverPostgres:
 		pg, err := d.postgresDriver(current, r, timeout, h)
 		if err != nil {
 			return nil, err
 		}
 		drv, checkDriver = pg, postgresCheck(pg)
-	} else {
+	case v1alpha1.DriverREST:
+		var err error
+		if drv, err = d.restDriver(r, timeout, limiters.Replies(key)); err != nil {
+			return nil, err
+		}
+	default:
 		u, err := d.Allow.Check("spec.driver.http.url", r.Driver.HTTP.URL)
 		if err != nil {
 			return nil, err
@@ -269,7 +296,7 @@ func (d *Door) buildHeld(obj *v1alpha1.Corpus, r Recipe, live bool, h *holds) (*
 		}
 	}
 	c := &Corpus{Object: obj, Driver: drv, Timeout: timeout, Key: key, Limit: limit,
-		CheckDriver: checkDriver, limiters: limiters, recipe: r, holds: h}
+		CheckDriver: checkDriver, limiters: limiters, recipe: r, holds: h, source: drv}
 	if r.Permissions != nil {
 		if err := d.attachPermissions(c, current, r); err != nil {
 			return nil, err

@@ -70,8 +70,10 @@ func (r Recipe) Identity() (TargetIdentity, error) {
 		id.Source, err = httpIdentity(r.Driver.HTTP.URL)
 	case r.Driver.Type == v1alpha1.DriverPostgres && r.Driver.Postgres != nil:
 		id.Source, id.Reader, err = postgresIdentity(r)
+	case r.Driver.Type == v1alpha1.DriverREST && r.Driver.REST != nil:
+		id.Source, err = restIdentity(r.Driver.REST)
 	default:
-		err = Stall(ReasonDriverUnsupported, "the driver configuration is neither an HTTP nor a Postgres driver")
+		err = Stall(ReasonDriverUnsupported, "the driver configuration is not an HTTP, Postgres or REST driver")
 	}
 	if err != nil {
 		return TargetIdentity{}, err
