@@ -75,6 +75,12 @@ type ChatSurface struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^(/.*)?$`
 	Citations string `json:"citations,omitempty"`
+
+	// sendClientHeaders sends the OpenAI SDK's X-Stainless-* headers, which
+	// tell the API the operator's OS, architecture, Go and SDK versions
+	// (some gateways route or log by them). Off: they are stripped.
+	// +optional
+	SendClientHeaders bool `json:"sendClientHeaders,omitempty"`
 }
 
 // SearchSurfaceType names a search API shape.

@@ -21,6 +21,7 @@ import (
 	"github.com/ragcanary/ragcanary/internal/manager"
 	"github.com/ragcanary/ragcanary/internal/secretcache"
 	"github.com/ragcanary/ragcanary/internal/shard"
+	"github.com/ragcanary/ragcanary/internal/surface"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -39,6 +40,7 @@ type settings struct {
 	secretNamespaces  string
 	statusCheckpoint  time.Duration
 	secretCache       secretcache.Limits
+	historyBytes      int64
 	sharding          bool
 	shardName         string
 	shardLease        time.Duration
@@ -75,6 +77,8 @@ func parseFlags(args []string) (settings, error) {
 	s.secretCache = secretcache.DefaultLimits
 	fs.IntVar(&s.secretCache.MaxEntries, "secret-cache-max-entries", secretcache.DefaultMaxEntries, "Credential and run token Secrets whose values the operator keeps in memory between reconciles, served while its Secret metadata watch shows them unchanged; 0 reads every one from the API server each time (no values kept in memory).")
 	fs.Func("secret-cache-max-bytes", fmt.Sprintf("Memory the kept Secret values may take (default %d).", secretcache.DefaultMaxBytes), positiveInt64(&s.secretCache.MaxBytes))
+	s.historyBytes = surface.DefaultHistoryBytes
+	fs.Func("conversation-history-bytes", fmt.Sprintf("Memory the conversation history of every chat surface may take together (the operator keeps each conversation to resend it with every follow-up). Over it, the corpus holding the most gives up its least recently used conversation: a follow-up in it is then a probe error (default %d).", surface.DefaultHistoryBytes), positiveInt64(&s.historyBytes))
 	def := controllers.DefaultSettings()
 	fs.DurationVar(&s.statusCheckpoint, "status-checkpoint-interval", controllers.DefaultStatusCheckpointInterval, "How often probe counters and the latest sighting are checkpointed into CanaryRun status while a run probes; what a restart could not observe again (a first negative, a reappearance, a confirmed exclusion, a sentinel sighting) is written when it happens. A restart can widen a run's interval by up to this much. The default keeps an active run under 0.001 status writes per second (docs/scaling.md).")
 	fs.DurationVar(&s.statusCheckpoint, "probe-heartbeat", controllers.DefaultStatusCheckpointInterval, "Deprecated: the former name of --status-checkpoint-interval.")
@@ -160,7 +164,8 @@ func run(s settings) error {
 	if err != nil {
 		return err
 	}
-	door := &target.Door{Reader: mgr.GetAPIReader(), Allow: allow, Addresses: addrs, UserAgent: target.UserAgent(replica.Name)}
+	door := &target.Door{Reader: mgr.GetAPIReader(), Allow: allow, Addresses: addrs, UserAgent: target.UserAgent(replica.Name),
+		History: surface.NewHistory(s.historyBytes)}
 	if err := controllers.SetupAll(mgr, controllers.Options{Door: door, StatusCheckpoint: s.statusCheckpoint, SecretCache: &s.secretCache, Defaults: s.defaults, Shard: replica}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}

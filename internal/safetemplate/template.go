@@ -48,7 +48,9 @@ const MaxText = 16 << 10
 // maxLabel bounds a piece of the template quoted in an error.
 const maxLabel = 200
 
-// Values are the named values a template reads, each a string or an int.
+// Values are the named values a template reads, each a string, an int, or
+// a group of named strings (a map[string]string, read one name at a time
+// as .Group.name, never whole).
 type Values map[string]any
 
 // Error is a refused or failed template, naming the field it came from.
@@ -138,9 +140,9 @@ func (t *Template) Render(values Values) (string, error) {
 func checkValues(v Values) error {
 	for _, name := range slices.Sorted(maps.Keys(v)) {
 		switch v[name].(type) {
-		case string, int:
+		case string, int, map[string]string:
 		default:
-			return fmt.Errorf("value .%s is neither a string nor an int", clean(name))
+			return fmt.Errorf("value .%s is neither a string nor an int (nor a group of strings)", clean(name))
 		}
 	}
 	return nil
@@ -244,8 +246,18 @@ func (c checker) branch(b *parse.BranchNode) error {
 	return c.list(b.ElseList)
 }
 
-// field admits .Name for a name the caller defines, nothing deeper.
+// field admits .Name for a name the caller defines, and .Group.name for a
+// name in a group, nothing deeper; a group is never read whole.
 func (c checker) field(f *parse.FieldNode) error {
+	if group, ok := c.known[f.Ident[0]].(map[string]string); ok {
+		if len(f.Ident) != 2 {
+			return fmt.Errorf("%s is a group of values: read one of them, as .%s.name", clean(f.String()), clean(f.Ident[0]))
+		}
+		if _, ok := group[f.Ident[1]]; !ok {
+			return fmt.Errorf("unknown value %s", clean(f.String()))
+		}
+		return nil
+	}
 	if len(f.Ident) != 1 {
 		return fmt.Errorf("%s: only a named value (%s) may be read, not a field of it", clean(f.String()), c.knownList())
 	}

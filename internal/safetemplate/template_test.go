@@ -165,3 +165,30 @@ func TestJSONStringSize(t *testing.T) {
 }
 
 func budgetFree() *budget { return &budget{left: MaxBytes} }
+
+// TestGroupValues: a group (map[string]string) is read one name at a
+// time, .Group.name; a name the sample does not hold, a group read whole
+// and a name deeper than one are refused at parse.
+func TestGroupValues(t *testing.T) {
+	sample := Values{"ID": "x", "Values": map[string]string{"org": "o"}}
+	tmpl, err := Parse("path", `/orgs/{{.Values.org}}/{{.ID}}`, sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := tmpl.Render(Values{"ID": "1", "Values": map[string]string{"org": "ragcanary"}})
+	if err != nil || got != "/orgs/ragcanary/1" {
+		t.Errorf("Render = %q, %v", got, err)
+	}
+	if _, err := tmpl.Render(Values{"ID": "1", "Values": map[string]string{}}); err == nil || !strings.Contains(err.Error(), "org") {
+		t.Errorf("Render without the group's name = %v, want an error naming it", err)
+	}
+	for text, want := range map[string]string{
+		`{{.Values.nope}}`:  "unknown value .Values.nope",
+		`{{json .Values}}`:  "is a group of values",
+		`{{.Values.org.x}}`: "is a group of values",
+	} {
+		if _, err := Parse("path", text, sample); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%s) = %v, want %q", text, err, want)
+		}
+	}
+}

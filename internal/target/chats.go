@@ -46,6 +46,7 @@ func (c *chatClients) get(corpus string, s *v1alpha1.ChatSurface, cfg surface.Ch
 			return k.chat, nil
 		}
 	}
+	cfg.Tenant = corpus
 	chat, err := surface.NewChat(cfg)
 	if err != nil {
 		return nil, err

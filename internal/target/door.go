@@ -27,6 +27,7 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
+	"github.com/ragcanary/ragcanary/internal/surface"
 )
 
 // DefaultTimeout is used when a corpus has no driver timeout set.
@@ -55,6 +56,10 @@ type Door struct {
 	// UserAgent is sent on every HTTP request to a target (see UserAgent);
 	// empty leaves each client library's own.
 	UserAgent string
+	// History holds every chat surface's conversations under one byte
+	// budget, shared fairly between corpora; nil gives each chat client a
+	// history of its own (the CLI).
+	History *surface.History
 
 	// shared are the connections the door opened for corpora, held by the
 	// corpora resolved from it.
@@ -131,6 +136,13 @@ func (d *Door) Forget(namespace, name string) {
 	d.conns().postgres.forget(key)
 	d.conns().spicedb.forget(key)
 	d.conns().chats.forget(key)
+	d.History.Forget(key)
+}
+
+// EndConversation frees the history of the corpus's conversation id (a
+// run that ended); one held elsewhere or gone already is no error.
+func (d *Door) EndConversation(namespace, corpus, id string) {
+	d.History.End(LimiterKey(namespace, corpus), id)
 }
 
 // LimiterKey is the rate-limit key of a corpus.

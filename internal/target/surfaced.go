@@ -62,6 +62,23 @@ func (s *surfaced) FollowUp(ctx context.Context, persona driver.Token, id, quest
 	return c.FollowUp(ctx, persona, id, question)
 }
 
+// EndConversation frees a chat surface's conversation; the driver's own
+// conversations live at the target and are left to it.
+func (s *surfaced) EndConversation(persona driver.Token, id string) {
+	if s.chat != nil {
+		s.chat.EndConversation(persona, id)
+	}
+}
+
+// MaxTurns is how many turns a chat surface's conversation holds; 0 when
+// the target holds its conversations itself.
+func (s *surfaced) MaxTurns() int {
+	if s.chat != nil {
+		return s.chat.MaxTurns()
+	}
+	return 0
+}
+
 // errNoStream: the corpus declares no streaming chat surface (runs refuse
 // the Stream surface before probing).
 var errNoStream = driver.NewError(driver.Permanent, "Stream", 0, "the corpus has no streaming chat surface", nil)
@@ -168,6 +185,7 @@ func (d *Door) chatConfig(s *v1alpha1.ChatSurface, timeout time.Duration, replie
 	}
 	return surface.ChatConfig{
 		URL: u.String(), Model: s.Model, SystemPrompt: s.SystemPrompt, ExtraBody: extra, Citations: s.Citations,
-		Timeout: timeout, ReplyBudget: replies, HTTPClient: client,
+		Timeout: timeout, ReplyBudget: replies, HTTPClient: client, SendClientHeaders: s.SendClientHeaders,
+		History: d.History,
 	}, nil
 }

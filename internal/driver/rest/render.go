@@ -65,9 +65,9 @@ func (r *request) render(base *url.URL, d *named, sample bool) (*rendered, error
 	out := &rendered{headers: http.Header{}}
 	path := ""
 	if r.path != nil {
-		p, err := r.path.render(d.escaped())
+		p, err := r.path.Render(d.escaped().values())
 		if err != nil {
-			return nil, fmt.Errorf("path: %v", err)
+			return nil, err // names the field
 		}
 		path = p
 	}
@@ -77,18 +77,18 @@ func (r *request) render(base *url.URL, d *named, sample bool) (*rendered, error
 	}
 	q := url.Values{}
 	for _, p := range r.query {
-		v, err := p.t.render(d)
+		v, err := p.t.Render(d.values())
 		if err != nil {
-			return nil, fmt.Errorf("query[%s]: %v", label(p.name), err)
+			return nil, err
 		}
 		q.Set(p.name, v)
 	}
 	u.RawQuery = q.Encode()
 	out.url = u
 	for _, h := range r.headers {
-		v, err := h.t.render(d)
+		v, err := h.t.Render(d.values())
 		if err != nil {
-			return nil, fmt.Errorf("headers[%s]: %v", label(h.name), err)
+			return nil, err
 		}
 		if !sample && !validHeaderValue(v) {
 			return nil, fmt.Errorf("headers[%s]: the rendered value is not a valid header value", label(h.name))
@@ -96,9 +96,9 @@ func (r *request) render(base *url.URL, d *named, sample bool) (*rendered, error
 		out.headers.Set(h.name, v)
 	}
 	if r.body != nil {
-		b, err := r.body.render(d)
+		b, err := r.body.Render(d.values())
 		if err != nil {
-			return nil, fmt.Errorf("body: %v", err)
+			return nil, err
 		}
 		if !validJSON(b) {
 			return nil, errors.New("body: does not render JSON; write values as {{json .Title}}")

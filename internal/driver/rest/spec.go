@@ -11,6 +11,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/jsonpointer"
+	"github.com/ragcanary/ragcanary/internal/safetemplate"
 	"github.com/ragcanary/ragcanary/internal/safetext"
 )
 
@@ -48,11 +49,11 @@ func (o *operation) op() string { return driverOps[o.name] }
 type request struct {
 	index    int
 	method   string
-	path     renderer // nil: the base URL itself
+	path     *safetemplate.Template // nil: the base URL itself
 	query    []param
 	headers  []param
-	body     renderer // nil: no body
-	expect   []int    // nil: any 2xx
+	body     *safetemplate.Template // nil: no body
+	expect   []int                  // nil: any 2xx
 	captures []capture
 	// captured are the names its templates read from .Captured.
 	captured []string
@@ -60,7 +61,7 @@ type request struct {
 
 type param struct {
 	name string
-	t    renderer
+	t    *safetemplate.Template
 }
 
 type capture struct {
@@ -179,9 +180,18 @@ func compileRequest(field string, index int, spec *v1alpha1.RESTRequest, values 
 		return nil, fmt.Errorf("%s.method must be GET, POST, PUT, PATCH or DELETE", field)
 	}
 	texts := []string{spec.Path, spec.Body}
+	for _, m := range []map[string]v1alpha1.RESTValue{spec.Query, spec.Headers} {
+		for _, v := range m {
+			texts = append(texts, string(v))
+		}
+	}
+	if err := r.compileRefs(field, texts, values, captured); err != nil {
+		return nil, err
+	}
+	sample := sampleData(values, slices.Sorted(maps.Keys(captured)))
 	var err error
 	if spec.Path != "" {
-		if r.path, err = parseTemplate(field+".path", spec.Path); err != nil {
+		if r.path, err = parseTemplate(field+".path", spec.Path, sample.escaped()); err != nil {
 			return nil, err
 		}
 	}
@@ -189,14 +199,14 @@ func compileRequest(field string, index int, spec *v1alpha1.RESTRequest, values 
 		if r.method == http.MethodGet {
 			return nil, fmt.Errorf("%s.body: a GET sends no body", field)
 		}
-		if r.body, err = parseTemplate(field+".body", spec.Body); err != nil {
+		if r.body, err = parseTemplate(field+".body", spec.Body, sample); err != nil {
 			return nil, err
 		}
 	}
-	if r.query, texts, err = compileParams(field+".query", spec.Query, texts, validQueryName); err != nil {
+	if r.query, err = compileParams(field+".query", spec.Query, sample, validQueryName); err != nil {
 		return nil, err
 	}
-	if r.headers, texts, err = compileParams(field+".headers", spec.Headers, texts, headerNameCheck(authHeader)); err != nil {
+	if r.headers, err = compileParams(field+".headers", spec.Headers, sample, headerNameCheck(authHeader)); err != nil {
 		return nil, err
 	}
 	if err := r.compileExpect(field, spec.Expect); err != nil {
@@ -205,27 +215,23 @@ func compileRequest(field string, index int, spec *v1alpha1.RESTRequest, values 
 	if err := r.compileCaptures(field, spec.Capture); err != nil {
 		return nil, err
 	}
-	if err := r.compileRefs(field, texts, values, captured); err != nil {
-		return nil, err
-	}
-	return r, r.checkSample(field, values)
+	return r, r.checkSample(field, sample)
 }
 
-func compileParams(field string, in map[string]v1alpha1.RESTValue, texts []string, check func(string) string) ([]param, []string, error) {
+func compileParams(field string, in map[string]v1alpha1.RESTValue, sample *named, check func(string) string) ([]param, error) {
 	var out []param
 	for _, name := range slices.Sorted(maps.Keys(in)) {
 		f := field + "[" + label(name) + "]"
 		if why := check(name); why != "" {
-			return nil, nil, fmt.Errorf("%s: %s", f, why)
+			return nil, fmt.Errorf("%s: %s", f, why)
 		}
-		t, err := parseTemplate(f, string(in[name]))
+		t, err := parseTemplate(f, string(in[name]), sample)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		out = append(out, param{name: name, t: t})
-		texts = append(texts, string(in[name]))
 	}
-	return out, texts, nil
+	return out, nil
 }
 
 func validQueryName(name string) string {
@@ -320,10 +326,10 @@ func (r *request) compileRefs(field string, texts []string, values map[string]v1
 // so a body that is JSON only for tame values is refused before any run.
 const sampleText = "sample \"quoted\" \\ back\nslash </script> /?#% .."
 
-// checkSample renders the request once with sample values.
-func (r *request) checkSample(field string, values map[string]v1alpha1.RESTValue) error {
-	data := sampleData(values, r.captured)
-	if _, err := r.render(sampleBase, data, true); err != nil {
+// checkSample renders the request once with sample values: the path must
+// stay under the base, the body must be JSON.
+func (r *request) checkSample(field string, sample *named) error {
+	if _, err := r.render(sampleBase, sample, true); err != nil {
 		return fmt.Errorf("%s: with sample values: %v", field, err)
 	}
 	return nil
