@@ -47,9 +47,8 @@ func searchFor(ctx context.Context, d driver.Driver, persona driver.Token, paylo
 // version of it without saying which: that is not an absence of either, so
 // both are errors.
 func AnswerContent(a driver.Answer, t Target) (old, fresh measure.Outcome) {
-	text := Normalize(a.Text)
-	hasOld := quotes(text, t.Payload)
-	hasNew := quotes(text, t.UpdatedPayload)
+	q := quoted(a.Text, t.Payload, t.UpdatedPayload)
+	hasOld, hasNew := q[0], q[1]
 	if !hasOld && !hasNew && AnswerShows(a, Target{DocumentID: t.DocumentID}) {
 		return measure.Error, measure.Error
 	}

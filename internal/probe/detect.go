@@ -151,7 +151,7 @@ func SearchEvidence(hits []driver.Hit, t Target) Evidence {
 	ev := Evidence{Outcome: measure.Absent}
 	for _, h := range hits {
 		own := h.DocumentID == t.DocumentID || documentOf(h.ChunkID) == t.DocumentID
-		if own || (h.Text != "" && quotes(Normalize(h.Text), t.Payload)) {
+		if own || (h.Text != "" && textQuotes(h.Text, t.Payload)) {
 			ev.Outcome = measure.Present
 			ev.Carriers = append(ev.Carriers, hitID(h))
 		}
@@ -192,7 +192,7 @@ func AnswerEvidence(a driver.Answer, t Target) Evidence {
 	switch {
 	case len(own) > 0:
 		return Evidence{Outcome: measure.Present, Carriers: append(own, other...)}
-	case quotes(Normalize(a.Text), t.Payload):
+	case textQuotes(a.Text, t.Payload):
 		return Evidence{Outcome: measure.Present, Carriers: other}
 	default:
 		return Evidence{Outcome: measure.Absent}

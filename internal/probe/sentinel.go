@@ -39,9 +39,8 @@ func (s *State) keepSighting(r result) v1alpha1.SentinelSighting {
 // safeCarrier is a carrier ID fit for status: control and format runes
 // removed, bounded, and never holding the handle or a payload.
 func safeCarrier(id string, t Target) string {
-	norm := Normalize(id)
-	for _, secret := range []string{t.Handle, t.Payload, t.UpdatedPayload} {
-		if secret != "" && quotes(norm, secret) {
+	for _, quotesSecret := range quoted(id, t.Handle, t.Payload, t.UpdatedPayload) {
+		if quotesSecret {
 			return redactedCarrier
 		}
 	}
