@@ -124,3 +124,25 @@ func Decode(data []byte) (any, error) {
 	}
 	return v, nil
 }
+
+// WithToken returns p with its first token equal to from replaced by to;
+// p unchanged when it has none.
+func (p Pointer) WithToken(from, to string) Pointer {
+	for i, t := range p.tokens {
+		if t == from {
+			tokens := append([]string(nil), p.tokens...)
+			tokens[i] = to
+			return Pointer{raw: join(tokens), tokens: tokens}
+		}
+	}
+	return p
+}
+
+func join(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+	}
+	return b.String()
+}
