@@ -368,3 +368,29 @@ func TestLookup(t *testing.T) {
 		}
 	}
 }
+
+// fullBudget has room for nothing.
+type fullBudget struct{}
+
+func (fullBudget) TryAcquire(int64) bool { return false }
+func (fullBudget) Release(int64)         {}
+
+// TestReplyBudgetBoundsReplies: a reply finding the corpus's reply budget
+// full fails as such, transient, and nothing is captured.
+func TestReplyBudgetBoundsReplies(t *testing.T) {
+	tg := newTarget(t, forgeReplies)
+	spec := giteaLike()
+	spec.URL = tg.URL + "/api/v1"
+	drv, err := New(Config{Spec: spec, BaseURL: spec.URL, HTTPClient: tg.Client(), ReplyBudget: fullBudget{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Unwrap(drv)
+	err = d.CreateDocument(context.Background(), driver.Document{ID: "c"})
+	if err == nil || !strings.Contains(err.Error(), "reply budget exhausted") || !driver.IsTransient(err) {
+		t.Fatalf("err = %v, want a transient reply budget exhausted", err)
+	}
+	if d.Captured("c") != nil {
+		t.Error("a reply cut by the budget was captured from")
+	}
+}
