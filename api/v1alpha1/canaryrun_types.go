@@ -86,6 +86,13 @@ type SurfaceMeasurement struct {
 	// +kubebuilder:validation:Enum=Present;Absent
 	LastReply string `json:"lastReply,omitempty"`
 
+	// errorsSinceReply counts the probes that failed since the last valid
+	// reply. An error is no evidence: when the last valid reply saw the
+	// token and probes failed since, whether it is still served is unknown,
+	// and the run is Inconclusive rather than NotExcluded.
+	// +optional
+	ErrorsSinceReply int32 `json:"errorsSinceReply,omitempty"`
+
 	// bounds is the interval-censored time-to-exclusion.
 	// +optional
 	Bounds *ExclusionBounds `json:"bounds,omitempty"`

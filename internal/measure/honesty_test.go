@@ -42,13 +42,30 @@ func TestVerdictNeverClaimsWhatWasNotObserved(t *testing.T) {
 			want:     v1alpha1.VerdictInconclusive, wantIn: "probe errors",
 		},
 		{
-			name: "a sighting as the last valid reply before a restart is still NotExcluded",
+			// The sighting survives the restart (lastReply), but the errors
+			// after it are no evidence that it was still served: what the
+			// run saw ends at the sighting.
+			name: "a sighting before a restart, then only errors, is Inconclusive, never NotExcluded",
 			build: func() v1alpha1.SurfaceMeasurement {
 				m := v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceSearch}
 				Record(&m, Absent, at(12), at(12.1), 3)
 				Record(&m, Present, at(13), at(13.1), 3)
 				Resume(&m)
 				Record(&m, Error, at(20), at(20.1), 3)
+				return m
+			},
+			controls: answered,
+			want:     v1alpha1.VerdictInconclusive, wantIn: "only probe errors",
+		},
+		{
+			name: "a sighting before a restart and after it is NotExcluded",
+			build: func() v1alpha1.SurfaceMeasurement {
+				m := v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceSearch}
+				Record(&m, Absent, at(12), at(12.1), 3)
+				Record(&m, Present, at(13), at(13.1), 3)
+				Resume(&m)
+				Record(&m, Error, at(20), at(20.1), 3)
+				Record(&m, Present, at(21), at(21.1), 3)
 				return m
 			},
 			controls: answered,

@@ -87,8 +87,11 @@ func Record(m *v1alpha1.SurfaceMeasurement, o Outcome, start, end time.Time, con
 	case Absent:
 		recordAbsent(m, end, confirmations)
 	default:
-		// Never an absence: counted, and the streak is left exactly as it was.
+		// Never an absence nor a presence: counted, and the streak is left
+		// exactly as it was; what the last valid reply saw is no longer
+		// known to hold.
 		m.Probes.Errors++
+		m.ErrorsSinceReply++
 	}
 }
 
@@ -101,6 +104,7 @@ const (
 func recordPresent(m *v1alpha1.SurfaceMeasurement, start time.Time) {
 	m.Probes.Positive++
 	m.LastReply = replyPresent
+	m.ErrorsSinceReply = 0
 	if m.NegativeStreak > 0 || m.FirstNegativeEnd != nil {
 		// Content was seen absent and is back: a lagging replica or cache.
 		m.Reappearances++
@@ -117,6 +121,7 @@ func recordPresent(m *v1alpha1.SurfaceMeasurement, start time.Time) {
 func recordAbsent(m *v1alpha1.SurfaceMeasurement, end time.Time, confirmations int32) {
 	m.Probes.Negative++
 	m.LastReply = replyAbsent
+	m.ErrorsSinceReply = 0
 	if m.Excluded {
 		// Already confirmed; further negatives only count.
 		return
@@ -175,9 +180,10 @@ type State int
 const (
 	// Excluded: the required negatives were observed.
 	Excluded State = iota
-	// StillVisible: the last real observation saw the token.
+	// StillVisible: the last probe got a valid reply, and it saw the token.
 	StillVisible
-	// Undetermined: neither; errors (or too little time) left the streak short.
+	// Undetermined: neither; errors (or too little time) left the streak
+	// short, or probes failed after the last sighting (see ErrorsAfterSighting).
 	Undetermined
 	// ClockStepped: the persisted timestamps are out of order (a negative
 	// probe ending before the revocation was acknowledged), so the wall clock
@@ -192,11 +198,18 @@ func Classify(m *v1alpha1.SurfaceMeasurement, rev Revocation) State {
 		return ClockStepped
 	case m.Excluded:
 		return Excluded
-	case lastReplyPresent(m):
+	case lastReplyPresent(m) && m.ErrorsSinceReply == 0:
 		return StillVisible
 	default:
 		return Undetermined
 	}
+}
+
+// ErrorsAfterSighting reports a surface whose last valid reply saw the token
+// and whose probes all failed since: it was served until that reply, and
+// after it nothing is known.
+func ErrorsAfterSighting(m *v1alpha1.SurfaceMeasurement) bool {
+	return !m.Excluded && lastReplyPresent(m) && m.ErrorsSinceReply > 0
 }
 
 // lastReplyPresent reports whether the last valid reply saw the token. For a

@@ -60,6 +60,11 @@ func Verdict(o RunOutcome) (v1alpha1.Verdict, string) {
 	if len(o.Surfaces) == 0 {
 		return v1alpha1.VerdictInconclusive, "no surface was measured after the revocation"
 	}
+	if m, ok := erredAfterSighting(o.Surfaces, o.Revocation); ok {
+		return v1alpha1.VerdictInconclusive,
+			fmt.Sprintf("the %s surface served the revoked token until %s after the revocation; only probe errors followed until the exclusion timeout, so whether it still served it is unknown",
+				m.Surface, lowerBound(m, o.Revocation).Round(time.Millisecond))
+	}
 	if s, ok := firstInState(o.Surfaces, o.Revocation, Undetermined); ok {
 		return v1alpha1.VerdictInconclusive,
 			fmt.Sprintf("probe errors prevented confirming exclusion on the %s surface", s)
@@ -125,6 +130,17 @@ func firstInState(ms []v1alpha1.SurfaceMeasurement, rev Revocation, s State) (v1
 		}
 	}
 	return "", false
+}
+
+// erredAfterSighting is the first undetermined surface whose probes failed
+// after its last sighting.
+func erredAfterSighting(ms []v1alpha1.SurfaceMeasurement, rev Revocation) (*v1alpha1.SurfaceMeasurement, bool) {
+	for i := range ms {
+		if Classify(&ms[i], rev) == Undetermined && ErrorsAfterSighting(&ms[i]) {
+			return &ms[i], true
+		}
+	}
+	return nil, false
 }
 
 // Amend revises a verdict already decided by the isolation violations
