@@ -48,7 +48,13 @@ func recipeSecretName(run *v1alpha1.CanaryRun) string {
 // creates first and reads only when the Secret exists (a restart after an
 // earlier attempt): a new run's planting then costs no Secret read.
 func (r *CanaryRunReconciler) keepCleanupRecipe(ctx context.Context, run *v1alpha1.CanaryRun, deps *runDeps) error {
-	raw, err := json.Marshal(deps.corpus.Recipe())
+	// The copy pins what the corpus's names resolve to now (an OpenFGA
+	// store name), so every later step writes where this one did.
+	recipe, err := deps.corpus.PinnedRecipe(ctx)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(recipe)
 	if err != nil {
 		return err
 	}
@@ -136,7 +142,7 @@ func (r *CanaryRunReconciler) cleanupTarget(ctx context.Context, rc *runCtx) (*t
 		subject = keptSubject
 	}
 	live, liveErr := r.resolveCorpus(ctx, run)
-	if liveErr == nil && (kept == nil || sameTarget(live, *kept)) {
+	if liveErr == nil && (kept == nil || live.PinTo(*kept)) {
 		return live, subject, nil
 	}
 	if liveErr == nil {
@@ -175,7 +181,7 @@ func (r *CanaryRunReconciler) resolvePlanted(ctx context.Context, rc *runCtx) (*
 		live.Release()
 		return nil, err
 	}
-	if kept == nil || sameTarget(live, *kept) {
+	if kept == nil || live.PinTo(*kept) {
 		return live, nil
 	}
 	defer live.Release()
@@ -267,16 +273,6 @@ func (r *CanaryRunReconciler) keptRecipe(ctx context.Context, run *v1alpha1.Cana
 		return nil, "", target.Stall("CleanupSecretInvalid", "Secret %q does not hold a readable cleanup copy", secret.Name)
 	}
 	return &recipe, string(secret.Data[recipeSubjectKey]), nil
-}
-
-// sameTarget reports whether the live corpus reaches the target the kept
-// copy names: equal identities, read from the resolved configurations (a
-// Postgres database lives in the Secret, not the spec). A configuration
-// whose identity cannot be read is never the same.
-func sameTarget(live *target.Corpus, kept target.Recipe) bool {
-	a, errA := live.Identity()
-	b, errB := kept.Identity()
-	return errA == nil && errB == nil && a == b
 }
 
 // releaseCleanupRecipe lets the run's cleanup copy go: the finalizer comes

@@ -95,6 +95,8 @@ type Corpus struct {
 	// source is the driver before surfaces or a permissions backend
 	// wrapped it.
 	source driver.Driver
+	// perms is the separate permissions backend, nil without one.
+	perms PermissionsBackend
 }
 
 // Source is the corpus's own driver, unwrapped by spec.surfaces or
@@ -227,6 +229,10 @@ type Recipe struct {
 	// PermissionsKey its credential (secret).
 	Permissions    *v1alpha1.Permissions `json:"permissions,omitempty"`
 	PermissionsKey []byte                `json:"permissionsKey,omitempty"`
+	// OpenFGAStoreID is the store an OpenFGA store name resolved to when a
+	// run kept the recipe (see PinnedRecipe): the run's grants and revokes
+	// go there even if the name is pointed at another store later.
+	OpenFGAStoreID string `json:"openfgaStoreID,omitempty"`
 	// RateLimit is the corpus's own limit, so a corpus rebuilt from the
 	// recipe never resets the shared bucket to the defaults.
 	RateLimit v1alpha1.RateLimit `json:"rateLimit,omitempty"`

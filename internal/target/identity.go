@@ -167,7 +167,10 @@ func permissionsIdentity(p *v1alpha1.Permissions) (string, error) {
 	}
 	if s := p.OpenFGA; s != nil {
 		// One server holds many stores; a store name and an ID name
-		// different things until resolved, so both stay apart.
+		// different things until resolved, so both stay apart. What a
+		// name resolved to is no part of the identity: a run pins it in
+		// its kept recipe (OpenFGAStoreID) and sends the live Corpus
+		// there while the two identities are equal (Corpus.PinTo).
 		id += " store=" + s.StoreID + " name=" + s.StoreName + " model=" + s.AuthorizationModelID + " " + mappingIdentity(s.PermissionsMapping)
 	}
 	return id, nil

@@ -36,7 +36,8 @@ type permissionsKind struct {
 	endpoint func(p *v1alpha1.Permissions) string
 	keyRef   func(p *v1alpha1.Permissions) v1alpha1.SecretKeyReference
 	// open builds the backend; the connection it uses is held by h.
-	open func(d *Door, corpus string, p *v1alpha1.Permissions, key []byte, timeout time.Duration, h *holds) (PermissionsBackend, error)
+	// Its replies draw on replies, the corpus's reply budget.
+	open func(d *Door, corpus string, p *v1alpha1.Permissions, key []byte, timeout time.Duration, replies *ReplyBudget, h *holds) (PermissionsBackend, error)
 }
 
 var permissionsKinds = map[v1alpha1.PermissionsType]permissionsKind{
@@ -157,10 +158,14 @@ func (d *Door) attachPermissions(c *Corpus, corpus string, r Recipe) error {
 	if err != nil {
 		return err
 	}
-	backend, err := kind.open(d, corpus, r.Permissions, r.PermissionsKey, c.Timeout, c.holds)
+	backend, err := kind.open(d, corpus, r.Permissions, r.PermissionsKey, c.Timeout, c.limiters.Replies(c.Key), c.holds)
 	if err != nil {
 		return err
 	}
+	if err := usePinned(backend, r); err != nil {
+		return err
+	}
+	c.perms = backend
 	c.Driver = &withPermissions{Driver: c.Driver, perms: backend}
 	c.CheckPermissions = backend.CheckSchema
 	if r, ok := backend.(resolvingBackend); ok {
@@ -177,7 +182,7 @@ type spicedbBackend struct {
 
 func (b spicedbBackend) CheckSchema(ctx context.Context) error { return b.check(ctx) }
 
-func openSpiceDBBackend(d *Door, corpus string, p *v1alpha1.Permissions, key []byte, timeout time.Duration, h *holds) (PermissionsBackend, error) {
+func openSpiceDBBackend(d *Door, corpus string, p *v1alpha1.Permissions, key []byte, timeout time.Duration, _ *ReplyBudget, h *holds) (PermissionsBackend, error) {
 	s := p.SpiceDB
 	client, err := d.openSpiceDB(corpus, s.Endpoint, key, s.Insecure, h)
 	if err != nil {
