@@ -28,6 +28,7 @@ func (r *CanaryRunReconciler) cleanUp(ctx context.Context, rc *runCtx) (ctrl.Res
 	run := rc.run
 	_, _ = r.stopProbing(rc)
 	r.inFlight.Stop(rc.key)
+	r.endConversation(run)
 	// A control sighting in the loop's last rounds outranks the verdict.
 	run.Status.Verdict, run.Status.Message = measure.Amend(run.Status.Verdict, run.Status.Message, run.Status.IsolationViolations)
 	setMeasurementText(&run.Status)
@@ -52,6 +53,7 @@ func (r *CanaryRunReconciler) cleanUp(ctx context.Context, rc *runCtx) (ctrl.Res
 func (r *CanaryRunReconciler) finalize(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	_ = r.Probes.Stop(rc.key)
 	r.inFlight.Stop(rc.key)
+	r.endConversation(rc.run)
 	if !controllerutil.ContainsFinalizer(rc.run, CanaryRunFinalizer) {
 		return ctrl.Result{}, nil
 	}

@@ -96,8 +96,9 @@ func conversationOf(run *v1alpha1.CanaryRun, persona driver.Token) probe.Convers
 }
 
 // conversationProblem reports a corpus whose capabilities promise
-// conversations its resolved driver cannot hold, or "" (target.SurfaceProblem
-// has already checked the capabilities).
+// conversations its resolved driver cannot hold, or one that cannot hold as
+// many turns as the run may ask, or "" (target.SurfaceProblem has already
+// checked the capabilities).
 func conversationProblem(run *v1alpha1.CanaryRun, deps *runDeps) string {
 	if !slices.Contains(probingSurfaces(run), v1alpha1.SurfaceConversation) {
 		return ""
@@ -105,5 +106,54 @@ func conversationProblem(run *v1alpha1.CanaryRun, deps *runDeps) string {
 	if _, ok := deps.corpus.Driver.(driver.Conversations); !ok {
 		return fmt.Sprintf("Corpus %q has no conversation surface (driver contract v1.1 conversations or spec.surfaces.chat); remove Conversation from probing.surfaces", deps.corpus.Object.Name)
 	}
-	return ""
+	return turnsProblem(run, deps.corpus.Object.Name, deps.corpus.Driver)
+}
+
+// turnLimited is a conversation API holding at most MaxTurns turns a
+// conversation (a chat surface); 0 is no limit the operator knows of.
+type turnLimited interface{ MaxTurns() int }
+
+// turnsProblem refuses a run whose conversation could run out of turns
+// before the exclusion timeout: its follow-ups would then fail, and the
+// surface could conclude nothing after the last one.
+func turnsProblem(run *v1alpha1.CanaryRun, corpus string, d driver.Driver) string {
+	t, ok := d.(turnLimited)
+	if !ok || t.MaxTurns() <= 0 {
+		return ""
+	}
+	need := turnsNeeded(run)
+	if need <= t.MaxTurns() {
+		return ""
+	}
+	return fmt.Sprintf("the Conversation surface may ask up to %d turns in one conversation (exclusionTimeout %s at probing.interval %s), more than the %d a conversation on Corpus %q's chat surface holds; lengthen probing.interval or shorten exclusionTimeout",
+		need, exclusionTimeout(run), run.Spec.Probing.Interval.Duration, t.MaxTurns(), corpus)
+}
+
+// probeJitter is how much earlier than its interval a round may come (the
+// probe engine's jitter, ±10 %).
+const probeJitter = 0.1
+
+// turnsNeeded is the most turns the run's conversation may take: the
+// first, asked before the revocation, and one follow-up a round from the
+// revocation to the exclusion timeout, rounds as close as the jitter lets
+// them, plus a round ending just before each surface's SLO deadline and
+// the timeout (Adaptive) and one a restart may add.
+func turnsNeeded(run *v1alpha1.CanaryRun) int {
+	interval := run.Spec.Probing.Interval.Duration
+	if interval <= 0 {
+		interval = 5 * time.Second // the CRD default
+	}
+	gap := time.Duration(float64(interval) * (1 - probeJitter))
+	rounds := int((exclusionTimeout(run) + gap - 1) / gap)
+	return 1 + rounds + len(probingSurfaces(run)) + 1 + 1
+}
+
+// endConversation frees the run's conversation once the run is over: the
+// operator keeps a chat surface's conversations (to resend them with every
+// follow-up), and nothing follows up in this one again.
+func (r *CanaryRunReconciler) endConversation(run *v1alpha1.CanaryRun) {
+	if id := run.Status.ConversationID; id != "" {
+		c := corpusName(run)
+		r.Door.EndConversation(c.Namespace, c.Name, id)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/surface"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -18,8 +19,12 @@ import (
 // random loopback ports, so any target is allowed here; the allowlist itself
 // is tested in internal/target and through the manager binary in test/e2e.
 func testDoor(reader client.Reader, limiters *target.Limiters) *target.Door {
-	return &target.Door{Reader: reader, Allow: target.AllowAny(), Limiters: limiters}
+	return &target.Door{Reader: reader, Allow: target.AllowAny(), Limiters: limiters, History: testHistory}
 }
+
+// testHistory keeps the chat surfaces' conversations of every envtest
+// manager, as the manager's one History does.
+var testHistory = surface.NewHistory(0)
 
 // Credentials the test ragtargets accept.
 const (

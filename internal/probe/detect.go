@@ -123,7 +123,11 @@ func askInConversation(ctx context.Context, d driver.Driver, persona driver.Toke
 	if t.Conversation.ID != "" && t.Conversation.Owner == persona {
 		return c.FollowUp(ctx, persona, t.Conversation.ID, t.Handle)
 	}
-	_, a, err := c.StartConversation(ctx, persona, t.Handle)
+	id, a, err := c.StartConversation(ctx, persona, t.Handle)
+	if e, ok := d.(driver.ConversationEnder); ok && err == nil {
+		// Nothing follows up in it: its history goes at once.
+		e.EndConversation(persona, id)
+	}
 	return a, err
 }
 

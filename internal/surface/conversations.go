@@ -79,6 +79,16 @@ func (h *History) Bytes() int64 {
 	return h.bytes
 }
 
+// TenantBytes is the history tenant holds now.
+func (h *History) TenantBytes(tenant string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.tenants[tenant]; ok {
+		return s.bytes
+	}
+	return 0
+}
+
 // Forget drops every conversation of tenant (a deleted corpus). A nil
 // History holds nothing.
 func (h *History) Forget(tenant string) {
