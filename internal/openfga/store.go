@@ -109,7 +109,7 @@ func (c *Client) storeNamed(ctx context.Context, name string) (string, error) {
 // bounds; it never says the store is absent, as only part was read.
 func listTooLong(pages int, read int64) error {
 	return &SchemaProblem{Message: fmt.Sprintf(
-		"OpenFGA's store list did not end within %d pages or %d KiB (read %d pages, %d KiB), so the store name cannot be resolved; "+
+		"OpenFGA's store list did not end within %d pages or %d KiB (stopped after %d pages and %d KiB), so the store name cannot be resolved; "+
 			"set the store ID instead of the name", maxStorePages, maxStoreListBytes>>10, pages, read>>10)}
 }
 
