@@ -40,6 +40,12 @@ type SearchConfig struct {
 	// Query maps URL query parameter names to templates of their values,
 	// with the same data as Body; values are URL-encoded after rendering.
 	Query map[string]string
+	// Credentials are credentials the caller knows besides the calling
+	// persona's (other personas'): none may appear in the URL, a query
+	// value, the body or a static header. NewSearch refuses a config that
+	// writes one in, naming the field, and a request that would carry one
+	// is refused before it is sent (see Guard).
+	Credentials []driver.Token
 	// Hits is an RFC 6901 JSON pointer to the array of hits in the reply;
 	// "" is the reply itself.
 	Hits string
@@ -86,6 +92,7 @@ type Search struct {
 	timeout    time.Duration
 	limits     limits
 	client     *http.Client
+	guard      credentialGuard
 }
 
 var _ driver.Searcher = (*Search)(nil)
@@ -101,6 +108,11 @@ func NewSearch(cfg SearchConfig) (*Search, error) {
 	steps := []func(SearchConfig) error{s.setDoor, s.setMethodAndBody, s.setQuery, s.setPointers, s.setHeaders}
 	for _, step := range steps {
 		if err := step(cfg); err != nil {
+			return nil, err
+		}
+	}
+	for _, tok := range cfg.Credentials {
+		if err := s.Guard(tok); err != nil {
 			return nil, err
 		}
 	}
@@ -265,7 +277,8 @@ func (s *Search) request(ctx context.Context, persona driver.Token, data templat
 	if err != nil {
 		return nil, err
 	}
-	if leaks(persona, append(values, u.String(), body)...) || s.headersLeak(persona) {
+	parts := append(values, u.String(), body)
+	if leaks(persona, parts...) || s.headersLeak(persona) || s.guard.leaks(parts...) || s.guard.leaks(s.headerValues()...) {
 		return nil, driver.NewError(driver.Permanent, opSearch, 0, reasonLeak, nil)
 	}
 	var reader *bytes.Reader
@@ -300,6 +313,14 @@ func (s *Search) setRequestHeaders(req *http.Request, persona driver.Token) {
 	if persona != "" {
 		req.Header.Set(s.credHeader, s.credPrefix+persona.Reveal())
 	}
+}
+
+func (s *Search) headerValues() []string {
+	var out []string
+	for _, values := range s.headers {
+		out = append(out, values...)
+	}
+	return out
 }
 
 func (s *Search) headersLeak(persona driver.Token) bool {
