@@ -192,3 +192,17 @@ func TestGroupValues(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRender is one render of a typical search body.
+func BenchmarkRender(b *testing.B) {
+	tmpl, err := Parse("Body", `{"query": {"match": {"content": {{json .Query}}}}, "size": {{.K}}}`, sample)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tmpl.Render(Values{"Query": "quarterly plan", "K": 5}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
