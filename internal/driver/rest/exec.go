@@ -31,6 +31,20 @@ func (e *MissingCapture) Error() string {
 		e.Operation, e.Request, label(e.Name))
 }
 
+// Refused is a request the driver would not send: a value that would move
+// it off the base path, a rendering that failed, a credential outside its
+// header. Like MissingCapture it is no driver error of any kind, so no
+// caller reads it as "already gone".
+type Refused struct {
+	Operation string
+	Request   int
+	Reason    string
+}
+
+func (e *Refused) Error() string {
+	return fmt.Sprintf("rest source: operations.%s[%d] refused: %s", e.Operation, e.Request, e.Reason)
+}
+
 // ErrNotDeclared is an operation the spec does not declare; it is not a
 // driver error of any kind, so no caller reads it as "already gone".
 var ErrNotDeclared = errors.New("operation not declared")
@@ -50,8 +64,7 @@ type call struct {
 
 // run sends the operation's requests in order. The document's held
 // captures and this call's own are visible to each request; this call's
-// are returned. notFound reports a 404 reply that was not accepted
-// (with err set), for lookups.
+// are returned.
 func (d *Driver) run(ctx context.Context, c *call) (map[string]string, error) {
 	c.captured = map[string]string{}
 	for _, r := range c.op.requests {
@@ -75,11 +88,11 @@ func (d *Driver) send(ctx context.Context, c *call, r *request) error {
 	}
 	out, err := r.render(d.base, &data, false)
 	if err != nil {
-		return driver.NewError(driver.Permanent, op, 0, fmt.Sprintf("request %d: %s", r.index, configText(err)), nil)
+		return &Refused{Operation: c.op.name, Request: r.index, Reason: configText(err)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
-	req, err := d.newRequest(ctx, op, r, out)
+	req, err := d.newRequest(ctx, op, c.op.name, r, out)
 	if err != nil {
 		return err
 	}
@@ -103,7 +116,7 @@ func (d *Driver) send(ctx context.Context, c *call, r *request) error {
 
 // newRequest builds the request and sets the credential, last, after
 // checking that nothing rendered holds it.
-func (d *Driver) newRequest(ctx context.Context, op string, r *request, out *rendered) (*http.Request, error) {
+func (d *Driver) newRequest(ctx context.Context, op, opName string, r *request, out *rendered) (*http.Request, error) {
 	var body io.Reader
 	if out.hasBody {
 		body = strings.NewReader(out.body)
@@ -133,8 +146,8 @@ func (d *Driver) newRequest(ctx context.Context, op string, r *request, out *ren
 		}
 	}
 	if leaks(secrets, parts...) {
-		return nil, driver.NewError(driver.Permanent, op, 0,
-			fmt.Sprintf("request %d: the credential would appear outside its header (in the path, query, a header or the body); refused", r.index), nil)
+		return nil, &Refused{Operation: opName, Request: r.index,
+			Reason: "the credential would appear outside its header (in the path, query, a header or the body)"}
 	}
 	return req, nil
 }

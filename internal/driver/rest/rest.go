@@ -217,7 +217,7 @@ func (d *Driver) do(ctx context.Context, name, doc string, data named) (map[stri
 // keep adds a call's captures to the document's.
 func (d *Driver) keep(op, doc string, captured map[string]string) error {
 	if err := d.captures.merge(doc, captured); err != nil {
-		return driver.NewError(driver.Permanent, op, 0, err.Error(), nil)
+		return fmt.Errorf("rest source: %s: %w", op, err)
 	}
 	return nil
 }

@@ -148,6 +148,15 @@ func TestPathTraversalValueIsRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `".."`) {
 		t.Fatalf("Grant as .. = %v, want a refusal naming ..", err)
 	}
+	// Refused, not rejected by the target: cleanup must not read it as
+	// "already gone".
+	var refused *Refused
+	if !errors.As(err, &refused) || driver.IsPermanent(err) {
+		t.Errorf("Grant as .. = %#v, want a Refused that is no Permanent driver error", err)
+	}
+	if err := d.Revoke(context.Background(), "canary-1", ".."); driver.IsPermanent(err) || err == nil {
+		t.Errorf("Revoke as .. = %v, which cleanup's ignorePermanent would take for already gone", err)
+	}
 	if n := len(tg.requests()); n != 0 {
 		t.Errorf("target got %d requests, want none", n)
 	}
