@@ -30,6 +30,9 @@ type ShardingOptions struct {
 	// and shard.DefaultRenewInterval.
 	LeaseDuration time.Duration
 	RenewInterval time.Duration
+	// Drain bounds how long a stopping replica waits for its share to move
+	// to the others after deleting its Lease; zero lets the Lease expire.
+	Drain time.Duration
 }
 
 // ShardedCache limits the cache of the sharded kinds and their runs to the
@@ -57,10 +60,10 @@ func SetupSharding(mgr ctrl.Manager, opts ShardingOptions) error {
 	if err != nil {
 		return err
 	}
-	keeper := &shard.Keeper{Client: c, Namespace: opts.Namespace, Replica: opts.Replica.Name,
-		LeaseDuration: opts.LeaseDuration, RenewInterval: opts.RenewInterval}
-	if err := mgr.Add(keeper); err != nil {
-		return err
+	canary := v1alpha1.GroupVersion.WithKind("RevocationCanary")
+	kinds := []shard.Kind{
+		{Parent: canary, Child: v1alpha1.GroupVersion.WithKind("CanaryRun")},
+		{Parent: v1alpha1.GroupVersion.WithKind("EvalSuite"), Child: v1alpha1.GroupVersion.WithKind("SuiteRun")},
 	}
 	// Every replica watches the shard Leases, so a replica elected after
 	// the leader died knows how long the dead one has not renewed.
@@ -69,15 +72,16 @@ func SetupSharding(mgr ctrl.Manager, opts ShardingOptions) error {
 	if err := mgr.Add(leases); err != nil {
 		return err
 	}
-	canary := v1alpha1.GroupVersion.WithKind("RevocationCanary")
+	keeper := &shard.Keeper{Client: c, Namespace: opts.Namespace, Replica: opts.Replica.Name,
+		LeaseDuration: opts.LeaseDuration, RenewInterval: opts.RenewInterval,
+		Drain: opts.Drain, Kinds: kinds, Leases: leases}
+	if err := mgr.Add(keeper); err != nil {
+		return err
+	}
 	sharder := &shard.Sharder{
 		Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Client: c,
 		Namespace: opts.Namespace, WatchNamespace: opts.WatchNamespace, LeaseDuration: opts.LeaseDuration,
-		Leases: leases,
-		Kinds: []shard.Kind{
-			{Parent: canary, Child: v1alpha1.GroupVersion.WithKind("CanaryRun")},
-			{Parent: v1alpha1.GroupVersion.WithKind("EvalSuite"), Child: v1alpha1.GroupVersion.WithKind("SuiteRun")},
-		},
+		Leases: leases, Kinds: kinds,
 	}
 	if err := mgr.Add(sharder); err != nil {
 		return err

@@ -45,6 +45,7 @@ type settings struct {
 	shardName         string
 	shardLease        time.Duration
 	shardRenew        time.Duration
+	shardDrain        time.Duration
 	defaults          controllers.Defaults
 	zapOptions        zap.Options
 }
@@ -74,6 +75,7 @@ func parseFlags(args []string) (settings, error) {
 	fs.StringVar(&s.shardName, "shard-name", shard.DefaultName(), "This replica's name in shard labels, its shard Lease name and the User-Agent of its probes (default: $POD_NAME, else the host name).")
 	fs.DurationVar(&s.shardLease, "shard-lease-duration", shard.DefaultLeaseDuration, "How long a replica's shard Lease lives without a renewal before its share moves to the others.")
 	fs.DurationVar(&s.shardRenew, "shard-renew-interval", shard.DefaultRenewInterval, "How often a replica renews its shard Lease.")
+	fs.DurationVar(&s.shardDrain, "shard-drain-timeout", shard.DefaultDrain, "On SIGTERM, how long a replica waits, after deleting its shard Lease, for the leader to move its share to the others; keep it below the Pod's terminationGracePeriodSeconds and under 30s, the manager's own shutdown bound. 0 leaves the Lease to expire instead (the share then waits --shard-lease-duration).")
 	s.secretCache = secretcache.DefaultLimits
 	fs.IntVar(&s.secretCache.MaxEntries, "secret-cache-max-entries", secretcache.DefaultMaxEntries, "Credential and run token Secrets whose values the operator keeps in memory between reconciles, served while its Secret metadata watch shows them unchanged; 0 reads every one from the API server each time (no values kept in memory).")
 	fs.Func("secret-cache-max-bytes", fmt.Sprintf("Memory the kept Secret values may take (default %d).", secretcache.DefaultMaxBytes), positiveInt64(&s.secretCache.MaxBytes))
@@ -142,6 +144,7 @@ func run(s settings) error {
 		return err
 	}
 	cacheOpts = controllers.ShardedCache(cacheOpts, replica)
+	shutdown := managerShutdown
 	opts := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsOpts,
@@ -155,6 +158,7 @@ func run(s settings) error {
 		// new Pod takes over at once instead of after the lease expires.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cacheOpts,
+		GracefulShutdownTimeout:       &shutdown,
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
@@ -183,6 +187,10 @@ func run(s settings) error {
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
+// managerShutdown is how long the manager waits for its runnables to stop
+// (controller-runtime's default), a replica's leave included.
+const managerShutdown = 30 * time.Second
+
 // replica is this process's place among the replicas. Sharding needs
 // leader election: the sharder must run on exactly one replica.
 func (s settings) replica() (shard.Replica, error) {
@@ -194,6 +202,9 @@ func (s settings) replica() (shard.Replica, error) {
 	}
 	if s.shardRenew <= 0 || s.shardLease <= 2*s.shardRenew {
 		return shard.Replica{}, errors.New("--shard-lease-duration must be more than twice --shard-renew-interval")
+	}
+	if s.shardDrain < 0 || s.shardDrain >= managerShutdown {
+		return shard.Replica{}, fmt.Errorf("--shard-drain-timeout must be at least 0 and under %s, the manager's shutdown bound", managerShutdown)
 	}
 	return shard.Replica{Name: s.shardName, Sharded: true}, shard.CheckName(s.shardName)
 }
@@ -208,7 +219,7 @@ func (s settings) setupSharding(mgr ctrl.Manager, replica shard.Replica) error {
 		return err
 	}
 	return controllers.SetupSharding(mgr, controllers.ShardingOptions{Replica: replica, Namespace: ns,
-		WatchNamespace: s.watchNamespace, LeaseDuration: s.shardLease, RenewInterval: s.shardRenew})
+		WatchNamespace: s.watchNamespace, LeaseDuration: s.shardLease, RenewInterval: s.shardRenew, Drain: s.shardDrain})
 }
 
 // positiveInt32 parses a flag value that must be at least 1.

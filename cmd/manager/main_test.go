@@ -3,7 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ragcanary/ragcanary/internal/shard"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -47,5 +49,32 @@ func TestDeniedTargetCIDRsDefault(t *testing.T) {
 	}
 	if s.deniedCIDRs != strings.Join(target.DefaultDeniedCIDRs, ",") {
 		t.Errorf("--denied-target-cidrs defaults to %q", s.deniedCIDRs)
+	}
+}
+
+// TestShardDrainTimeoutBounded: a replica's drain on SIGTERM must end
+// within the manager's shutdown bound, which the Pod's grace period must
+// cover in turn; 0 turns the drain off.
+func TestShardDrainTimeoutBounded(t *testing.T) {
+	for _, tc := range []struct {
+		drain time.Duration
+		// ok is whether the settings start.
+		ok bool
+	}{
+		{shard.DefaultDrain, true},
+		{0, true},
+		{managerShutdown - time.Second, true},
+		{managerShutdown, false},
+		{-time.Second, false},
+	} {
+		s := settings{sharding: true, leaderElect: true, shardName: "r-a",
+			shardLease: shard.DefaultLeaseDuration, shardRenew: shard.DefaultRenewInterval, shardDrain: tc.drain}
+		_, err := s.replica()
+		if (err == nil) != tc.ok {
+			t.Errorf("--shard-drain-timeout=%s: error %v, want ok %v", tc.drain, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--shard-drain-timeout") {
+			t.Errorf("--shard-drain-timeout=%s: the error %q does not name the flag", tc.drain, err)
+		}
 	}
 }

@@ -61,6 +61,15 @@ type replicaManager struct {
 
 func startReplicaManager(t *testing.T, ns, name string) *replicaManager {
 	t.Helper()
+	return startReplicaManagerTimed(t, ns, name, replicaTiming{lease: handoverLease, renew: handoverRenew})
+}
+
+// replicaTiming is a replica's shard Lease duration and renew interval,
+// and its drain bound (zero: it leaves as on a crash, its Lease expiring).
+type replicaTiming struct{ lease, renew, drain time.Duration }
+
+func startReplicaManagerTimed(t *testing.T, ns, name string, timing replicaTiming) *replicaManager {
+	t.Helper()
 	mgr, err := ctrl.NewManager(testCfg, ctrl.Options{
 		Scheme:                  testScheme,
 		Metrics:                 metricsserver.Options{BindAddress: "0"},
@@ -75,14 +84,15 @@ func startReplicaManager(t *testing.T, ns, name string) *replicaManager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keeper := &Keeper{Client: testClient, Namespace: ns, Replica: name,
-		LeaseDuration: handoverLease, RenewInterval: handoverRenew}
 	leases := &LeaseWatch{Config: testCfg, Scheme: testScheme, Mapper: mgr.GetRESTMapper(),
-		Namespace: ns, LeaseDuration: handoverLease}
+		Namespace: ns, LeaseDuration: timing.lease}
+	keeper := &Keeper{Client: testClient, Namespace: ns, Replica: name,
+		LeaseDuration: timing.lease, RenewInterval: timing.renew,
+		Drain: timing.drain, Kinds: testKinds, Leases: leases}
 	r := &replicaManager{name: name}
 	sharder := leading{started: make(chan struct{}), mu: &r.mu, from: &r.from, until: &r.until, Sharder: &Sharder{
 		Config: testCfg, Scheme: testScheme, Mapper: mgr.GetRESTMapper(), Client: testClient,
-		Namespace: ns, WatchNamespace: ns, Kinds: testKinds, LeaseDuration: handoverLease, Leases: leases}}
+		Namespace: ns, WatchNamespace: ns, Kinds: testKinds, LeaseDuration: timing.lease, Leases: leases}}
 	for _, runnable := range []manager.Runnable{keeper, leases} {
 		if err := mgr.Add(runnable); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,10 +17,12 @@ import (
 
 // Lease timing defaults. A dead replica's share moves within
 // DefaultLeaseDuration plus one sharder pass; a renewal may fail twice
-// before the replica stops itself.
+// before the replica stops itself. A stopped replica's share moves as soon
+// as it deleted its Lease; it waits at most DefaultDrain for that.
 const (
 	DefaultLeaseDuration = 15 * time.Second
 	DefaultRenewInterval = 5 * time.Second
+	DefaultDrain         = 10 * time.Second
 )
 
 // Keeper holds the replica's shard Lease: it creates it and renews it every
@@ -28,6 +31,9 @@ const (
 // stops the manager: the replica then stops probing before the sharder,
 // which declares a Lease dead only after a full LeaseDuration without a
 // renewal, hands its objects to others.
+//
+// When the manager stops (SIGTERM) and Drain is set, the replica leaves
+// instead of letting its Lease expire: see leave.
 type Keeper struct {
 	// Client reads and writes the Lease; uncached, so the manager never
 	// watches every Lease in the cluster.
@@ -39,6 +45,15 @@ type Keeper struct {
 	LeaseDuration time.Duration
 	RenewInterval time.Duration
 	Clock         clock.WithTicker
+	// Drain bounds how long a stopping replica waits for its share to be
+	// relabelled to others; zero leaves the Lease to expire instead.
+	Drain time.Duration
+	// Kinds are the sharded kinds whose objects a leave waits for.
+	Kinds []Kind
+	// Leases is this replica's own LeaseWatch, if any: told of the leave
+	// directly, so this replica's sharder, when it leads, moves the share
+	// without waiting for a Lease event its stopping watch may not see.
+	Leases *LeaseWatch
 }
 
 // NeedLeaderElection is false: every replica holds its own Lease.
@@ -56,9 +71,7 @@ func (k *Keeper) defaults() {
 	}
 }
 
-// Start renews the Lease until ctx ends. The Lease is left to expire on a
-// stop: deleting it would let the sharder move objects directly while this
-// process may still be finishing a probe.
+// Start renews the Lease until ctx ends, then leaves when Drain is set.
 func (k *Keeper) Start(ctx context.Context) error {
 	k.defaults()
 	if err := CheckName(k.Replica); err != nil {
@@ -71,7 +84,7 @@ func (k *Keeper) Start(ctx context.Context) error {
 	for {
 		if err := k.Renew(ctx); err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return k.leave(ctx)
 			}
 			logger.Error(err, "renewing the shard lease")
 			if k.Clock.Since(lastRenew) >= k.LeaseDuration-k.RenewInterval {
@@ -82,7 +95,7 @@ func (k *Keeper) Start(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return k.leave(ctx)
 		case <-tick.C():
 		}
 	}
@@ -117,4 +130,93 @@ func (k *Keeper) fill(lease *coordinationv1.Lease, now metav1.MicroTime) {
 	lease.Spec.HolderIdentity = ptr.To(k.Replica)
 	lease.Spec.LeaseDurationSeconds = ptr.To(int32(k.LeaseDuration / time.Second))
 	lease.Spec.RenewTime = &now
+}
+
+// drainPoll is how often a leaving replica looks whether it still owns
+// anything.
+const drainPoll = 100 * time.Millisecond
+
+// leave hands the replica's share to the others when its manager stops,
+// instead of leaving it unprobed until the Lease expires. The manager
+// cancels every reconcile and probe of this replica together with ctx,
+// and the Keeper starts and stops with them (the manager stops runnables
+// that need no leader, these all, before the leader-only ones such as the
+// sharder, so a leaving leader still settles its own share). Then it
+// deletes its Lease: the sharder, seeing a replica without a live Lease,
+// gives each of its objects to a new owner in one patch. It waits, at most
+// Drain, until no object of Kinds carries its name. A leave that cannot
+// finish (the API server unreachable, no other replica) is logged, not an
+// error: the Lease then expires as after a crash.
+func (k *Keeper) leave(stopped context.Context) error {
+	if k.Drain <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(stopped), k.Drain)
+	defer cancel()
+	logger := log.FromContext(stopped).WithValues("lease", LeaseName(k.Replica))
+	start := k.Clock.Now()
+	if err := k.deleteLease(ctx); err != nil {
+		logger.Error(err, "deleting the shard lease on leaving; the share moves when it expires")
+	}
+	if k.Leases != nil {
+		k.Leases.Left(k.Replica)
+		if others, _, err := k.Leases.Live(ctx, k.Drain); err == nil && len(others) == 0 {
+			logger.Info("leaving the shards with no other live replica to take the share")
+			return nil
+		}
+	}
+	tick := k.Clock.NewTicker(drainPoll)
+	defer tick.Stop()
+	for {
+		n, err := k.owned(ctx)
+		switch {
+		case err == nil && n == 0:
+			logger.Info("left the shards: every object moved to another replica", "after", k.Clock.Since(start).String())
+			return nil
+		case ctx.Err() != nil:
+			logger.Info("leaving the shards: the drain bound passed with objects still owned", "drain", k.Drain.String(), "owned", n)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C():
+		}
+	}
+}
+
+// deleteLease deletes this replica's Lease, only if it is a shard Lease.
+func (k *Keeper) deleteLease(ctx context.Context) error {
+	var lease coordinationv1.Lease
+	err := k.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: LeaseName(k.Replica)}, &lease)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if lease.Labels[LabelShardLease] != "true" {
+		return fmt.Errorf("lease %s exists without the %s label: not a shard lease", lease.Name, LabelShardLease)
+	}
+	err = k.Client.Delete(ctx, &lease, client.Preconditions{UID: &lease.UID})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// owned counts, up to one per kind, the objects of Kinds (and their runs)
+// still labelled with this replica's name.
+func (k *Keeper) owned(ctx context.Context) (int, error) {
+	n := 0
+	for _, kind := range k.Kinds {
+		for _, gvk := range []schema.GroupVersionKind{kind.Parent, kind.Child} {
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			if err := k.Client.List(ctx, list, client.MatchingLabels{LabelOwner: k.Replica}, client.Limit(1)); err != nil {
+				return n, err
+			}
+			n += len(list.Items)
+		}
+	}
+	return n, nil
 }

@@ -43,6 +43,8 @@ type LeaseWatch struct {
 	synced chan struct{}
 	mu     sync.Mutex
 	seen   map[string]observation
+	// left are the replicas that said they left (Left), by Lease name.
+	left map[string]bool
 	// changed is called when a Lease appears or goes.
 	changed []func()
 	cache   cache.Cache
@@ -70,7 +72,18 @@ func (w *LeaseWatch) init() {
 		}
 		w.synced = make(chan struct{})
 		w.seen = map[string]observation{}
+		w.left = map[string]bool{}
 	})
+}
+
+// Left notes that replica left: it is not live from now on, whatever its
+// Lease says or this watch, which may be stopping, still holds.
+func (w *LeaseWatch) Left(replica string) {
+	w.init()
+	w.mu.Lock()
+	w.left[LeaseName(replica)] = true
+	w.mu.Unlock()
+	w.notify()
 }
 
 // OnChange calls f whenever a shard Lease appears or goes.
@@ -188,9 +201,9 @@ func (w *LeaseWatch) Live(ctx context.Context, horizon time.Duration) ([]string,
 		w.observe(l)
 		present[l.Name] = true
 		w.mu.Lock()
-		obs := w.seen[l.Name]
+		obs, gone := w.seen[l.Name], w.left[l.Name]
 		w.mu.Unlock()
-		if left := obs.at.Add(obs.duration).Sub(now); left > 0 && obs.renew != "" {
+		if left := obs.at.Add(obs.duration).Sub(now); left > 0 && obs.renew != "" && !gone {
 			out = append(out, strings.TrimPrefix(l.Name, LeasePrefix))
 			next = min(next, left)
 		}

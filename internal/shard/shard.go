@@ -15,7 +15,9 @@
 // replica whose Lease expired cannot answer a drain, so its objects go to
 // their new owner at once, in one patch each; a replica stops itself
 // before its own Lease could be seen expired (Keeper), so it is not still
-// probing then.
+// probing then. A replica told to stop (SIGTERM) leaves the same way but
+// at once: its work ends with its manager's context, then it deletes its
+// Lease and waits, bounded, until its objects have new owners.
 package shard
 
 import (

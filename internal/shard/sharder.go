@@ -386,7 +386,8 @@ func (e entry) at(want string) bool { return e.owner == want && !e.drain }
 // An object owned by a replica without a live Lease is taken over in the
 // same patch that gives it to want: a release first would add a write
 // nobody waits for (the dead owner cannot answer, and its Keeper stopped
-// it before its Lease could be seen expired), and at thousands of objects
+// it before its Lease could be seen expired; a replica that left stopped
+// its work before it deleted its Lease), and at thousands of objects
 // those writes were most of the API server's work in a hand-over.
 func (s *Sharder) settle(ctx context.Context, u unit, alive map[string]bool) error {
 	want := u.want
