@@ -388,7 +388,8 @@ func TestChartSizesTheManagerMemory(t *testing.T) {
 // Deployment of two that elects a leader and shards, names each replica
 // by its Pod, and grants what the shards need: Leases in the release
 // namespace (the shard Leases and the leader's), and patch on every
-// sharded kind, which carries the owner and drain labels. Sharding without
+// sharded kind, which carries the owner and drain labels. A replica's
+// drain on SIGTERM is bounded below the Pod's grace period. Sharding without
 // leader election is refused: nobody would assign the shares.
 func TestChartShardsReplicas(t *testing.T) {
 	objs := renderedObjects(t, append([]string{"--set", "replicaCount=2", "--set", "sharding.enabled=true"}, requiredValues...)...)
@@ -401,6 +402,15 @@ func TestChartShardsReplicas(t *testing.T) {
 	assertArg(t, objs, "--leader-elect=true")
 	assertArg(t, objs, "--leader-election-namespace="+releaseNamespace)
 	assertArg(t, objs, "fieldPath:metadata.name")
+	// A replica stopped by SIGTERM drains within the Pod's grace period.
+	assertArg(t, objs, "--shard-drain-timeout=10s")
+	if g, _, _ := unstructured.NestedFieldNoCopy(dep.Object, "spec", "template", "spec", "terminationGracePeriodSeconds"); fmt.Sprint(g) != "30" {
+		t.Errorf("the Pod's grace period is %v, want 30", g)
+	}
+	if _, err := helm(t, append([]string{"template", "rc", chartDir, "--set", "sharding.enabled=true",
+		"--set", "sharding.drainSeconds=20", "--set", "terminationGracePeriodSeconds=20"}, requiredValues...)...); err == nil {
+		t.Error("a drain as long as the grace period rendered; want it refused")
+	}
 
 	role := object(t, objs, "Role", "rc-ragcanary-leader-election")
 	if role.GetNamespace() != releaseNamespace {
