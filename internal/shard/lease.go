@@ -138,15 +138,15 @@ const drainPoll = 100 * time.Millisecond
 
 // leave hands the replica's share to the others when its manager stops,
 // instead of leaving it unprobed until the Lease expires. The manager
-// cancels every reconcile and probe of this replica together with ctx,
-// and the Keeper starts and stops with them (the manager stops runnables
-// that need no leader, these all, before the leader-only ones such as the
-// sharder, so a leaving leader still settles its own share). Then it
-// deletes its Lease: the sharder, seeing a replica without a live Lease,
-// gives each of its objects to a new owner in one patch. It waits, at most
-// Drain, until no object of Kinds carries its name. A leave that cannot
-// finish (the API server unreachable, no other replica) is logged, not an
-// error: the Lease then expires as after a crash.
+// cancels this replica's reconciles and probes with the same ctx (with
+// sharding they, like the Keeper, need no leader, and the manager stops
+// those before leader-only runnables such as the sharder, so a leaving
+// leader still settles its own share). Then the Keeper deletes its Lease:
+// the sharder, seeing a replica without a live Lease, gives each of its
+// objects to a new owner in one patch. It waits, at most Drain, until no
+// object of Kinds carries its name. A leave that cannot finish (the API
+// server unreachable, no other replica) is logged, not an error: whoever
+// leads next moves what is left, when the Lease is gone or has expired.
 func (k *Keeper) leave(stopped context.Context) error {
 	if k.Drain <= 0 {
 		return nil
