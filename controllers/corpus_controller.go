@@ -85,6 +85,14 @@ func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (
 	}
 	defer resolved.Release()
 	d := resolved.Driver
+	if err := r.checkPersonaCredentials(ctx, corpus, resolved); err != nil {
+		out := reconcile.Compute(err, reconcile.Policy{})
+		if out.Err != nil {
+			return ctrl.Result{}, fmt.Errorf("checking persona credentials: %w", out.Err)
+		}
+		r.setFailed(corpus, out)
+		return out.Result, nil
+	}
 
 	interval := healthCheckInterval(corpus)
 	// The driver bounds each call by the corpus timeout.

@@ -258,10 +258,18 @@ func postgresCheck(drv *postgres.Driver) func(ctx context.Context) error {
 // personas by subject: the subject is what the driver sets as the
 // transaction's principal, and the Persona Secret is not read (the database
 // trusts the application, which ragcanary stands in for, to name the user).
-// Other corpora send the Persona Secret's credential.
+// Other corpora send the Persona Secret's credential, which no surface of
+// the corpus may carry outside its header (GuardCredential).
 func (d *Door) PersonaFor(ctx context.Context, corpus *Corpus, obj *v1alpha1.Persona) (Persona, error) {
 	if corpus != nil && corpus.Object != nil && corpus.Object.Spec.Driver.Type == v1alpha1.DriverPostgres {
 		return Persona{Object: obj, Token: driver.Token(obj.Spec.Subject)}, nil
 	}
-	return d.Persona(ctx, obj)
+	p, err := d.Persona(ctx, obj)
+	if err != nil {
+		return p, err
+	}
+	if err := corpus.GuardCredential(obj.Name, p.Token); err != nil {
+		return Persona{}, err
+	}
+	return p, nil
 }

@@ -129,10 +129,11 @@ func (d *Door) attachSurfaces(c *Corpus, declared *v1alpha1.CorpusSurfaces, repl
 
 // WithSurfaces wraps drv so the declared surfaces are probed through the
 // assistant's own APIs (key names the corpus whose chat conversations the
-// door keeps; replies may be nil). Every surface URL passes the allowlist,
+// door keeps; replies may be nil; known are credentials no request may
+// carry outside its header, see GuardCredential). Every surface URL passes the allowlist,
 // every connection the address policy (the door's client), no redirect is
 // followed, and replies are bounded in size and time.
-func (d *Door) WithSurfaces(drv driver.Driver, key string, declared *v1alpha1.CorpusSurfaces, timeout time.Duration, replies httpdriver.ReplyBudget) (driver.Driver, error) {
+func (d *Door) WithSurfaces(drv driver.Driver, key string, declared *v1alpha1.CorpusSurfaces, timeout time.Duration, replies httpdriver.ReplyBudget, known ...driver.Token) (driver.Driver, error) {
 	w := &surfaced{Driver: drv}
 	client := NoRedirects(d.httpClient())
 	if s := declared.Search; s != nil {
@@ -144,7 +145,7 @@ func (d *Door) WithSurfaces(drv driver.Driver, key string, declared *v1alpha1.Co
 			URL: u.String(), Method: s.Method, Headers: s.Headers, Body: s.Body,
 			Hits: s.Hits, ID: s.ID, Text: s.Text,
 			CredentialHeader: s.CredentialHeader.Name, CredentialPrefix: s.CredentialHeader.Prefix,
-			Timeout: timeout, ReplyBudget: replies, HTTPClient: client,
+			Timeout: timeout, ReplyBudget: replies, HTTPClient: client, Credentials: known,
 		})
 		if err != nil {
 			return nil, Stall(ReasonInvalidSurface, "spec.surfaces.search: %v", err)
