@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"time"
 
@@ -113,6 +114,14 @@ func (r *CanaryRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if actsOnTarget(&run) {
+		// The cache may be a write behind (a probe transition queued right
+		// after the run's own write): a step acting on that copy would
+		// repeat what the stored status records as done.
+		if err := r.APIReader.Get(ctx, req.NamespacedName, &run); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
 	rc := &runCtx{run: &run, before: run.DeepCopy(), key: req.NamespacedName, now: r.Clock.Now()}
 	defer rc.releaseRefs()
 	if r.Shard.Draining(&run) {
@@ -134,8 +143,16 @@ func (r *CanaryRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // what was persisted, instead of reading a possibly stale cache between them.
 // A step whose result the next step persists before it acts
 // (persistWithNext) is not written on its own: one write fewer per run.
+// A write that fails ends the reconcile: the next step never runs on state
+// the API server did not accept, and the retry starts from what it holds.
 func (r *CanaryRunReconciler) advance(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
 	for range maxStepsPerReconcile {
+		if r.Shard.Draining(rc.run) || !rc.run.DeletionTimestamp.IsZero() {
+			// A write rebased onto a drain or a deletion (persist): the
+			// run's state is stored, and the reconcile that change queued
+			// hands it over or cleans it up.
+			return ctrl.Result{}, nil
+		}
 		phase := rc.run.Status.Phase
 		rc.persistWithNext = false
 		res, err := r.step(phase)(ctx, rc)
@@ -144,8 +161,8 @@ func (r *CanaryRunReconciler) advance(ctx context.Context, rc *runCtx) (ctrl.Res
 			rc.now = r.Clock.Now()
 			continue
 		}
-		if perr := r.persist(ctx, rc); perr != nil && err == nil {
-			err = perr
+		if perr := r.persist(ctx, rc); perr != nil {
+			return ctrl.Result{}, errors.Join(err, perr)
 		}
 		if !moved {
 			return res, err
@@ -153,6 +170,22 @@ func (r *CanaryRunReconciler) advance(ctx context.Context, rc *runCtx) (ctrl.Res
 		rc.now = r.Clock.Now()
 	}
 	return ctrl.Result{RequeueAfter: time.Second}, r.persist(ctx, rc)
+}
+
+// actsOnTarget reports whether a reconcile of run may act on the target
+// before it writes: the phases whose step creates, shares, revokes or
+// removes, and a deletion. Waiting phases only probe; the step they move
+// to writes before it acts.
+func actsOnTarget(run *v1alpha1.CanaryRun) bool {
+	if !run.DeletionTimestamp.IsZero() {
+		return true
+	}
+	switch run.Status.Phase {
+	case v1alpha1.PhaseAwaitingVisibility, v1alpha1.PhaseAwaitingExclusion, v1alpha1.PhaseWatching,
+		v1alpha1.PhaseSucceeded, v1alpha1.PhaseFailed:
+		return false
+	}
+	return true
 }
 
 type stepFunc func(context.Context, *runCtx) (ctrl.Result, error)
@@ -180,16 +213,43 @@ func (r *CanaryRunReconciler) step(phase v1alpha1.CanaryPhase) stepFunc {
 
 // persist writes status when it changed, with an optimistic lock: a
 // reconcile that read a stale object must not overwrite timestamps that
-// were already persisted, so it fails and retries on fresh data.
+// were already persisted, so it fails and retries on fresh data. A
+// conflict caused by metadata alone (a label patch such as a shard drain,
+// a finalizer) is no stale read: when the stored status is still the one
+// the reconcile started from, the write is rebased onto the stored object
+// and sent again, once.
 func (r *CanaryRunReconciler) persist(ctx context.Context, rc *runCtx) error {
 	if equality.Semantic.DeepEqual(rc.before.Status, rc.run.Status) {
 		return nil
 	}
-	if err := r.Status().Patch(ctx, rc.run, client.MergeFromWithOptions(rc.before, client.MergeFromWithOptimisticLock{})); err != nil {
+	err := r.Status().Patch(ctx, rc.run, client.MergeFromWithOptions(rc.before, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		err = r.rebase(ctx, rc, err)
+	}
+	if err != nil {
 		return err
 	}
 	rc.before = rc.run.DeepCopy()
 	return nil
+}
+
+// rebase sends a conflicting status write again on top of the stored
+// object when only its metadata changed since rc.before; otherwise it
+// returns conflict. rc.run takes the stored metadata either way it writes.
+func (r *CanaryRunReconciler) rebase(ctx context.Context, rc *runCtx, conflict error) error {
+	var stored v1alpha1.CanaryRun
+	if err := r.APIReader.Get(ctx, rc.key, &stored); err != nil {
+		return conflict
+	}
+	if stored.Generation != rc.before.Generation || !equality.Semantic.DeepEqual(stored.Status, rc.before.Status) {
+		return conflict
+	}
+	pending := rc.run.Status.DeepCopy()
+	// In place: steps hold rc.run.
+	*rc.run = stored
+	rc.run.Status = *pending
+	rc.before = stored.DeepCopy()
+	return r.Status().Patch(ctx, rc.run, client.MergeFromWithOptions(rc.before, client.MergeFromWithOptimisticLock{}))
 }
 
 // checkpointDue reports whether probe results should be written now, and
