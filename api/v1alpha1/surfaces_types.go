@@ -99,7 +99,8 @@ type SearchSurface struct {
 	// +required
 	Type SearchSurfaceType `json:"type"`
 
-	// url of the search endpoint; it must be allowed by the operator's
+	// url of the search endpoint, without a query or fragment (query
+	// parameters go in query); it must be allowed by the operator's
 	// --allowed-target-urls.
 	// +required
 	// +kubebuilder:validation:MinLength=1
@@ -119,9 +120,21 @@ type SearchSurface struct {
 	// +kubebuilder:validation:MaxProperties=16
 	Headers map[string]string `json:"headers,omitempty"`
 
+	// query are the URL's query parameters, e.g. api-version: 2025-05-01-preview
+	// or q: "{{.Query}}": each value a template with the same values as body,
+	// URL-escaped after rendering. No persona's credential may appear in
+	// one.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) > 0 && size(k) <= 128)",message="query parameter names must be 1-128 characters"
+	Query map[string]SearchQueryValue `json:"query,omitempty"`
+
 	// body is a Go template of the request body with {{.Query}} and
-	// {{.K}}; {{json .Query}} writes the query as a JSON string. It has no
-	// access to the credential, files or the environment.
+	// {{.K}}; {{json .Query}} writes the query as a JSON string. It sees
+	// those named values only: variables, assignments, with, range and
+	// define are refused, and what it builds is bounded. It has no access
+	// to the credential, files or the environment, and no persona's
+	// credential may appear in it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=8192
 	Body string `json:"body,omitempty"`
@@ -152,6 +165,23 @@ type SearchSurface struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^/`
 	Text string `json:"text,omitempty"`
+}
+
+// SearchQueryValue is the template of one URL query parameter's value.
+// +kubebuilder:validation:MaxLength=1024
+type SearchQueryValue string
+
+// QueryTemplates are the query parameters as the surface package takes
+// them; nil when there are none.
+func (s *SearchSurface) QueryTemplates() map[string]string {
+	if len(s.Query) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(s.Query))
+	for k, v := range s.Query {
+		out[k] = string(v)
+	}
+	return out
 }
 
 // CredentialHeader names the header a persona's credential travels in.

@@ -1883,6 +1883,13 @@ func (in *SearchSurface) DeepCopyInto(out *SearchSurface) {
 			(*out)[key] = val
 		}
 	}
+	if in.Query != nil {
+		in, out := &in.Query, &out.Query
+		*out = make(map[string]SearchQueryValue, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	out.CredentialHeader = in.CredentialHeader
 }
 

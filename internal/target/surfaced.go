@@ -142,7 +142,7 @@ func (d *Door) WithSurfaces(drv driver.Driver, key string, declared *v1alpha1.Co
 			return nil, err
 		}
 		search, err := surface.NewSearch(surface.SearchConfig{
-			URL: u.String(), Method: s.Method, Headers: s.Headers, Body: s.Body,
+			URL: u.String(), Method: s.Method, Headers: s.Headers, Body: s.Body, Query: s.QueryTemplates(),
 			Hits: s.Hits, ID: s.ID, Text: s.Text,
 			CredentialHeader: s.CredentialHeader.Name, CredentialPrefix: s.CredentialHeader.Prefix,
 			Timeout: timeout, ReplyBudget: replies, HTTPClient: client, Credentials: known,
