@@ -158,5 +158,5 @@ func inFlightSummary(m *v1alpha1.InFlightMeasurement) *v1alpha1.InFlightSummary 
 }
 
 // inFlightOutcomes in the order people read them.
-var inFlightOutcomes = []v1alpha1.InFlightOutcome{v1alpha1.InFlightCut, v1alpha1.InFlightReauthorized,
-	v1alpha1.InFlightCompleted, v1alpha1.InFlightEndedBeforeRevocation, v1alpha1.InFlightError}
+var inFlightOutcomes = []v1alpha1.InFlightOutcome{v1alpha1.InFlightCut, v1alpha1.InFlightDeliveredThenCut,
+	v1alpha1.InFlightReauthorized, v1alpha1.InFlightCompleted, v1alpha1.InFlightEndedBeforeRevocation, v1alpha1.InFlightError}

@@ -110,7 +110,7 @@ func TestInFlightWithoutReauthorizationDeliversAfterRevocation(t *testing.T) {
 // re-checks before every chunk is cut with its declared end, its canary
 // content stopping within one chunk interval of the ACL sync that applied
 // the revocation; what it delivered before that (the sync's lag) is
-// measured, within an SLO of 5s.
+// measured, within an SLO of 5s, and named: delivered, then cut.
 func TestInFlightPerChunkReauthorizationCutsAfterTheSync(t *testing.T) {
 	tg, run := inFlightRun(t, ragtarget.ReauthorizePerChunk, 300*time.Millisecond, 5*time.Second)
 	got := crWaitDone(t, run)
@@ -118,8 +118,8 @@ func TestInFlightPerChunkReauthorizationCutsAfterTheSync(t *testing.T) {
 		t.Fatalf("verdict %s (%s), want SLOMet", got.Status.Verdict, got.Status.Message)
 	}
 	s := inFlightStream(t, got)
-	if s.Outcome != v1alpha1.InFlightCut || s.EndReason != "access_revoked" {
-		t.Fatalf("stream %s %q, want Cut with access_revoked", s.Outcome, s.EndReason)
+	if s.Outcome != v1alpha1.InFlightDeliveredThenCut || s.EndReason != "access_revoked" {
+		t.Fatalf("stream %s %q, want DeliveredThenCut with access_revoked (canary content during the sync's lag)", s.Outcome, s.EndReason)
 	}
 	_, applied := tg.appliedRevocation()
 	if applied.IsZero() {
@@ -133,6 +133,30 @@ func TestInFlightPerChunkReauthorizationCutsAfterTheSync(t *testing.T) {
 	}
 	if s.PostRevocationDelivery == nil || s.CanaryChunksAfterRequest == 0 {
 		t.Errorf("stream %+v: want the canary content delivered during the sync's lag measured", s)
+	}
+}
+
+// TestInFlightDeliveredThenCutIsABreach: a stream that re-checks before
+// every chunk goes on delivering the canary's content until the ACL sync
+// applies the revocation, then is cut with a declared end. With an SLO of
+// 0 that delivery breaches: the stream is DeliveredThenCut, never a bare
+// Cut, the run SLOBreached, and the canary's summary counts it as such.
+func TestInFlightDeliveredThenCutIsABreach(t *testing.T) {
+	_, run := inFlightRun(t, ragtarget.ReauthorizePerChunk, 300*time.Millisecond, 0)
+	got := crWaitDone(t, run)
+	s := inFlightStream(t, got)
+	if s.EndReason != "access_revoked" || s.CanaryChunksAfterRequest == 0 || s.PostRevocationDelivery == nil || s.PostRevocationDelivery.Duration <= 0 {
+		t.Fatalf("stream %+v, want canary content after the request and a declared cut", s)
+	}
+	if s.Outcome != v1alpha1.InFlightDeliveredThenCut {
+		t.Errorf("stream outcome %s, want DeliveredThenCut: it delivered %d canary chunks (%d bytes) until %s after the request before its cut",
+			s.Outcome, s.CanaryChunksAfterRequest, s.CanaryBytesAfterRequest, s.PostRevocationDelivery.Duration)
+	}
+	if got.Status.Verdict != v1alpha1.VerdictSLOBreached {
+		t.Errorf("verdict %s (%s), want SLOBreached by the delivery before the cut", got.Status.Verdict, got.Status.Message)
+	}
+	if sum := inFlightSummary(got.Status.InFlight); sum == nil || sum.Outcomes != "DeliveredThenCut=1" {
+		t.Errorf("summary %+v, want outcomes DeliveredThenCut=1", sum)
 	}
 }
 
@@ -155,8 +179,14 @@ func TestInFlightIntervalReauthorizationCutsWithinItsInterval(t *testing.T) {
 	req := got.Status.RevokeRequestedTime.Time
 	t.Logf("stream: %s %s, delivery %v (%d bytes after the request); sync applied %s after the request",
 		s.Outcome, s.EndReason, s.PostRevocationDelivery, s.CanaryBytesAfterRequest, applied.Sub(req))
-	if s.Outcome != v1alpha1.InFlightCut || s.EndReason != "access_revoked" || applied.IsZero() || s.LastCanaryChunkTime == nil {
-		t.Fatalf("stream %+v, want Cut with access_revoked after the applied sync", s)
+	// Cut by its declared end; delivered first when canary content
+	// arrived after the request.
+	want := v1alpha1.InFlightCut
+	if s.CanaryChunksAfterRequest > 0 {
+		want = v1alpha1.InFlightDeliveredThenCut
+	}
+	if s.Outcome != want || s.EndReason != "access_revoked" || applied.IsZero() || s.LastCanaryChunkTime == nil {
+		t.Fatalf("stream %+v, want %s with access_revoked after the applied sync", s, want)
 	}
 	if s.LastCanaryChunkTime.After(applied.Add(every + inFlightChunkInterval)) {
 		t.Errorf("canary content %s after the sync, want within the re-check interval and one chunk (%s)",

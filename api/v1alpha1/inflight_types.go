@@ -12,14 +12,20 @@ import (
 const SurfaceInFlight Surface = "InFlight"
 
 // InFlightOutcome is how one in-flight stream ended, as the client saw it.
-// +kubebuilder:validation:Enum=Cut;Reauthorized;Completed;EndedBeforeRevocation;Error
+// +kubebuilder:validation:Enum=Cut;DeliveredThenCut;Reauthorized;Completed;EndedBeforeRevocation;Error
 type InFlightOutcome string
 
 const (
 	// InFlightCut: the stream ended early with a declared access end (an
 	// error event of type or code access_revoked or
-	// authorization_unavailable), after the revocation request.
+	// authorization_unavailable), after the revocation request, without
+	// delivering canary content after it.
 	InFlightCut InFlightOutcome = "Cut"
+	// InFlightDeliveredThenCut: the stream delivered canary content after
+	// the revocation request, then ended with a declared access end. The
+	// cut came, but late: what it delivered counts against the
+	// post-revocation delivery SLO like a completed stream's.
+	InFlightDeliveredThenCut InFlightOutcome = "DeliveredThenCut"
 	// InFlightReauthorized: the stream ran to its end and went on delivering
 	// content after the revocation request, none of it the canary's: the
 	// canary's content stopped while the answer went on.

@@ -222,6 +222,10 @@ func (s *Stream) outcome() (v1alpha1.InFlightOutcome, string, string) {
 		return v1alpha1.InFlightError, "", truncate(s.err.Error(), maxMessage)
 	case s.requested.IsZero() || !s.endAt.After(s.requested):
 		return v1alpha1.InFlightEndedBeforeRevocation, s.end.Declared, ""
+	case s.end.Declared != "" && s.afterCanary > 0:
+		// Cut, but only after canary content reached the reader: both
+		// are the outcome, so "Cut" never hides a delivery.
+		return v1alpha1.InFlightDeliveredThenCut, s.end.Declared, ""
 	case s.end.Declared != "":
 		return v1alpha1.InFlightCut, s.end.Declared, ""
 	case s.afterCanary > 0:

@@ -60,8 +60,11 @@ func TestOutcomes(t *testing.T) {
 	}{
 		{"completed with canary content after the request", scripted{end: driver.StreamEnd{Finished: true}},
 			[]string{canary}, []string{"and ", canary}, v1alpha1.InFlightCompleted, true},
-		{"cut with a declared end", scripted{end: driver.StreamEnd{Declared: "access_revoked"}},
-			[]string{canary}, []string{canary}, v1alpha1.InFlightCut, true},
+		{"cut with a declared end, nothing of the canary after the request", scripted{end: driver.StreamEnd{Declared: "access_revoked"}},
+			[]string{canary}, []string{"other content"}, v1alpha1.InFlightCut, false},
+		// Cut, but late: "Cut" alone would hide the delivery a reader must see.
+		{"delivered canary content after the request, then cut", scripted{end: driver.StreamEnd{Declared: "access_revoked"}},
+			[]string{canary}, []string{canary}, v1alpha1.InFlightDeliveredThenCut, true},
 		{"went on without the canary", scripted{end: driver.StreamEnd{Finished: true}},
 			[]string{canary}, []string{"other content"}, v1alpha1.InFlightReauthorized, false},
 		{"failed: never a cut", scripted{err: errors.New("connection reset")},
