@@ -51,6 +51,9 @@ func TestSamplesApply(t *testing.T) {
 // TestInvalidObjectsRejected sends objects a person could plausibly write
 // wrong and checks the API server rejects each with a message that names the
 // field and says what is wrong.
+// restOps is a REST source with the two required operations.
+const restOps = "{url: 'https://forge.example/api/v1', operations: {createDocument: [{method: POST, path: /items}], deleteDocument: [{method: DELETE, path: '/items/{{.DocumentID}}'}]}}"
+
 func TestInvalidObjectsRejected(t *testing.T) {
 	ns := newNamespace(t)
 	const canaryBase = `
@@ -222,6 +225,34 @@ spec:
 			want:     []string{"spec.driver", "http is required when type is HTTP"},
 		},
 		{
+			name:     "rest driver without rest block",
+			manifest: corpusBase + "  driver: {type: REST}\n  surfaces: {search: {type: HTTP, url: 'https://s.example/q', credentialHeader: {name: Authorization}, hits: /h, id: /id}}\n",
+			want:     []string{"spec.driver", "rest is required when type is REST"},
+		},
+		{
+			name: "rest and http blocks",
+			manifest: corpusBase + "  driver: {type: REST, http: {url: 'https://rag.example', credentialSecretRef: {name: s, key: k}}, rest: " + restOps +
+				"}\n  surfaces: {search: {type: HTTP, url: 'https://s.example/q', credentialHeader: {name: Authorization}, hits: /h, id: /id}}\n",
+			want: []string{"spec.driver", "set only the block matching type"},
+		},
+		{
+			name:     "rest source without surfaces",
+			manifest: corpusBase + "  driver: {type: REST, rest: " + restOps + "}\n",
+			want:     []string{"spec", "a REST source plants only: declare spec.surfaces.search or spec.surfaces.chat"},
+		},
+		{
+			name: "rest basic auth without username",
+			manifest: corpusBase + "  driver: {type: REST, rest: {url: 'https://forge.example/api', auth: {type: Basic, secretRef: {name: s, key: k}}, operations: {createDocument: [{method: POST}], deleteDocument: [{method: DELETE}]}}}\n" +
+				"  surfaces: {search: {type: HTTP, url: 'https://s.example/q', credentialHeader: {name: Authorization}, hits: /h, id: /id}}\n",
+			want: []string{"spec.driver.rest.auth", "username is required when type is Basic"},
+		},
+		{
+			name: "rest request method",
+			manifest: corpusBase + "  driver: {type: REST, rest: {url: 'https://forge.example/api', operations: {createDocument: [{method: TRACE}], deleteDocument: [{method: DELETE}]}}}\n" +
+				"  surfaces: {search: {type: HTTP, url: 'https://s.example/q', credentialHeader: {name: Authorization}, hits: /h, id: /id}}\n",
+			want: []string{"spec.driver.rest.operations.createDocument[0].method", "Unsupported value"},
+		},
+		{
 			name:     "zero driver timeout",
 			manifest: corpusBase + "  driver: {type: HTTP, timeout: 0s, http: {url: 'https://rag.example', credentialSecretRef: {name: s, key: k}}}\n",
 			want:     []string{"spec.driver.timeout", "timeout must be positive"},
@@ -367,6 +398,26 @@ spec:
 		{name: "url with host and port", manifest: corpus("hostport", "http://ragtarget.rag.svc:8089")},
 		{name: "url with host and path", manifest: corpus("hostpath", "https://rag.example/api/ragcanary")},
 		{name: "url with IPv6 host", manifest: corpus("ipv6", "http://[::1]:8089")},
+		{name: "rest source", manifest: `
+apiVersion: ragcanary.dev/v1alpha1
+kind: Corpus
+metadata: {name: rest}
+spec:
+  driver:
+    type: REST
+    rest:
+      url: https://forge.example/api/v1
+      auth: {type: OAuth2ClientCredentials, tokenURL: 'https://login.example/token', clientID: ragcanary, scopes: [read], secretRef: {name: s, key: k}}
+      values: {org: ragcanary}
+      operations:
+        createDocument:
+          - {method: POST, path: '/orgs/{{.Values.org}}/repos', body: '{"name": {{json .DocumentID}}}', expect: [201], capture: {repo: /name}}
+        deleteDocument:
+          - {method: DELETE, path: '/repos/{{.Values.org}}/{{.Captured.repo}}'}
+        grant:
+          - {method: PUT, path: '/repos/{{.Values.org}}/{{.Captured.repo}}/collaborators/{{.Principal}}', headers: {X-Run: '{{.Run}}'}, query: {a: b}}
+  surfaces: {search: {type: HTTP, url: 'https://forge.example/api/v1/repos/issues/search', method: GET, credentialHeader: {name: Authorization, prefix: 'token '}, hits: '', id: /number}}
+`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
