@@ -189,6 +189,15 @@ func TestDocsPlantExamplesBuild(t *testing.T) {
 			t.Errorf("no Corpus under a heading starting %q in %s (found %q)", want, plantDoc, headings)
 		}
 	}
+	sent := 0
+	for _, e := range examples {
+		if vendorRoutes[strings.Fields(e.heading)[0]] != nil {
+			sent++
+		}
+	}
+	if sent != len(vendorRoutes) {
+		t.Errorf("%d examples have vendor routes, want all %d route tables used", sent, len(vendorRoutes))
+	}
 	schema := loadCorpusSchema(t)
 	for _, e := range examples {
 		if errs := schema.validate(t.Context(), e.yaml); len(errs) > 0 {
@@ -204,10 +213,9 @@ func TestDocsPlantExamplesBuild(t *testing.T) {
 // checkPlantExample builds the example through the door, compares its
 // methods with the page's, and runs its operations against the stand-in.
 func checkPlantExample(t *testing.T, e docCorpus) error {
-	routes, ok := vendorRoutes[strings.Fields(e.heading)[0]]
-	if !ok {
-		return fmt.Errorf("no vendor routes for this heading in the test")
-	}
+	// A heading without routes (the Gitea Corpus, run end to end against a
+	// real Gitea elsewhere) is built and checked, not sent.
+	routes := vendorRoutes[strings.Fields(e.heading)[0]]
 	stand := &vendorStandIn{routes: routes}
 	srv := httptest.NewServer(http.HandlerFunc(stand.serve))
 	defer srv.Close()
@@ -229,6 +237,9 @@ func checkPlantExample(t *testing.T, e docCorpus) error {
 	slices.Sort(got)
 	if !slices.Equal(got, slices.Sorted(slices.Values(e.methods))) {
 		return fmt.Errorf("the corpus offers %v, the page's Methods line names %v", got, e.methods)
+	}
+	if routes == nil {
+		return nil
 	}
 	if err := runDeclared(t.Context(), c, e.corpus.Spec.Driver.REST.Operations); err != nil {
 		return err
