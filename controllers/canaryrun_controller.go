@@ -234,8 +234,9 @@ func (r *CanaryRunReconciler) persist(ctx context.Context, rc *runCtx) error {
 }
 
 // rebase sends a conflicting status write again on top of the stored
-// object when only its metadata changed since rc.before; otherwise it
-// returns conflict. rc.run takes the stored metadata either way it writes.
+// object when only its metadata changed since rc.before (rc.run then
+// carries the stored metadata, a drain label included, which advance
+// reads); otherwise it returns conflict and rc.run is left as it was.
 func (r *CanaryRunReconciler) rebase(ctx context.Context, rc *runCtx, conflict error) error {
 	var stored v1alpha1.CanaryRun
 	if err := r.APIReader.Get(ctx, rc.key, &stored); err != nil {
