@@ -100,7 +100,7 @@ func (r *CanaryRunReconciler) removeCanary(ctx context.Context, rc *runCtx, dele
 		return ctrl.Result{}, false, err
 	}
 	defer corpus.Release()
-	err = removeDocument(ctx, corpus.Driver, run, subject)
+	err = removeDocumentAt(ctx, corpus, run, subject)
 	if err != nil && (driver.IsPermanent(err) || driver.IsUnauthorized(err)) {
 		msg := fmt.Sprintf("the target rejected removing canary document %s: %v; fix the target or its credential (re-checked every %s)",
 			run.Status.DocumentID, err, cleanupRecheck)
@@ -133,6 +133,31 @@ func (r *CanaryRunReconciler) mayHavePlanted(ctx context.Context, run *v1alpha1.
 
 // cleanupRecheck is how often a cleanup the target rejected is tried again.
 const cleanupRecheck = 10 * time.Minute
+
+// removeDocumentAt is removeDocument at a resolved corpus whose source may
+// hold captures: they are restored first, and a run that never persisted
+// any is looked up by its document ID where the source can, so a document
+// whose creation the operator did not live to record is still removed, and
+// one that was never created is not waited for.
+func removeDocumentAt(ctx context.Context, corpus *target.Corpus, run *v1alpha1.CanaryRun, subject string) error {
+	restoreCaptures(run, corpus)
+	if capturesOf(corpus) != nil && len(run.Status.SourceCaptures) == 0 {
+		if f, ok := corpus.Source().(driver.DocumentFinder); ok {
+			found, err := f.Lookup(ctx, run.Status.DocumentID)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return nil
+			}
+		}
+	}
+	if err := removeDocument(ctx, corpus.Driver, run, subject); err != nil {
+		return err
+	}
+	keepCaptures(run, corpus)
+	return nil
+}
 
 // removeDocument takes access away again (revocation may have been skipped
 // by a failure) and deletes the document. Both are idempotent, and a target

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver/rest"
 	"github.com/ragcanary/ragcanary/internal/inflight"
 	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/shard"
@@ -146,6 +147,8 @@ func (r *CanaryRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // A write that fails ends the reconcile: the next step never runs on state
 // the API server did not accept, and the retry starts from what it holds.
 func (r *CanaryRunReconciler) advance(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
+	// A REST source's templates may name the run ({{.Run}}).
+	ctx = rest.WithRun(ctx, rc.run.Name)
 	for range maxStepsPerReconcile {
 		if r.Shard.Draining(rc.run) || !rc.run.DeletionTimestamp.IsZero() {
 			// A write rebased onto a drain or a deletion (persist): the

@@ -98,6 +98,7 @@ func (r *CanaryRunReconciler) resolveRefsOnce(ctx context.Context, rc *runCtx) (
 		c.Release()
 		return nil, err
 	}
+	restoreCaptures(rc.run, c)
 	return deps, nil
 }
 

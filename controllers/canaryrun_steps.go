@@ -84,10 +84,16 @@ func (r *CanaryRunReconciler) plant(ctx context.Context, rc *runCtx) (ctrl.Resul
 		return r.conclude(rc, v1alpha1.VerdictSetupFailed, problem)
 	}
 	run.Status.TokenHash = tokenHash(token)
-	err = deps.corpus.Driver.CreateDocument(ctx, plantedDocument(run, token))
+	found, err := foundPlanted(ctx, run, deps.corpus)
+	if !found && err == nil {
+		if err = deps.corpus.Driver.CreateDocument(ctx, plantedDocument(run, token)); driver.IsPermanent(err) {
+			err = fmt.Errorf("%w%s", err, mayHaveLeftOne(deps.corpus))
+		}
+	}
 	if res, stop, err := r.sourceResult(rc, "planting the canary document", err, r.setupDeadline(run)); stop {
 		return res, err
 	}
+	keepCaptures(run, deps.corpus)
 	run.Status.Phase = v1alpha1.PhaseSharing
 	// Sharing persists its request time before it shares. A restart before
 	// that write starts over and re-plants the same document.
@@ -115,6 +121,7 @@ func (r *CanaryRunReconciler) share(ctx context.Context, rc *runCtx) (ctrl.Resul
 	if res, stop, err := r.sourceResult(rc, "sharing the canary", err, r.setupDeadline(run)); stop {
 		return res, err
 	}
+	keepCaptures(run, deps.corpus)
 	run.Status.Phase = v1alpha1.PhaseAwaitingVisibility
 	return ctrl.Result{}, nil
 }
@@ -282,6 +289,7 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 		if res, stop, err := r.sourceResult(rc, "revoking access", err, deadline); stop {
 			return res, err
 		}
+		keepCaptures(run, deps.corpus)
 		run.Status.RevokeAcknowledgedTime = measure.CeilMicro(r.Clock.Now())
 	}
 	if len(run.Status.Surfaces) == 0 {

@@ -191,6 +191,15 @@ type CanaryRunStatus struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$`
 	DocumentID string `json:"documentID,omitempty"`
 
+	// sourceCaptures are the values a REST source captured from its replies
+	// for this run's document (a created item's ID, a permission ID), kept
+	// so later steps and cleanup can address what the run created after a
+	// restart. They are the target's text, bounded and validated; never a
+	// credential.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	SourceCaptures map[string]CaptureValue `json:"sourceCaptures,omitempty"`
+
 	// tokenSecretName names the Secret, owned by this run, holding the canary token.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
@@ -351,3 +360,7 @@ type ControlProbeCounts struct {
 	// +optional
 	Errors int64 `json:"errors,omitempty"`
 }
+
+// CaptureValue is one value a REST source captured from a reply.
+// +kubebuilder:validation:MaxLength=256
+type CaptureValue string

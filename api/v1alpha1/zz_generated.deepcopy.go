@@ -101,6 +101,13 @@ func (in *CanaryRunStatus) DeepCopyInto(out *CanaryRunStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.SourceCaptures != nil {
+		in, out := &in.SourceCaptures, &out.SourceCaptures
+		*out = make(map[string]CaptureValue, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.StartTime != nil {
 		in, out := &in.StartTime, &out.StartTime
 		*out = (*in).DeepCopy()
