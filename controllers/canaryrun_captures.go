@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"maps"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/driver/rest"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
@@ -65,25 +67,39 @@ func keepCaptures(run *v1alpha1.CanaryRun, c *target.Corpus) {
 // instead of creating a second one. Sources that cannot look up, and runs
 // whose captures were persisted, report false.
 func foundPlanted(ctx context.Context, run *v1alpha1.CanaryRun, c *target.Corpus) (bool, error) {
-	if len(run.Status.SourceCaptures) > 0 || c == nil {
+	if len(run.Status.SourceCaptures) > 0 {
 		return false, nil
+	}
+	found, _, err := lookUp(ctx, c, run.Status.DocumentID)
+	return found, err
+}
+
+// lookUp asks the corpus's source for a document by its ID; can is false
+// when the source has no lookup (a REST source without lookupDocument).
+func lookUp(ctx context.Context, c *target.Corpus, id string) (found, can bool, err error) {
+	if c == nil {
+		return false, false, nil
 	}
 	f, ok := c.Source().(driver.DocumentFinder)
 	if !ok {
-		return false, nil
+		return false, false, nil
 	}
-	return f.Lookup(ctx, run.Status.DocumentID)
+	found, err = f.Lookup(ctx, id)
+	if errors.Is(err, rest.ErrNotDeclared) {
+		return false, false, nil
+	}
+	return found, true, err
 }
 
 // mayHaveLeftOne names, for a source that captures but cannot look a
 // document up, what a failed re-plant may mean: an earlier attempt of this
 // run created the document and the operator stopped before recording it.
-func mayHaveLeftOne(c *target.Corpus) string {
+func mayHaveLeftOne(ctx context.Context, c *target.Corpus, id string) string {
 	if capturesOf(c) == nil {
 		return ""
 	}
-	if _, ok := c.Source().(driver.DocumentFinder); ok {
+	if _, can, _ := lookUp(ctx, c, id); can {
 		return ""
 	}
-	return "; if an earlier attempt of this run created the document before the operator restarted, it may have been left behind at the source (declare lookupDocument so a run finds it again)"
+	return "; if an earlier attempt of this run created the document before the operator recorded it, it may have been left behind at the source (declare lookupDocument so a run finds it again)"
 }

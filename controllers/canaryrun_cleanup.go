@@ -142,14 +142,12 @@ const cleanupRecheck = 10 * time.Minute
 func removeDocumentAt(ctx context.Context, corpus *target.Corpus, run *v1alpha1.CanaryRun, subject string) error {
 	restoreCaptures(run, corpus)
 	if capturesOf(corpus) != nil && len(run.Status.SourceCaptures) == 0 {
-		if f, ok := corpus.Source().(driver.DocumentFinder); ok {
-			found, err := f.Lookup(ctx, run.Status.DocumentID)
-			if err != nil {
-				return err
-			}
-			if !found {
-				return nil
-			}
+		found, can, err := lookUp(ctx, corpus, run.Status.DocumentID)
+		if err != nil {
+			return err
+		}
+		if can && !found {
+			return nil
 		}
 	}
 	if err := removeDocument(ctx, corpus.Driver, run, subject); err != nil {

@@ -87,7 +87,7 @@ func (r *CanaryRunReconciler) plant(ctx context.Context, rc *runCtx) (ctrl.Resul
 	found, err := foundPlanted(ctx, run, deps.corpus)
 	if !found && err == nil {
 		if err = deps.corpus.Driver.CreateDocument(ctx, plantedDocument(run, token)); driver.IsPermanent(err) {
-			err = fmt.Errorf("%w%s", err, mayHaveLeftOne(deps.corpus))
+			err = fmt.Errorf("%w%s", err, mayHaveLeftOne(ctx, deps.corpus, run.Status.DocumentID))
 		}
 	}
 	if res, stop, err := r.sourceResult(rc, "planting the canary document", err, r.setupDeadline(run)); stop {
