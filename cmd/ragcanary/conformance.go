@@ -20,7 +20,7 @@ import (
 
 func init() {
 	register("conformance", subcommand{
-		summary: "check a RAG service against the driver contract (create, grant, visible, revoke, excluded, delete)",
+		summary: "check a RAG service against the driver contract (create, grant, visible, revoke, excluded, delete), or a REST source's declared operations (--corpus)",
 		run:     runConformance,
 	})
 }
@@ -37,6 +37,8 @@ type conformanceOptions struct {
 	requestTimeout   time.Duration
 	allowedURLs      string
 	surfaces         string
+	corpus           string
+	group            string
 }
 
 func runConformance(args []string, stdout, stderr io.Writer) int {
@@ -47,6 +49,9 @@ func runConformance(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "ragcanary conformance: %v\n", err)
 		return exitInvalid
+	}
+	if opts.corpus != "" {
+		return runRESTConformance(opts, stdout, stderr)
 	}
 	cfg, err := opts.config()
 	if err != nil {
@@ -75,6 +80,8 @@ func parseConformanceFlags(args []string, stderr io.Writer) (conformanceOptions,
 	fs.DurationVar(&o.requestTimeout, "request-timeout", 10*time.Second, "timeout of each request")
 	fs.StringVar(&o.allowedURLs, "allowed-target-urls", "", "comma-separated URL prefixes the check may call, matched on whole path segments as the operator's flag (default: exactly --url and the declared surfaces' URLs)")
 	fs.StringVar(&o.surfaces, "surfaces", "", "YAML file with a Corpus, or its spec.surfaces block: probe Search, Answer, Conversation and Stream through the assistant's own APIs as declared")
+	fs.StringVar(&o.corpus, "corpus", "", "YAML file with a REST source Corpus (spec.driver.type: REST), and optionally its Secret and Personas: send each declared operation once instead of checking a contract --url")
+	fs.StringVar(&o.group, "group", "", "with --corpus: the group grantGroup, revokeGroup, addToGroup and removeFromGroup name (default: the first spec.groups of a Persona in the file whose subject is --persona-principal)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -88,7 +95,7 @@ func parseConformanceFlags(args []string, stderr io.Writer) (conformanceOptions,
 func (o conformanceOptions) config() (conformance.Config, error) {
 	switch {
 	case o.url == "":
-		return conformance.Config{}, errors.New("--url is required")
+		return conformance.Config{}, errors.New("--url (a contract target) or --corpus (a REST source) is required")
 	case o.personaPrincipal == "":
 		return conformance.Config{}, errors.New("--persona-principal is required")
 	case o.timeout <= 0 || o.pollInterval <= 0 || o.requestTimeout <= 0:

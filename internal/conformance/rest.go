@@ -125,7 +125,7 @@ func (r *restRunner) capabilities(ctx context.Context) {
 		methods = append(methods, string(m))
 	}
 	if len(methods) == 0 {
-		r.pass(CheckCapabilities, "revocation methods: none (declare grant and revoke, or a group's operations)")
+		r.fail(CheckCapabilities, errors.New("no revocation method: declare grant and revoke, updateContent, or a group's operations"))
 		return
 	}
 	r.pass(CheckCapabilities, "revocation methods: "+strings.Join(methods, ", "))

@@ -179,7 +179,9 @@ func TestRESTUndeclaredOperationsAreListed(t *testing.T) {
 
 func TestRESTLookupCapturingOtherValuesFails(t *testing.T) {
 	f := forgetest.Start(t, "readers")
-	r := runREST(t, f, func(s string) string { return strings.Replace(s, "capture: {issue: /0/number}", "capture: {issue: /0/title}", 1) })
+	r := runREST(t, f, func(s string) string {
+		return strings.Replace(s, "capture: {issue: /0/number}", "capture: {issue: /0/title}", 1)
+	})
 	lookup := result(t, r, rest.OpLookupDocument)
 	if lookup.Status != conformance.Fail || !strings.Contains(lookup.Detail, `captured "issue" differently from createDocument`) {
 		t.Errorf("lookupDocument: %s %q", lookup.Status, lookup.Detail)
@@ -190,5 +192,21 @@ func TestRESTLookupCapturingOtherValuesFails(t *testing.T) {
 	}
 	if repos := f.Repos(); len(repos) != 0 {
 		t.Errorf("left behind: %v", repos)
+	}
+}
+
+func TestRESTWithoutARevocationMethodFails(t *testing.T) {
+	f := forgetest.Start(t)
+	r := runREST(t, f, func(s string) string {
+		start, end := strings.Index(s, "        lookupDocument:"), strings.Index(s, "        deleteDocument:")
+		s = s[:start] + s[end:]
+		start, end = strings.Index(s, "        grant:"), strings.Index(s, "  surfaces:")
+		return s[:start] + s[end:]
+	})
+	if res := result(t, r, conformance.CheckCapabilities); res.Status != conformance.Fail || !strings.Contains(res.Detail, "no revocation method") {
+		t.Errorf("capabilities: %+v", res)
+	}
+	if res := result(t, r, rest.OpDeleteDocument); res.Status != conformance.Pass {
+		t.Errorf("deleteDocument: %+v", res)
 	}
 }
