@@ -127,3 +127,17 @@ func TestConformanceRESTBadArguments(t *testing.T) {
 		})
 	}
 }
+
+// TestConformanceRESTDocsGiteaCorpusAgainstForge runs the docs' Gitea
+// Corpus, pointed at the forge, through every check.
+func TestConformanceRESTDocsGiteaCorpusAgainstForge(t *testing.T) {
+	f := forgetest.Start(t, "readers")
+	docs := giteaDocsCorpus(t, strings.TrimSuffix(f.URL, "/api/v1"))
+	code, out, errOut := runRESTConformanceAgainst(t, f, func(string) string { return docs })
+	if code != exitOK || strings.Count(out, "PASS ") != 13 {
+		t.Fatalf("exit %d, want 0 and 13 passed checks\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if repos := f.Repos(); len(repos) != 0 {
+		t.Errorf("left behind: %v", repos)
+	}
+}
