@@ -33,12 +33,18 @@ func ProbeContent(ctx context.Context, d driver.Driver, surface v1alpha1.Surface
 	}
 }
 
+// searchFor asks for one version's payload. A hit shows that version by
+// the canary's own document ID or, on a surface whose IDs are its own, by
+// quoting that version's payload in its text — the payload asked for, not
+// the planted one, or the new version is never seen there.
 func searchFor(ctx context.Context, d driver.Driver, persona driver.Token, payload string, t Target) measure.Outcome {
 	hits, err := d.Search(ctx, persona, payload, searchK)
 	if err != nil {
 		return measure.Error
 	}
-	return outcome(SearchShows(hits, t))
+	version := t
+	version.Payload = payload
+	return outcome(SearchShows(hits, version))
 }
 
 // AnswerContent classifies an answer after a content update. Quoting a
