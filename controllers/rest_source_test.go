@@ -139,8 +139,8 @@ func forgeCorpus(ns, base string, lookup bool) *v1alpha1.Corpus {
 			Body: `{"name": {{json .DocumentID}}, "body": {{json .Body}}}`, Expect: []int32{201},
 			Capture: map[string]v1alpha1.RESTValue{"issue": "/number"}}},
 		DeleteDocument: []v1alpha1.RESTRequest{{Method: "DELETE", Path: "/repos/{{.DocumentID}}", Expect: []int32{204}}},
-		Grant: []v1alpha1.RESTRequest{{Method: "PUT", Path: "/repos/{{.DocumentID}}/collaborators/{{.Principal}}", Expect: []int32{204}}},
-		Revoke: []v1alpha1.RESTRequest{{Method: "DELETE", Path: "/repos/{{.DocumentID}}/collaborators/{{.Principal}}", Expect: []int32{204}}},
+		Grant:          []v1alpha1.RESTRequest{{Method: "PUT", Path: "/repos/{{.DocumentID}}/collaborators/{{.Principal}}", Expect: []int32{204}}},
+		Revoke:         []v1alpha1.RESTRequest{{Method: "DELETE", Path: "/repos/{{.DocumentID}}/collaborators/{{.Principal}}", Expect: []int32{204}}},
 	}
 	if lookup {
 		ops.LookupDocument = []v1alpha1.RESTRequest{{Method: "GET", Path: "/repos/{{.DocumentID}}", Expect: []int32{200},
