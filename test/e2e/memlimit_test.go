@@ -171,7 +171,7 @@ func runMemPhase(t *testing.T, ns string, limit int64, withGoLimit bool) memPhas
 	t.Helper()
 	start := time.Now()
 	cg := testutil.NewMemCgroup(t, limit)
-	m := startGroupManager(t, cg, ns, managerEnv(limit, withGoLimit))
+	m := startGroupManager(t, cg, managerEnv(limit, withGoLimit), "--allowed-target-urls", env.ragtargetURL, "--watch-namespace", ns)
 	res := memPhase{limit: limit}
 	var trace []string
 	defer func() {
@@ -265,9 +265,9 @@ func checkHitLimit(t *testing.T, p memPhase) {
 	}
 }
 
-// groupManager is a manager binary running in a memory group, watching one
-// namespace. Its output is kept in the test's memory: a log file would put
-// page cache in the group.
+// groupManager is a manager binary running in a memory group. Its output
+// is kept in the test's memory: a log file would put page cache in the
+// group.
 type groupManager struct {
 	cmd        *exec.Cmd
 	done       chan struct{}
@@ -276,7 +276,10 @@ type groupManager struct {
 	metricsURL string
 }
 
-func startGroupManager(t *testing.T, cg *testutil.MemCgroup, ns string, environ []string) *groupManager {
+// startGroupManager runs the manager binary in cg with the environment
+// environ, plain-HTTP metrics and health probes on loopback, and args (the
+// target allowlist, a namespace to watch, settings).
+func startGroupManager(t *testing.T, cg *testutil.MemCgroup, environ []string, args ...string) *groupManager {
 	t.Helper()
 	metricsAddr, err := freeAddr()
 	if err != nil {
@@ -288,12 +291,10 @@ func startGroupManager(t *testing.T, cg *testutil.MemCgroup, ns string, environ 
 	}
 	// Plain-HTTP metrics on loopback: the test reads the manager's Go
 	// memory figures and run counters without a token.
-	cmd := cg.Command(env.manager.name,
+	cmd := cg.Command(env.manager.name, append([]string{
 		"--kubeconfig", env.kubeconfig,
 		"--metrics-bind-address", metricsAddr, "--metrics-secure=false",
-		"--health-probe-bind-address", probeAddr,
-		"--allowed-target-urls", env.ragtargetURL,
-		"--watch-namespace", ns)
+		"--health-probe-bind-address", probeAddr}, args...)...)
 	cmd.Env = environ
 	m := &groupManager{cmd: cmd, done: make(chan struct{}), logs: &logTail{max: memLogTailBytes}, metricsURL: "http://" + metricsAddr + "/metrics"}
 	cmd.Stdout, cmd.Stderr = m.logs, m.logs
@@ -511,12 +512,12 @@ func scrapeMetrics(url string) (string, error) {
 }
 
 // metricSum adds the samples of a metric in the text exposition format
-// whose labels contain match ("" for all).
-func metricSum(text, name, match string) float64 {
+// whose labels contain every match ("" for all), e.g. `verdict="SLOMet"`.
+func metricSum(text, name string, match ...string) float64 {
 	var sum float64
 	for line := range strings.Lines(text) {
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), name)
-		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') || !strings.Contains(rest, match) {
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') || !hasEvery(rest, match) {
 			continue
 		}
 		fields := strings.Fields(rest)
@@ -525,6 +526,16 @@ func metricSum(text, name, match string) float64 {
 		}
 	}
 	return sum
+}
+
+// hasEvery: s contains each of subs.
+func hasEvery(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }
 
 func must(t *testing.T, read func() (int64, error)) int64 {
