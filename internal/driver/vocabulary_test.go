@@ -65,9 +65,9 @@ func crdEnums(t *testing.T, path, name string) [][]string {
 				}
 			}
 			for k, c := range x {
-				// A search surface's method is an HTTP method, not a
-				// revocation method.
-				if k == "surfaces" {
+				// A search surface's method, and a REST source request's,
+				// is an HTTP method, not a revocation method.
+				if k == "surfaces" || k == "rest" {
 					continue
 				}
 				walk(c)
