@@ -8,13 +8,13 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/openfga"
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // hostileStores is an OpenFGA stand-in whose store list never ends: every
@@ -162,36 +162,6 @@ func TestStoreLookupOfAnOversizedPageFails(t *testing.T) {
 	}
 }
 
-// budget is a reply budget that records the most it held at once.
-type budget struct {
-	mu         sync.Mutex
-	size, used int64
-	peak       int64
-}
-
-func (b *budget) TryAcquire(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used+n > b.size {
-		return false
-	}
-	b.used += n
-	b.peak = max(b.peak, b.used)
-	return true
-}
-
-func (b *budget) Release(n int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.used -= n
-}
-
-func (b *budget) inUse() (used, peak int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used, b.peak
-}
-
 // TestStoreLookupDrawsOnTheReplyBudget: a lookup's pages hold their bytes
 // from the corpus's reply budget until it ends, and give them back then; a
 // budget too small for the list fails the lookup as a transient error, not
@@ -205,7 +175,7 @@ func TestStoreLookupDrawsOnTheReplyBudget(t *testing.T) {
 		}
 		reply(w, 200, `{"stores":[{"id":"`+canary+`","name":"canary"}],"continuation_token":""}`)
 	})
-	roomy := &budget{size: 1 << 20}
+	roomy := &testutil.CountingBudget{Size: 1 << 20}
 	c, err := openfga.Dial(openfga.Config{APIURL: f.URL, StoreName: "canary", ReplyBudget: roomy})
 	if err != nil {
 		t.Fatal(err)
@@ -213,11 +183,11 @@ func TestStoreLookupDrawsOnTheReplyBudget(t *testing.T) {
 	if id, err := c.ResolveStore(t.Context()); err != nil || id != canary {
 		t.Fatalf("ResolveStore = %q, %v; want %s", id, err, canary)
 	}
-	if used, peak := roomy.inUse(); used != 0 || peak < 150 {
+	if used, peak := roomy.Held(); used != 0 || peak < 150 {
 		t.Errorf("the budget holds %d bytes after the lookup (want 0) and held at most %d (want both pages, over 150)", used, peak)
 	}
 
-	tight := &budget{size: 100}
+	tight := &testutil.CountingBudget{Size: 100}
 	c, err = openfga.Dial(openfga.Config{APIURL: f.URL, StoreName: "canary", ReplyBudget: tight})
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +196,7 @@ func TestStoreLookupDrawsOnTheReplyBudget(t *testing.T) {
 	if !driver.IsTransient(err) || !strings.Contains(err.Error(), "budget") {
 		t.Fatalf("got %v, want a transient error naming the reply budget", err)
 	}
-	if used, _ := tight.inUse(); used != 0 {
+	if used, _ := tight.Held(); used != 0 {
 		t.Errorf("the budget holds %d bytes after the failed lookup, want 0", used)
 	}
 }

@@ -4,40 +4,11 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
-
-// countingBudget is a reply budget that remembers the most it held.
-type countingBudget struct {
-	mu                sync.Mutex
-	size, inUse, peak int64
-}
-
-func (b *countingBudget) TryAcquire(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.inUse+n > b.size {
-		return false
-	}
-	b.inUse += n
-	b.peak = max(b.peak, b.inUse)
-	return true
-}
-
-func (b *countingBudget) Release(n int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.inUse -= n
-}
-
-func (b *countingBudget) held() (inUse, peak int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.inUse, b.peak
-}
 
 // TestReplyBudgetIsDrawnAndReturned checks both clients draw a reply's bytes
 // from a shared budget while reading it, fail at once when it is full, and
@@ -51,14 +22,14 @@ func TestReplyBudgetIsDrawnAndReturned(t *testing.T) {
 		}
 		writeJSON(w, 200, esReply(esHit("d#0", big)))
 	})
-	calls := map[string]func(*countingBudget) error{
-		"search": func(b *countingBudget) error {
+	calls := map[string]func(*testutil.CountingBudget) error{
+		"search": func(b *testutil.CountingBudget) error {
 			cfg := esConfig(rec.URL + "/search")
 			cfg.ReplyBudget = b
 			_, err := newSearch(t, cfg).Search(context.Background(), persona, "q", 5)
 			return err
 		},
-		"chat": func(b *countingBudget) error {
+		"chat": func(b *testutil.CountingBudget) error {
 			cfg := chatConfig(rec.URL)
 			cfg.ReplyBudget = b
 			_, err := newChat(t, cfg).Answer(context.Background(), persona, "q")
@@ -66,19 +37,19 @@ func TestReplyBudgetIsDrawnAndReturned(t *testing.T) {
 		},
 	}
 	for name, call := range calls {
-		roomy := &countingBudget{size: 1 << 20}
+		roomy := &testutil.CountingBudget{Size: 1 << 20}
 		if err := call(roomy); err != nil {
 			t.Errorf("%s, roomy budget: %v", name, err)
 		}
-		if inUse, peak := roomy.held(); inUse != 0 || peak < int64(len(big)) {
+		if inUse, peak := roomy.Held(); inUse != 0 || peak < int64(len(big)) {
 			t.Errorf("%s, roomy budget: %d bytes still held, peak %d; want 0 held after a peak of the reply", name, inUse, peak)
 		}
-		tight := &countingBudget{size: 1000}
+		tight := &testutil.CountingBudget{Size: 1000}
 		err := call(tight)
 		if err == nil || !strings.Contains(err.Error(), reasonBudget) || !driver.IsTransient(err) {
 			t.Errorf("%s, tight budget: err = %v, want a transient %q", name, err, reasonBudget)
 		}
-		if inUse, _ := tight.held(); inUse != 0 {
+		if inUse, _ := tight.Held(); inUse != 0 {
 			t.Errorf("%s, tight budget: %d bytes still held", name, inUse)
 		}
 	}

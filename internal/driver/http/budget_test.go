@@ -5,42 +5,13 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
-
-// countingBudget is a ReplyBudget that remembers the most it ever held.
-type countingBudget struct {
-	mu                sync.Mutex
-	size, inUse, peak int64
-}
-
-func (b *countingBudget) TryAcquire(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.inUse+n > b.size {
-		return false
-	}
-	b.inUse += n
-	b.peak = max(b.peak, b.inUse)
-	return true
-}
-
-func (b *countingBudget) Release(n int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.inUse -= n
-}
-
-func (b *countingBudget) held() (inUse, peak int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.inUse, b.peak
-}
 
 // TestReplyBudgetHeldOnlyWhileReading checks that every reply body draws on
 // the budget while it is read and gives everything back once the call
@@ -63,13 +34,13 @@ func TestReplyBudgetHeldOnlyWhileReading(t *testing.T) {
 		{name: "error status", reply: reply(503, "text/plain", strings.Repeat("x", 4096))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			budget := &countingBudget{size: 1 << 20}
+			budget := &testutil.CountingBudget{Size: 1 << 20}
 			d, _ := scripted(t, httpdriver.Config{ReplyBudget: budget, MaxResponseBytes: tc.max}, tc.reply)
 			_, err := d.Search(context.Background(), persona, "q", 5)
 			if (err == nil) != tc.ok {
 				t.Fatalf("err = %v, want success %v", err, tc.ok)
 			}
-			inUse, peak := budget.held()
+			inUse, peak := budget.Held()
 			if inUse != 0 {
 				t.Errorf("%d bytes still held after the call returned", inUse)
 			}
@@ -84,7 +55,7 @@ func TestReplyBudgetHeldOnlyWhileReading(t *testing.T) {
 // hold is a transient error naming the budget, never an empty reply, on the
 // read paths and on a write whose reply has a body.
 func TestReplyBudgetExhaustedIsTransient(t *testing.T) {
-	budget := &countingBudget{size: 8}
+	budget := &testutil.CountingBudget{Size: 8}
 	d, _ := scripted(t, httpdriver.Config{ReplyBudget: budget}, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/search" {
 			reply(200, "application/json", `{"hits":[]}`)(w, r)
@@ -101,7 +72,7 @@ func TestReplyBudgetExhaustedIsTransient(t *testing.T) {
 	_, err = d.Answer(ctx, persona, "q")
 	checkBudgetError(t, "Answer", err)
 	checkBudgetError(t, "CreateDocument", d.CreateDocument(ctx, driver.Document{ID: "doc", Title: "t"}))
-	if inUse, _ := budget.held(); inUse != 0 {
+	if inUse, _ := budget.Held(); inUse != 0 {
 		t.Errorf("%d bytes still held after the calls returned", inUse)
 	}
 }
@@ -119,7 +90,7 @@ func checkBudgetError(t *testing.T, op string, err error) {
 // bytes it read by then go back to the budget.
 func TestSlowBodyCutAtTimeout(t *testing.T) {
 	const timeout = 200 * time.Millisecond
-	budget := &countingBudget{size: 1 << 20}
+	budget := &testutil.CountingBudget{Size: 1 << 20}
 	d, _ := scripted(t, httpdriver.Config{ReplyBudget: budget, Timeout: timeout}, drip(`{"hits":[`, `{"chunkId":"d#0","documentId":"d","score":1},`))
 	start := time.Now()
 	_, err := d.Search(context.Background(), persona, "q", 5)
@@ -131,7 +102,7 @@ func TestSlowBodyCutAtTimeout(t *testing.T) {
 	if took > timeout+2*time.Second {
 		t.Errorf("call took %v with a %v timeout", took, timeout)
 	}
-	inUse, peak := budget.held()
+	inUse, peak := budget.Held()
 	if peak == 0 {
 		t.Errorf("the server's drip never reached the driver")
 	}
