@@ -10,19 +10,8 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
-
-// doublingTemplate is issue 37's 861-byte body: a variable doubled 40
-// times. Rendered, it asks for terabytes.
-func doublingTemplate() string {
-	var b strings.Builder
-	b.WriteString(`{{$x := print .Query}}`)
-	for range 40 {
-		b.WriteString(`{{$x = print $x $x}}`)
-	}
-	b.WriteString(`{"q": {{json .Query}}, "n": {{len $x}}}`)
-	return b.String()
-}
 
 func searchSurface(url, body string) *v1alpha1.CorpusSurfaces {
 	return &v1alpha1.CorpusSurfaces{Search: &v1alpha1.SearchSurface{Type: v1alpha1.SearchHTTP, URL: url + "/indexes/docs/search",
@@ -48,7 +37,7 @@ func TestCorpusRefusesHostileSearchTemplates(t *testing.T) {
 		createSecret(t, ns, name+"-source", "token", testSourceToken)
 	}
 	growing := newCorpus(ns, "growing", url)
-	growing.Spec.Surfaces = searchSurface(url, doublingTemplate())
+	growing.Spec.Surfaces = searchSurface(url, testutil.DoublingTemplate(40))
 	leaky := newCorpus(ns, "leaky", url)
 	leaky.Spec.Surfaces = searchSurface(url, `{"search": {{json .Query}}, "key": "`+aliceKey+`"}`)
 	sound := newCorpus(ns, "sound", url)

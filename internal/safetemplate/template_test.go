@@ -5,36 +5,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 var sample = Values{"Query": "probe \"quoted\" \\ back\nslash </script>", "K": 5}
-
-// doubling is issue 37's template: a variable doubled n times, then a JSON
-// body reading its length. With 40 doublings it is 861 bytes and asks for
-// terabytes.
-func doubling(n int) string {
-	var b strings.Builder
-	b.WriteString(`{{$x := print .Query}}`)
-	for range n {
-		b.WriteString(`{{$x = print $x $x}}`)
-	}
-	b.WriteString(`{"q": {{json .Query}}, "n": {{len $x}}}`)
-	return b.String()
-}
-
-// withChain doubles by re-binding dot n times.
-func withChain(n int) string {
-	var b strings.Builder
-	b.WriteString(`{{with print .Query}}`)
-	for range n {
-		b.WriteString(`{{with print . .}}`)
-	}
-	b.WriteString(`{"n": {{len .}}}`)
-	for range n + 1 {
-		b.WriteString(`{{end}}`)
-	}
-	return b.String()
-}
 
 // printExpr doubles without variables or with: print of print of ...,
 // 2^depth copies of .Query in one expression.
@@ -59,14 +34,14 @@ func allocated(f func()) uint64 {
 // its with-chain twin are refused at parse, naming the field, without
 // building anything large.
 func TestParseRefusesGrowingTemplates(t *testing.T) {
-	if n := len(doubling(40)); n != 861 {
+	if n := len(testutil.DoublingTemplate(40)); n != 861 {
 		t.Fatalf("the issue's template is %d bytes, want 861", n)
 	}
 	for _, tc := range []struct {
 		name, text, want string
 	}{
-		{name: "issue 37, 40 doublings", text: doubling(40), want: "spec.body: variables ($x) are not allowed"},
-		{name: "with chain, 40 deep", text: withChain(40), want: "spec.body: with is not allowed"},
+		{name: "issue 37, 40 doublings", text: testutil.DoublingTemplate(40), want: "spec.body: variables ($x) are not allowed"},
+		{name: "with chain, 40 deep", text: testutil.WithChainTemplate(40), want: "spec.body: with is not allowed"},
 		{name: "declaration", text: `{{$q := .Query}}{{json $q}}`, want: "spec.body: variables ($q) are not allowed"},
 		{name: "declaration in if", text: `{{if $q := .Query}}{{end}}`, want: "spec.body: variables ($q) are not allowed"},
 		{name: "root variable", text: `{{json $.Query}}`, want: "spec.body: variables ($.Query) are not allowed"},

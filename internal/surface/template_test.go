@@ -4,34 +4,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
-
-// doublingBody is issue 37's template: a variable doubled n times, then a
-// body that reads its length. With 40 doublings (861 bytes) it asks for
-// terabytes; 16 keep a build that accepts it at tens of MiB.
-func doublingBody(n int) string {
-	var b strings.Builder
-	b.WriteString(`{{$x := print .Query}}`)
-	for range n {
-		b.WriteString(`{{$x = print $x $x}}`)
-	}
-	b.WriteString(`{"q": {{json .Query}}, "n": {{len $x}}}`)
-	return b.String()
-}
-
-// withChainBody doubles by re-binding dot instead of a variable.
-func withChainBody(n int) string {
-	var b strings.Builder
-	b.WriteString(`{{with print .Query}}`)
-	for range n {
-		b.WriteString(`{{with print . .}}`)
-	}
-	b.WriteString(`{"n": {{len .}}}`)
-	for range n + 1 {
-		b.WriteString(`{{end}}`)
-	}
-	return b.String()
-}
 
 // allocated is the bytes f allocates.
 func allocated(f func()) uint64 {
@@ -51,8 +26,8 @@ func TestNewSearchRefusesGrowingTemplates(t *testing.T) {
 	for _, tc := range []struct {
 		name, body, want string
 	}{
-		{name: "variable doubled 16 times", body: doublingBody(16), want: "Body: variables"},
-		{name: "with chain 16 deep", body: withChainBody(16), want: "Body: with is not allowed"},
+		{name: "variable doubled 16 times", body: testutil.DoublingTemplate(16), want: "Body: variables"},
+		{name: "with chain 16 deep", body: testutil.WithChainTemplate(16), want: "Body: with is not allowed"},
 		{name: "declaration only", body: `{{$q := .Query}}{"q": {{json $q}}}`, want: "Body: variables"},
 		{name: "root variable", body: `{"q": {{json $.Query}}}`, want: "Body: variables"},
 	} {

@@ -93,7 +93,7 @@ func TestHostileTenantsUnderChartLimit(t *testing.T) {
 	chart := chartDefaultManager(t)
 	prefix := fmt.Sprintf("e2e-hostile-%d", hostileAttempts.Add(1))
 	targets := startHostileTargets(t)
-	if n := len(doublingBody()); n != 861 {
+	if n := len(testutil.DoublingTemplate(40)); n != 861 {
 		t.Fatalf("the doubling template is %d bytes, not issue 37's 861", n)
 	}
 	victimKey := testutil.RandomKey(t, "e2e-victim-key-")
@@ -432,33 +432,6 @@ func (s hostileTenantSet) namespaces() []string {
 	return out
 }
 
-// doublingBody is issue 37's 861-byte search body: a variable doubled 40
-// times.
-func doublingBody() string {
-	var b strings.Builder
-	b.WriteString(`{{$x := print .Query}}`)
-	for range 40 {
-		b.WriteString(`{{$x = print $x $x}}`)
-	}
-	b.WriteString(`{"q": {{json .Query}}, "n": {{len $x}}}`)
-	return b.String()
-}
-
-// withChainBody re-binds dot through 24 doubling withs.
-func withChainBody() string {
-	const depth = 24
-	var b strings.Builder
-	b.WriteString(`{{with print .Query}}`)
-	for range depth {
-		b.WriteString(`{{with print . .}}`)
-	}
-	b.WriteString(`{"n": {{len .}}}`)
-	for range depth + 1 {
-		b.WriteString(`{{end}}`)
-	}
-	return b.String()
-}
-
 func hostileTenants(prefix string, targets hostileTargets, victimKey string) hostileTenantSet {
 	var s hostileTenantSet
 	s.secret = victimKey
@@ -470,7 +443,7 @@ func hostileTenants(prefix string, targets hostileTargets, victimKey string) hos
 
 	ns := prefix + "-templates"
 	s.objects = append(s.objects, aliceNamespace(ns)...)
-	for name, body := range map[string]string{"doubling": doublingBody(), "with-chain": withChainBody()} {
+	for name, body := range map[string]string{"doubling": testutil.DoublingTemplate(40), "with-chain": testutil.WithChainTemplate(24)} {
 		s.objects = append(s.objects, tenantCorpus(ns, name, search(targets.refused.URL+"/"+name, body), nil))
 		s.refused = append(s.refused, refusal{key: client.ObjectKey{Namespace: ns, Name: name}, reason: invalid,
 			want: []string{"spec.surfaces.search", "Body"}})
