@@ -27,6 +27,7 @@ import (
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // crTarget is a real ragtarget behind a thin test gate over real HTTP. The
@@ -366,7 +367,7 @@ func crWaitDone(t *testing.T, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
 func crWaitDoneIn(t *testing.T, c client.Client, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
 	t.Helper()
 	var got *v1alpha1.CanaryRun
-	eventually(t, "run finished", func() error {
+	testutil.Eventually(t, runWaitTimeout(run), "run finished", func() error {
 		got = crGetIn(t, c, run)
 		if !isTerminal(got.Status.Phase) {
 			var conds []string
@@ -385,6 +386,15 @@ func crWaitDoneIn(t *testing.T, c client.Client, run *v1alpha1.CanaryRun) *v1alp
 		return nil
 	})
 	return got
+}
+
+// runWaitTimeout is how long a test waits for run to end: never less than
+// the run's own visibility and exclusion timeouts, so a run that does not
+// converge ends with its verdict and that verdict, not a wait, fails the
+// test.
+func runWaitTimeout(run *v1alpha1.CanaryRun) time.Duration {
+	p := run.Spec.Probing
+	return max(eventuallyTimeout, p.VisibilityTimeout.Duration+p.ExclusionTimeout.Duration+eventuallyTimeout)
 }
 
 // crToken reads the canary's handle, the query its probes send.

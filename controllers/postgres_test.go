@@ -3,7 +3,6 @@ package controllers
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,8 +77,7 @@ var pgMethods = []v1alpha1.RevocationMethod{v1alpha1.RevokeRemoveGrant, v1alpha1
 func pgRuns(t *testing.T, ns string) map[v1alpha1.RevocationMethod]*v1alpha1.CanaryRun {
 	t.Helper()
 	out := map[v1alpha1.RevocationMethod]*v1alpha1.CanaryRun{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	runs := map[v1alpha1.RevocationMethod]*v1alpha1.CanaryRun{}
 	for i, m := range pgMethods {
 		run := crRunSpec(ns, 30*time.Second, v1alpha1.SurfaceSearch)
 		run.Name = fmt.Sprintf("run-%d", i)
@@ -90,14 +88,12 @@ func pgRuns(t *testing.T, ns string) map[v1alpha1.RevocationMethod]*v1alpha1.Can
 			run.Spec.Revocation.Group = "engineering-" + run.Name
 		}
 		crCreate(t, run)
-		wg.Go(func() {
-			done := crWaitDone(t, run)
-			mu.Lock()
-			out[m] = done
-			mu.Unlock()
-		})
+		runs[m] = run
 	}
-	wg.Wait()
+	// Waited on the test's goroutine: a timeout must stop the test.
+	for m, run := range runs {
+		out[m] = crWaitDone(t, run)
+	}
 	return out
 }
 
