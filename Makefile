@@ -304,7 +304,7 @@ $(SPICEDB): hack/tools/spicedb/go.mod
 	cd hack/tools/spicedb && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/authzed/spicedb/cmd/spicedb
 
 # OpenFGA, the relationship-based authorization server the OpenFGA tests run
-# against (internal/openfga/openfgatest starts it on loopback, playground and
+# against (internal/dev/openfgatest starts it on loopback, playground and
 # tracing off).
 $(OPENFGA): hack/tools/openfga/go.mod
 	@echo "building openfga from Go modules (first time: about 4-8 min)"
@@ -314,7 +314,7 @@ $(OPENFGA): hack/tools/openfga/go.mod
 gitea-tools: $(GITEA) ## Build Gitea into bin/gitea with its options, templates and public files in bin/gitea-assets (cached).
 
 # Gitea, the Git forge the REST source's end-to-end tests plant canaries in
-# (internal/testutil/giteatest starts it on loopback with its own
+# (internal/dev/testutil/giteatest starts it on loopback with its own
 # PostgreSQL). The pure-Go build has neither SQLite nor bundled assets, so its
 # options, templates and public files are copied beside it; they go first, so
 # that bin/gitea existing means both are in place.

@@ -27,11 +27,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/shard"
 	"github.com/ragcanary/ragcanary/internal/target"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // conflictTimeout bounds a conflict test's wait for its runs: ten runs

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/pgtest"
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/target"
 )

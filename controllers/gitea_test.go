@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/testutil"
-	"github.com/ragcanary/ragcanary/internal/testutil/giteatest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/giteatest"
 )
 
 // The Gitea tests plant canaries in a real application none of us wrote,

@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/openfgatest"
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
 	"github.com/ragcanary/ragcanary/internal/openfga"
-	"github.com/ragcanary/ragcanary/internal/openfga/openfgatest"
-	"github.com/ragcanary/ragcanary/internal/pgtest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 

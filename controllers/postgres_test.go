@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/pgtest"
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
 )
 
 // Passwords of the test roles; they must never reach a status.

@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/spicedbtest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/spicedb"
-	"github.com/ragcanary/ragcanary/internal/spicedb/spicedbtest"
 )
 
 // quantization is SpiceDB's revision quantization in these tests: with

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/ragcanary/ragcanary/internal/testutil"
-	"github.com/ragcanary/ragcanary/internal/testutil/kubetest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/kubetest"
 )
 
 // The envtest suite: one real kube-apiserver and etcd for the package, the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Debian's PostgreSQL server if missing. The Postgres driver tests
-# (internal/pgtest) run initdb, pg_ctl and pg_basebackup from
+# (internal/dev/pgtest) run initdb, pg_ctl and pg_basebackup from
 # `pg_config --bindir` to start a primary and hot standbys on loopback.
 set -euo pipefail
 have() {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragcanary/ragcanary/internal/testutil/giteatest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/giteatest"
 )
 
 // giteaDocsCorpus is the Gitea Corpus of docs/plant-where-content-lives.md,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragcanary/ragcanary/internal/testutil/forgetest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/forgetest"
 )
 
 // personaYAML puts alice in the forge's "readers" team.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragcanary/ragcanary/internal/dev/openfgatest"
 	"github.com/ragcanary/ragcanary/internal/openfga"
-	"github.com/ragcanary/ragcanary/internal/openfga/openfgatest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ragcanary/ragcanary/internal/demo"
+	"github.com/ragcanary/ragcanary/internal/dev/demo"
 )
 
 type demoOptions struct {

@@ -1,5 +1,5 @@
 // Command cluster starts, waits for and tears down the one-node Kubernetes
-// cluster built here (internal/nodecluster): make cluster-up, cluster-wait,
+// cluster built here (internal/dev/nodecluster): make cluster-up, cluster-wait,
 // cluster-down. The cluster keeps running after up returns; down removes
 // everything it made, even after a crash.
 package main
@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ragcanary/ragcanary/internal/image"
-	"github.com/ragcanary/ragcanary/internal/nodecluster"
+	"github.com/ragcanary/ragcanary/internal/dev/image"
+	"github.com/ragcanary/ragcanary/internal/dev/nodecluster"
 )
 
 const usage = `usage:

@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ragcanary/ragcanary/internal/demo"
-	"github.com/ragcanary/ragcanary/internal/localcluster"
+	"github.com/ragcanary/ragcanary/internal/dev/demo"
+	"github.com/ragcanary/ragcanary/internal/dev/localcluster"
 )
 
 // Addresses and credentials the samples in config/samples expect.

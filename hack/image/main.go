@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/ragcanary/ragcanary/internal/image"
+	"github.com/ragcanary/ragcanary/internal/dev/image"
 )
 
 const usage = `usage:

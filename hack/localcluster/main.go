@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ragcanary/ragcanary/internal/localcluster"
+	"github.com/ragcanary/ragcanary/internal/dev/localcluster"
 )
 
 const (

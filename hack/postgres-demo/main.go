@@ -22,9 +22,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ragcanary/ragcanary/internal/demo"
-	"github.com/ragcanary/ragcanary/internal/localcluster"
-	"github.com/ragcanary/ragcanary/internal/pgtest"
+	"github.com/ragcanary/ragcanary/internal/dev/demo"
+	"github.com/ragcanary/ragcanary/internal/dev/localcluster"
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
 )
 
 // Its own ports and directory, so it can run beside 'make demo'.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/conformance"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/forgetest"
 	"github.com/ragcanary/ragcanary/internal/driver/rest"
-	"github.com/ragcanary/ragcanary/internal/testutil/forgetest"
 )
 
 const (

@@ -28,8 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/metrics"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // The chart is installed as release "rc" in releaseNamespace; the scrapers

@@ -20,7 +20,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	rctestutil "github.com/ragcanary/ragcanary/internal/testutil"
+	rctestutil "github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // scrapeTime is a Friday, 30 s before a 6-hourly cron time: a period taken

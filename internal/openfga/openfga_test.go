@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/dev/openfgatest"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/openfga"
-	"github.com/ragcanary/ragcanary/internal/openfga/openfgatest"
 )
 
 // Tests against a real OpenFGA (bin/openfga, in-memory datastore).

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/openfga"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // hostileStores is an OpenFGA stand-in whose store list never ends: every

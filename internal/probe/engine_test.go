@@ -12,10 +12,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/target"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // fakeTarget is an in-memory driver whose search replies are scripted per

@@ -16,12 +16,12 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/target"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // BenchmarkProbeSchedules measures Fixed (interval 1s) against Adaptive

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // At debug level every call is logged with the caller's address (how the

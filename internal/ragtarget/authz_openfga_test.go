@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/dev/openfgatest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/openfga"
-	"github.com/ragcanary/ragcanary/internal/openfga/openfgatest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/spicedb"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // Persona tokens of the OpenFGA tests; their principals are plain IDs,

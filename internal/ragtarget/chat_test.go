@@ -18,8 +18,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/respjson"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // chatModel is echoed back by the service; any name will do.

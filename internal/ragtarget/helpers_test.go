@@ -9,10 +9,10 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 const (

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragcanary/ragcanary/internal/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 var sample = Values{"Query": "probe \"quoted\" \\ back\nslash </script>", "K": 5}

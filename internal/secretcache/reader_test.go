@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/secretcache"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // watched is the namespace whose Secrets the metadata cache holds;

@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ragcanary/ragcanary/internal/testutil"
-	"github.com/ragcanary/ragcanary/internal/testutil/kubetest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/kubetest"
 )
 
 // The sharder's tests run against a real kube-apiserver and etcd with the

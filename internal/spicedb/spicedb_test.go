@@ -9,9 +9,9 @@ import (
 
 	v1 "github.com/authzed/authzed-go/proto/authzed/api/v1"
 
+	"github.com/ragcanary/ragcanary/internal/dev/spicedbtest"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/spicedb"
-	"github.com/ragcanary/ragcanary/internal/spicedb/spicedbtest"
 )
 
 const timeout = 5 * time.Second

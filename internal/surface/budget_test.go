@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // TestReplyBudgetIsDrawnAndReturned checks both clients draw a reply's bytes

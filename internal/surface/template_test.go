@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragcanary/ragcanary/internal/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // allocated is the bytes f allocates.

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	"github.com/ragcanary/ragcanary/internal/pgtest"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 func mustAllowlist(t *testing.T, entries ...string) Allowlist {

@@ -7,7 +7,7 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/ragcanary/ragcanary/internal/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // immediate counts how many of n Waits return without the clock moving.

@@ -5,8 +5,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	"github.com/ragcanary/ragcanary/internal/pgtest"
 )
 
 // TestPostgresDriversAreHeldByTheirHolders, against a real server: a run's

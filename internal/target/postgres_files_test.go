@@ -21,8 +21,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/ragcanary/ragcanary/internal/pgtest"
-	"github.com/ragcanary/ragcanary/internal/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // filePassword is the password only the operator's files hold.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	"github.com/ragcanary/ragcanary/internal/pgtest"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // lagServer is a primary with a writer role that may create schemas and a

@@ -1,7 +1,7 @@
 //go:build cluster
 
 // Package cluster installs ragcanary as an operator on a real one-node
-// Kubernetes built here (internal/nodecluster: kubelet, containerd, runc,
+// Kubernetes built here (internal/dev/nodecluster: kubelet, containerd, runc,
 // kube-proxy, CoreDNS) from the images make image builds, and checks what
 // only a kubelet exercises: the restricted Pod, probes, the chart's RBAC and
 // metrics Service, Pod and container death in the middle of a run, leader
@@ -31,9 +31,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/demo"
-	"github.com/ragcanary/ragcanary/internal/image"
-	"github.com/ragcanary/ragcanary/internal/nodecluster"
+	"github.com/ragcanary/ragcanary/internal/dev/demo"
+	"github.com/ragcanary/ragcanary/internal/dev/image"
+	"github.com/ragcanary/ragcanary/internal/dev/nodecluster"
 )
 
 // Where things are installed.

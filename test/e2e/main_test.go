@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/localcluster"
+	"github.com/ragcanary/ragcanary/internal/dev/localcluster"
 )
 
 // env is what TestMain started, shared by the tests.

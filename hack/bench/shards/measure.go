@@ -12,7 +12,7 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/controllers"
 	"github.com/ragcanary/ragcanary/hack/bench/internal/benchkit"
-	"github.com/ragcanary/ragcanary/internal/localcluster"
+	"github.com/ragcanary/ragcanary/internal/dev/localcluster"
 	"github.com/ragcanary/ragcanary/internal/shard"
 )
 

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // TestReplyBudgetHeldOnlyWhileReading checks that every reply body draws on

@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/driver/postgres"
-	"github.com/ragcanary/ragcanary/internal/pgtest"
 	"github.com/ragcanary/ragcanary/internal/suite"
 )
 

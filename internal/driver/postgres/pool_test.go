@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ragcanary/ragcanary/internal/pgtest"
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
 )
 
 // hostilePoolOptions are pool and cache options a tenant's connection

@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ragcanary/ragcanary/internal/conformance"
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/driver/postgres"
-	"github.com/ragcanary/ragcanary/internal/pgtest"
 )
 
 // Passwords of the roles the tests create. They must never appear in an error.

@@ -12,7 +12,7 @@ import (
 
 // The tests put a tiny program on the base, for both platforms: the builder
 // is the same for any main package, and cross-compiling this one is quick.
-var hello = Spec{Name: "hello", Package: "./internal/image/testdata/hello", Binary: "/hello", Repository: "example.test/hello"}
+var hello = Spec{Name: "hello", Package: "./internal/dev/image/testdata/hello", Binary: "/hello", Repository: "example.test/hello"}
 
 var testMeta = Meta{
 	Source:   "https://example.test/ragcanary",

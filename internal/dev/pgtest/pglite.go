@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ragcanary/ragcanary/internal/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // PGlite is a PGlite server (PostgreSQL 18 compiled to WebAssembly, with

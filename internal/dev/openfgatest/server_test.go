@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ragcanary/ragcanary/internal/pgtest"
-	"github.com/ragcanary/ragcanary/internal/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 func TestStartServesStoresWithDefaults(t *testing.T) {

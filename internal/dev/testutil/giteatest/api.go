@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragcanary/ragcanary/internal/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 const (

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragcanary/ragcanary/internal/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // Server is a running OpenFGA.

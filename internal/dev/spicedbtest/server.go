@@ -18,8 +18,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/spicedb"
-	"github.com/ragcanary/ragcanary/internal/testutil"
 )
 
 // Server is a running SpiceDB.

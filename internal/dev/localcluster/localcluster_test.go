@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // gcTimeout bounds how long the garbage collector and the namespace

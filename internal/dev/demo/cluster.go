@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// What InstallOnCluster puts on a one-node cluster (internal/nodecluster),
+// What InstallOnCluster puts on a one-node cluster (internal/dev/nodecluster),
 // as a user following the README would: ragtarget as a Deployment and
 // Service, the chart from the image make image built, the samples.
 const (

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragcanary/ragcanary/internal/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // lagBound is how long a change may take to reach issue search before the

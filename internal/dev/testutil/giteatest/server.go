@@ -28,8 +28,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragcanary/ragcanary/internal/pgtest"
-	"github.com/ragcanary/ragcanary/internal/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // RunUser is the system user Gitea runs as when the tests run as root
