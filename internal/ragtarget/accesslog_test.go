@@ -44,14 +44,14 @@ func TestSyncLogSaysWhenAChangeReachedTheIndex(t *testing.T) {
 	e := start(t, ragtarget.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	e.create("d1", "quarterly numbers", "user:alice")
 	e.advance()
-	eventually(t, "the content sync logged", func() bool {
+	testutil.EventuallyTrue(t, waitTimeout, "the content sync logged", func() bool {
 		return strings.Contains(logs.String(), `msg="index sync applied" kind=content began=2026-01-01T00:00:01Z documents=d1`)
 	})
 	if err := e.drv.Revoke(context.Background(), "d1", "user:alice"); err != nil {
 		t.Fatal(err)
 	}
 	e.advanceTo(3 * time.Second)
-	eventually(t, "the ACL sync logged", func() bool {
+	testutil.EventuallyTrue(t, waitTimeout, "the ACL sync logged", func() bool {
 		return strings.Contains(logs.String(), `msg="index sync applied" kind=acl began=2026-01-01T00:00:03Z documents=d1`)
 	})
 	if strings.Contains(logs.String(), "kind=content began=2026-01-01T00:00:02Z") {

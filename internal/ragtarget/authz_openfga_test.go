@@ -3,7 +3,6 @@ package ragtarget_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/internal/dev/openfgatest"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/openfga"
@@ -42,6 +42,7 @@ func cachingOpenFGA(t *testing.T, ttl time.Duration) *openfgatest.Server {
 type fgaEnv struct {
 	t     *testing.T
 	svc   *ragtarget.Service
+	url   string
 	drv   *httpdriver.Driver
 	perms *openfga.Permissions
 }
@@ -63,27 +64,12 @@ func startFGAFor(t *testing.T, life testing.TB, fga *openfgatest.Server, authz r
 	cfg.Tokens = map[string]string{fgaAlice.Reveal(): "alice", fgaBob.Reveal(): "bob"}
 	// Syncs run when a test asks (SyncNow), never on their own.
 	cfg.ContentSyncInterval, cfg.ACLSyncInterval = time.Hour, time.Hour
-	svc, err := ragtarget.New(cfg)
-	if err != nil {
-		t.Fatalf("New with OpenFGA: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	srv := httptest.NewServer(svc.Handler())
-	life.Cleanup(func() {
-		srv.Close()
-		cancel()
-		_ = svc.Close()
-	})
-	drv, err := httpdriver.New(httpdriver.Config{BaseURL: srv.URL, SourceToken: sourceToken, Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatalf("httpdriver.New: %v", err)
-	}
+	tg := targettest.Start(t, cfg, targettest.Lifetime(life))
 	client, err := openfga.Dial(openfga.Config{APIURL: fga.URL, StoreID: authz.Store, Token: fga.Token})
 	if err != nil {
 		t.Fatalf("openfga.Dial: %v", err)
 	}
-	return &fgaEnv{t: t, svc: svc, drv: drv, perms: openfga.NewPermissions(client, openfga.DefaultMapping)}
+	return &fgaEnv{t: t, svc: tg.Service, url: tg.URL, drv: tg.Driver(t, 10*time.Second), perms: openfga.NewPermissions(client, openfga.DefaultMapping)}
 }
 
 // index creates documents and syncs them into the index. Their index

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
@@ -76,7 +77,7 @@ func TestReplicaLagMakesRevokedContentReappear(t *testing.T) {
 	e := start(t, ragtarget.Config{ACLSyncInterval: 2 * time.Second, Replicas: 2, ReplicaLag: lag})
 	e.create("doc-1", "the zebrafinch canary phrase", "user:alice")
 	e.advanceTo(lag + time.Second) // content sync at 1s reaches the replica at 5s
-	eventually(t, "replica caught up", func() bool { return e.svc.ReplicaBacklog() == 0 })
+	testutil.EventuallyTrue(t, waitTimeout, "replica caught up", func() bool { return e.svc.ReplicaBacklog() == 0 })
 	if !e.visible(alice, canaryQuery, "doc-1") || !e.visible(alice, canaryQuery, "doc-1") {
 		t.Fatal("document not visible on both replicas")
 	}
@@ -89,7 +90,7 @@ func TestReplicaLagMakesRevokedContentReappear(t *testing.T) {
 	}
 
 	e.advanceTo(6*time.Second + lag)
-	eventually(t, "replica applied the revoke", func() bool { return e.svc.ReplicaBacklog() == 0 })
+	testutil.EventuallyTrue(t, waitTimeout, "replica applied the revoke", func() bool { return e.svc.ReplicaBacklog() == 0 })
 	for i := range 4 {
 		if e.visible(alice, canaryQuery, "doc-1") {
 			t.Fatalf("search %d still returns the document after the replica lag", i)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -24,14 +23,6 @@ import (
 
 // chatModel is echoed back by the service; any name will do.
 const chatModel = "ragtarget-test-model"
-
-// surfaceURL serves the same service on a second loopback listener: env
-// keeps its own server's URL to itself, and the surfaces are part of Handler.
-func (e *env) surfaceURL() string {
-	srv := httptest.NewServer(e.svc.Handler())
-	e.t.Cleanup(srv.Close)
-	return srv.URL
-}
 
 // chatClient is the official OpenAI SDK pointed at ragtarget. No retries: a
 // refused call must surface as the refusal, not as a retried one.
@@ -106,7 +97,7 @@ func (e *env) plant() {
 func TestChatCompletionAnswersAsThePersona(t *testing.T) {
 	e := start(t, ragtarget.Config{AnswerCacheTTL: time.Minute})
 	e.plant()
-	url := e.surfaceURL()
+	url := e.url
 
 	got := chat(t, chatClient(url, alice.Reveal()), openai.SystemMessage("be brief"), openai.UserMessage(question))
 	if got.Object != "chat.completion" || got.Model != chatModel || !strings.HasPrefix(got.ID, "chatcmpl-") ||
@@ -142,7 +133,7 @@ func TestChatCompletionAnswersAsThePersona(t *testing.T) {
 func TestChatCompletionReflectsRevocationAtTheACLSync(t *testing.T) {
 	e := start(t, ragtarget.Config{ACLSyncInterval: 3 * time.Second, AnswerCacheTTL: time.Minute})
 	e.plant() // t=1s
-	c := chatClient(e.surfaceURL(), alice.Reveal())
+	c := chatClient(e.url, alice.Reveal())
 	if !chatShows(t, chat(t, c, openai.UserMessage(question))) {
 		t.Fatal("the granted persona does not get the passage")
 	}
@@ -205,7 +196,7 @@ func (s *streamed) record(t *testing.T, i int, c openai.ChatCompletionChunkChoic
 func TestChatCompletionStreamsTheSameAnswer(t *testing.T) {
 	e := start(t, ragtarget.Config{})
 	e.plant()
-	c := chatClient(e.surfaceURL(), alice.Reveal())
+	c := chatClient(e.url, alice.Reveal())
 	want := chat(t, c, openai.UserMessage(question)).Choices[0].Message.Content
 
 	s := streamChat(t, c, openai.UserMessage(question))
@@ -231,7 +222,7 @@ func TestChatCompletionStreamWireFormat(t *testing.T) {
 	var logs testutil.LockedBuffer
 	e := start(t, ragtarget.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	e.plant()
-	resp := postChat(t, e.surfaceURL(), "Bearer "+alice.Reveal(), `{"model":"m","stream":true,"messages":[{"role":"user","content":"`+question+`"}]}`)
+	resp := postChat(t, e.url, "Bearer "+alice.Reveal(), `{"model":"m","stream":true,"messages":[{"role":"user","content":"`+question+`"}]}`)
 	body := readAll(t, resp)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("status %d, type %q: want a 200 event stream", resp.StatusCode, resp.Header.Get("Content-Type"))
@@ -256,7 +247,7 @@ func TestChatHistoryIsEvidenceOnlyUnderTheDefect(t *testing.T) {
 		t.Run(fmt.Sprintf("reuses-history=%v", reuses), func(t *testing.T) {
 			e := start(t, ragtarget.Config{ACLSyncInterval: 3 * time.Second, ConversationReusesHistory: reuses})
 			e.plant()
-			c := chatClient(e.surfaceURL(), alice.Reveal())
+			c := chatClient(e.url, alice.Reveal())
 			first := chat(t, c, openai.UserMessage(question))
 			if !chatShows(t, first) {
 				t.Fatal("the first turn does not get the passage")
@@ -284,7 +275,7 @@ func TestChatHistoryIsEvidenceOnlyUnderTheDefect(t *testing.T) {
 func TestChatRefusesUnknownKeysAndBadRequests(t *testing.T) {
 	var logs testutil.LockedBuffer
 	e := start(t, ragtarget.Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	url := e.surfaceURL()
+	url := e.url
 	for _, key := range []string{"not-a-persona-token", sourceToken} {
 		c := chatClient(url, key)
 		_, err := c.Chat.Completions.New(context.Background(), chatParams(openai.UserMessage(question)))

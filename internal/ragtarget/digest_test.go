@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
@@ -34,7 +35,7 @@ func (e *env) step() {
 	e.t.Helper()
 	e.advance()
 	want := uint64(e.elapsed / digestEvery)
-	eventually(e.t, "digest runs processed", func() bool { return e.svc.DigestRuns() == want })
+	testutil.EventuallyTrue(e.t, waitTimeout, "digest runs processed", func() bool { return e.svc.DigestRuns() == want })
 }
 
 // digestIndexed steps until the index holds document id with acl, and

@@ -53,7 +53,7 @@ func foreignSearch(t *testing.T, url, key, body string) []foreignHit {
 func TestForeignSearchFiltersByPersona(t *testing.T) {
 	e := start(t, ragtarget.Config{})
 	e.plant()
-	url := e.surfaceURL()
+	url := e.url
 
 	got := foreignSearch(t, url, alice.Reveal(), `{"search":"zebrafinch","top":5}`)
 	if len(got) != 1 || got[0].ID != "doc-1#0" || got[0].DocumentID != "doc-1" || !strings.Contains(got[0].Content, "near the river") {
@@ -73,7 +73,7 @@ func TestForeignSearchFiltersByPersona(t *testing.T) {
 func TestForeignSearchReflectsRevocationAtTheACLSync(t *testing.T) {
 	e := start(t, ragtarget.Config{ACLSyncInterval: 3 * time.Second})
 	e.plant() // t=1s
-	url := e.surfaceURL()
+	url := e.url
 	must(t, e.drv.Revoke(context.Background(), "doc-1", "user:alice"))
 	e.advance() // t=2s
 	if got := foreignSearch(t, url, alice.Reveal(), `{"search":"zebrafinch"}`); len(got) != 1 {
@@ -92,7 +92,7 @@ func TestForeignSearchHonoursTop(t *testing.T) {
 		e.create(id, "the zebrafinch nests near the river", "user:alice")
 	}
 	e.advance()
-	url := e.surfaceURL()
+	url := e.url
 	for top, want := range map[string]int{`,"top":2`: 2, ``: 3} {
 		if got := foreignSearch(t, url, alice.Reveal(), `{"search":"zebrafinch"`+top+`}`); len(got) != want {
 			t.Errorf("top %q: %d hits, want %d", top, len(got), want)
@@ -105,7 +105,7 @@ func TestForeignSearchHonoursTop(t *testing.T) {
 // in Azure's error shape; the same token in api-key is accepted.
 func TestForeignSearchTakesTheKeyOnlyFromAPIKey(t *testing.T) {
 	e := start(t, ragtarget.Config{})
-	url := e.surfaceURL()
+	url := e.url
 	const body = `{"search":"zebrafinch"}`
 	for name, cred := range map[string][2]string{
 		"no key":       {"", ""},
@@ -125,7 +125,7 @@ func TestForeignSearchTakesTheKeyOnlyFromAPIKey(t *testing.T) {
 // 400, never an empty result ragcanary could take for an exclusion.
 func TestForeignSearchRejectsBadBodies(t *testing.T) {
 	e := start(t, ragtarget.Config{})
-	url := e.surfaceURL()
+	url := e.url
 	for _, body := range []string{`not json`, `{}`, `{"search":""}`, `{"search":"x","top":0}`, `{"search":"x","top":101}`, `{"search":1}`} {
 		status, reply := postForeign(t, url, "api-key", alice.Reveal(), body)
 		if status != http.StatusBadRequest || !strings.Contains(reply, `"code":"InvalidRequestParameter"`) {

@@ -2,7 +2,6 @@ package ragtarget_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -10,10 +9,14 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
+
+// waitTimeout bounds each wait for the service's background work.
+const waitTimeout = 5 * time.Second
 
 const (
 	sourceToken = "src-secret-token"
@@ -26,28 +29,11 @@ const (
 type env struct {
 	t       *testing.T
 	svc     *ragtarget.Service
+	url     string
 	clk     *testingclock.FakeClock
 	drv     *httpdriver.Driver
 	cfg     ragtarget.Config
 	elapsed time.Duration
-}
-
-// serve runs the service with cfg on a loopback listener until the test ends.
-func serve(t *testing.T, cfg ragtarget.Config) (*ragtarget.Service, *httptest.Server) {
-	t.Helper()
-	svc, err := ragtarget.New(cfg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	srv := httptest.NewServer(svc.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		_ = svc.Close()
-	})
-	return svc, srv
 }
 
 // start serves cfg (with tokens and a fake clock filled in) on a loopback listener.
@@ -63,12 +49,8 @@ func start(t *testing.T, cfg ragtarget.Config) *env {
 	if cfg.ACLSyncInterval == 0 {
 		cfg.ACLSyncInterval = 3 * time.Second
 	}
-	svc, srv := serve(t, cfg)
-	drv, err := httpdriver.New(httpdriver.Config{BaseURL: srv.URL, SourceToken: sourceToken, Timeout: 2 * time.Second})
-	if err != nil {
-		t.Fatalf("httpdriver.New: %v", err)
-	}
-	return &env{t: t, svc: svc, clk: clk, drv: drv, cfg: cfg}
+	tg := targettest.Start(t, cfg)
+	return &env{t: t, svc: tg.Service, url: tg.URL, clk: clk, drv: tg.Driver(t, 2*time.Second), cfg: cfg}
 }
 
 // advance moves the fake clock by one second and waits until every sync tick
@@ -80,7 +62,7 @@ func (e *env) advance() {
 	e.clk.Step(time.Second)
 	wantContent := uint64(e.elapsed / e.cfg.ContentSyncInterval)
 	wantACL := uint64(e.elapsed / e.cfg.ACLSyncInterval)
-	eventually(e.t, "sync ticks processed", func() bool {
+	testutil.EventuallyTrue(e.t, waitTimeout, "sync ticks processed", func() bool {
 		return e.svc.SyncCount(ragtarget.SyncContent) == wantContent && e.svc.SyncCount(ragtarget.SyncACL) == wantACL
 	})
 }
@@ -91,12 +73,6 @@ func (e *env) advanceTo(d time.Duration) {
 	for e.elapsed < d {
 		e.advance()
 	}
-}
-
-// eventually polls cond for a bounded time; it never sleeps to make a test pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testutil.EventuallyTrue(t, 5*time.Second, what, cond)
 }
 
 func (e *env) create(id, body string, principals ...string) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/internal/dev/openfgatest"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
@@ -103,12 +103,10 @@ func startLive(t *testing.T, cfg ragtarget.Config) *liveEnv {
 	cfg.ChunkWords, cfg.AnswerPassages = 40, 3
 	cfg.StreamChunkInterval = streamChunkEvery
 	cfg.Logger = slog.New(watch)
-	svc, srv := serve(t, cfg)
-	drv, err := httpdriver.New(httpdriver.Config{BaseURL: srv.URL, SourceToken: sourceToken, Timeout: 5 * time.Second})
-	must(t, err)
-	e := &liveEnv{t: t, svc: svc, drv: drv, url: srv.URL, watch: watch}
-	must(t, drv.CreateDocument(context.Background(), driver.Document{ID: "doc-1", Title: "Doc doc-1", Body: streamBody, Principals: []string{"user:alice"}}))
-	must(t, svc.SyncNow(ragtarget.SyncContent))
+	tg := targettest.Start(t, cfg)
+	e := &liveEnv{t: t, svc: tg.Service, drv: tg.Driver(t, 5*time.Second), url: tg.URL, watch: watch}
+	must(t, e.drv.CreateDocument(context.Background(), driver.Document{ID: "doc-1", Title: "Doc doc-1", Body: streamBody, Principals: []string{"user:alice"}}))
+	must(t, tg.SyncNow(ragtarget.SyncContent))
 	return e
 }
 
@@ -376,7 +374,7 @@ func TestStreamStopsWhenTheClientGoes(t *testing.T) {
 	e := start(t, ragtarget.Config{StreamChunkInterval: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	e.plant()
-	url := e.surfaceURL()
+	url := e.url
 	// The access log writes its line when the handler returns.
 	const served = "path=/v1/chat/completions"
 	returned := func() bool { return strings.Contains(logs.String(), served) }
@@ -410,7 +408,7 @@ func TestStreamReauthorizationCatchesAStaleCachedAnswer(t *testing.T) {
 			e := start(t, ragtarget.Config{ACLSyncInterval: 3 * time.Second, AnswerCacheTTL: time.Hour, CacheIgnoresACLChanges: true,
 				StreamReauthorize: ragtarget.StreamReauthorize{Mode: mode}})
 			e.plant()
-			c := chatClient(e.surfaceURL(), alice.Reveal())
+			c := chatClient(e.url, alice.Reveal())
 			chat(t, c, openai.UserMessage(question))
 			must(t, e.drv.Revoke(context.Background(), "doc-1", "user:alice"))
 			e.advanceTo(3 * time.Second)
@@ -458,11 +456,9 @@ func TestStreamReauthorizationAsksTheEngine(t *testing.T) {
 				"held": strings.ReplaceAll(body, "aurora", "heldword")})
 			must(st, e.perms.Grant(ctx, "revoked", "alice"))
 			must(st, e.perms.Grant(ctx, "held", "alice"))
-			srv := httptest.NewServer(e.svc.Handler())
-			t.Cleanup(srv.Close)
 
 			var l streamLog
-			s := openStream(st, srv.URL, fgaAlice, "revokedword")
+			s := openStream(st, e.url, fgaAlice, "revokedword")
 			s.readContent(st, &l, 2)
 			must(st, e.perms.Revoke(ctx, "revoked", "alice"))
 			revoked := time.Now()
@@ -473,7 +469,7 @@ func TestStreamReauthorizationAsksTheEngine(t *testing.T) {
 			}
 
 			heldLogs[filter] = &streamLog{}
-			held[filter] = openStreamFor(st, t, srv.URL, fgaAlice, "heldword")
+			held[filter] = openStreamFor(st, t, e.url, fgaAlice, "heldword")
 			held[filter].readContent(st, heldLogs[filter], 1)
 		}
 	}) {
