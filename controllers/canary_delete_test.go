@@ -136,7 +136,7 @@ func runNowCanary(ns, name string, exclusionTimeout time.Duration) *v1alpha1.Rev
 	spec.Probing.VisibilityTimeout = metav1.Duration{Duration: time.Minute}
 	return &v1alpha1.RevocationCanary{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			Annotations: map[string]string{v1alpha1.RunNowAnnotation: "now"}},
+			Annotations: map[string]string{v1alpha1.AnnotationRunNow: "now"}},
 		Spec: v1alpha1.RevocationCanarySpec{
 			Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: time.Hour}}},
 			CanarySpec: spec,

@@ -39,7 +39,7 @@ func (r *CanaryRunReconciler) cleanUp(ctx context.Context, rc *runCtx) (ctrl.Res
 	}
 	run.Status.Phase = phaseFor(run.Status.Verdict)
 	run.Status.CompletionTime = &metav1.Time{Time: rc.now}
-	setCondition(run, ConditionComplete, metav1.ConditionTrue, string(run.Status.Verdict), run.Status.Message)
+	setCondition(run, v1alpha1.ConditionComplete, metav1.ConditionTrue, string(run.Status.Verdict), run.Status.Message)
 	if err := r.persist(ctx, rc); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -89,11 +89,11 @@ func (r *CanaryRunReconciler) removeCanary(ctx context.Context, rc *runCtx, dele
 			// Logged too: events are refused in a namespace being deleted.
 			log.FromContext(ctx).Info("cleanup abandoned: the canary document may remain at the target",
 				"document", run.Status.DocumentID, "reason", p.Reason)
-			r.Recorder.Eventf(run, nil, "Warning", ReasonCleanupAbandoned, "Cleanup",
+			r.Recorder.Eventf(run, nil, "Warning", v1alpha1.ReasonCleanupAbandoned, "Cleanup",
 				"canary document %s may remain at the target: %s", run.Status.DocumentID, p.Message)
 			return ctrl.Result{}, true, r.releaseCleanupRecipe(ctx, run)
 		}
-		setCondition(run, ConditionCleanupPending, metav1.ConditionTrue, p.Reason, p.Message)
+		setCondition(run, v1alpha1.ConditionCleanupPending, metav1.ConditionTrue, p.Reason, p.Message)
 		return ctrl.Result{RequeueAfter: waitRetry}, false, r.persist(ctx, rc)
 	}
 	if err != nil {
@@ -104,21 +104,21 @@ func (r *CanaryRunReconciler) removeCanary(ctx context.Context, rc *runCtx, dele
 	if err != nil && (driver.IsPermanent(err) || driver.IsUnauthorized(err)) {
 		msg := fmt.Sprintf("the target rejected removing canary document %s: %v; fix the target or its credential (re-checked every %s)",
 			run.Status.DocumentID, err, cleanupRecheck)
-		if c := meta.FindStatusCondition(run.Status.Conditions, ConditionCleanupPending); c == nil || c.Reason != ReasonCleanupRejected {
-			r.Recorder.Eventf(run, nil, "Warning", ReasonCleanupRejected, "Cleanup", "%s", msg)
+		if c := meta.FindStatusCondition(run.Status.Conditions, v1alpha1.ConditionCleanupPending); c == nil || c.Reason != v1alpha1.ReasonCleanupRejected {
+			r.Recorder.Eventf(run, nil, "Warning", v1alpha1.ReasonCleanupRejected, "Cleanup", "%s", msg)
 		}
-		setCondition(run, ConditionCleanupPending, metav1.ConditionTrue, ReasonCleanupRejected, msg)
+		setCondition(run, v1alpha1.ConditionCleanupPending, metav1.ConditionTrue, v1alpha1.ReasonCleanupRejected, msg)
 		return ctrl.Result{RequeueAfter: cleanupRecheck}, false, r.persist(ctx, rc)
 	}
 	if err != nil {
-		setCondition(run, ConditionCleanupPending, metav1.ConditionTrue, ReasonCleanupFailed,
+		setCondition(run, v1alpha1.ConditionCleanupPending, metav1.ConditionTrue, v1alpha1.ReasonCleanupFailed,
 			fmt.Sprintf("removing canary document %s failed, retrying: %v", run.Status.DocumentID, err))
 		if perr := r.persist(ctx, rc); perr != nil {
 			log.FromContext(ctx).Error(perr, "persisting cleanup status")
 		}
 		return ctrl.Result{}, false, fmt.Errorf("cleanup: %w", err)
 	}
-	setCondition(run, ConditionCleanupPending, metav1.ConditionFalse, ReasonCleanedUp, "the canary document was removed from the target")
+	setCondition(run, v1alpha1.ConditionCleanupPending, metav1.ConditionFalse, v1alpha1.ReasonCleanedUp, "the canary document was removed from the target")
 	return ctrl.Result{}, true, r.releaseCleanupRecipe(ctx, run)
 }
 

@@ -319,10 +319,10 @@ func reassign(t *testing.T, c client.Client, to string) {
 			}
 			for i := range runs.Items {
 				run := &runs.Items[i]
-				if _, owned := run.Labels[shard.LabelOwner]; owned || isTerminal(run.Status.Phase) && len(run.Finalizers) == 0 {
+				if _, owned := run.Labels[v1alpha1.LabelShardOwner]; owned || isTerminal(run.Status.Phase) && len(run.Finalizers) == 0 {
 					continue
 				}
-				patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, shard.LabelOwner, to)
+				patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, v1alpha1.LabelShardOwner, to)
 				_ = c.Patch(ctx, run, client.RawPatch(types.MergePatchType, []byte(patch)))
 			}
 		}
@@ -384,7 +384,7 @@ func TestCanaryRunStatusConflictActsOnce(t *testing.T) {
 			cfg, c := startOwnAPIServer(t)
 			label := "test.ragcanary.dev/touched"
 			if sharded {
-				label = shard.LabelDrain
+				label = v1alpha1.LabelShardDrain
 			}
 			ci := newConflictInjector(label)
 			type started struct {
@@ -407,7 +407,7 @@ func TestCanaryRunStatusConflictActsOnce(t *testing.T) {
 					run.Spec.Probing.MaxInterval = metav1.Duration{Duration: time.Second}
 				}
 				if sharded {
-					run.Labels = map[string]string{shard.LabelOwner: "a"}
+					run.Labels = map[string]string{v1alpha1.LabelShardOwner: "a"}
 				}
 				if cc.at != "" {
 					ci.at[ns.Name] = cc.at
@@ -469,7 +469,7 @@ func TestCanaryRunStatusConflictActsOnce(t *testing.T) {
 					}
 				}
 				// A run drained once it finished is released, not reassigned.
-				if owner := got.Labels[shard.LabelOwner]; sharded && r.at != "" && owner == "a" {
+				if owner := got.Labels[v1alpha1.LabelShardOwner]; sharded && r.at != "" && owner == "a" {
 					t.Errorf("%s: still owned by a at the end: the drain did not hand the run over", r.name())
 				}
 				if !r.sentinel {

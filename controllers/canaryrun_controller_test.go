@@ -471,7 +471,7 @@ func TestCanaryRunMeasuresExclusion(t *testing.T) {
 	if got.Status.Phase != v1alpha1.PhaseSucceeded || got.Status.Verdict != v1alpha1.VerdictSLOMet {
 		t.Fatalf("phase %s verdict %s (%s), want Succeeded SLOMet", got.Status.Phase, got.Status.Verdict, got.Status.Message)
 	}
-	if c := meta.FindStatusCondition(got.Status.Conditions, ConditionComplete); c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(v1alpha1.VerdictSLOMet) {
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionComplete); c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(v1alpha1.VerdictSLOMet) {
 		t.Errorf("Complete condition %+v", c)
 	}
 	if got.Status.DocumentID != "rc-"+string(got.UID) || got.Status.TimeToVisibility == nil || got.Status.IsolationViolations != 0 {

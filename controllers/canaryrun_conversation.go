@@ -15,11 +15,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
-// ReasonConversationNotShowingCanary: the first turn of the conversation
-// the run starts before revoking did not show the canary yet; it is retried
-// with a new conversation until the deadline.
-const ReasonConversationNotShowingCanary = "ConversationNotShowingCanary"
-
 // startConversation (Revoking, before the revocation is requested) opens
 // the conversation whose follow-ups the Conversation surface probes after
 // the revocation. Its first turn must show the canary: only a conversation
@@ -53,7 +48,7 @@ func (r *CanaryRunReconciler) startConversation(ctx context.Context, rc *runCtx,
 		return res, true, err
 	}
 	if !probe.AnswerShows(first, t) {
-		res, err := r.onProblem(rc, target.Wait(ReasonConversationNotShowingCanary,
+		res, err := r.onProblem(rc, target.Wait(v1alpha1.ReasonConversationNotShowingCanary,
 			"the first turn of a conversation did not show the canary yet; retrying with a new conversation"), deadline)
 		if res.RequeueAfter > sourceRetry {
 			res.RequeueAfter = sourceRetry // a replica may just be behind

@@ -17,11 +17,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
-// ReasonInFlightNotShowingCanary: a stream opened before the revocation
-// ended before it could be requested, or without showing the canary; the
-// streams are opened again until the deadline.
-const ReasonInFlightNotShowingCanary = "InFlightNotShowingCanary"
-
 // measuresInFlight: the run reads streams across its revocation.
 func measuresInFlight(run *v1alpha1.CanaryRun) bool {
 	return slices.Contains(requestedSurfaces(run), v1alpha1.SurfaceInFlight)
@@ -58,7 +53,7 @@ func (r *CanaryRunReconciler) openInFlight(ctx context.Context, rc *runCtx, deps
 	}
 	if ended {
 		r.inFlight.Stop(rc.key)
-		res, err := r.onProblem(rc, target.Wait(ReasonInFlightNotShowingCanary,
+		res, err := r.onProblem(rc, target.Wait(v1alpha1.ReasonInFlightNotShowingCanary,
 			"a stream opened before the revocation ended before it could be requested, or without showing the canary; opening the streams again"), deadline)
 		res.RequeueAfter = min(max(res.RequeueAfter, 10*time.Millisecond), sourceRetry)
 		return res, true, err

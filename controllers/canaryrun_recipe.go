@@ -208,16 +208,6 @@ func (r *CanaryRunReconciler) keptCorpus(run *v1alpha1.CanaryRun, live *v1alpha1
 	return c, nil
 }
 
-// ConditionTargetChanged is True once the run's Corpus named another target
-// than the one the canary was planted in; the run then probes, revokes and
-// cleans up through its kept copy, or, when that copy cannot reach the
-// planted target, ends Inconclusive. Its reason, ReasonTargetChanged, is
-// also the reason of the Warning event sent when the change is first seen.
-const (
-	ConditionTargetChanged = "TargetChanged"
-	ReasonTargetChanged    = "TargetChanged"
-)
-
 // targetChangedError: the Corpus names another target and the kept copy
 // cannot reach the planted one, so nothing the run could still observe is
 // about its canary.
@@ -228,12 +218,12 @@ func (e *targetChangedError) Error() string {
 		"the planted target (" + e.problem.Message + "); no probe of another target counts as exclusion"
 }
 
-// noteTargetChanged sets ConditionTargetChanged and sends the Warning
+// noteTargetChanged sets v1alpha1.ConditionTargetChanged and sends the Warning
 // event, once per run: the condition, persisted with the step, remembers
 // across restarts that it was sent. keptErr is why the kept copy cannot be
 // used, nil when it is.
 func (r *CanaryRunReconciler) noteTargetChanged(rc *runCtx, live *target.Corpus, kept target.Recipe, keptErr error) {
-	if meta.IsStatusConditionTrue(rc.run.Status.Conditions, ConditionTargetChanged) {
+	if meta.IsStatusConditionTrue(rc.run.Status.Conditions, v1alpha1.ConditionTargetChanged) {
 		return
 	}
 	msg := fmt.Sprintf("Corpus %q now names %s; the canary was planted in %s, ", rc.run.Spec.CorpusRef.Name,
@@ -243,8 +233,8 @@ func (r *CanaryRunReconciler) noteTargetChanged(rc *runCtx, live *target.Corpus,
 	} else {
 		msg += "where the run keeps probing and cleaning up through its kept copy"
 	}
-	setCondition(rc.run, ConditionTargetChanged, metav1.ConditionTrue, ReasonTargetChanged, msg)
-	r.Recorder.Eventf(rc.run, nil, "Warning", ReasonTargetChanged, "Resolve", "%s", msg)
+	setCondition(rc.run, v1alpha1.ConditionTargetChanged, metav1.ConditionTrue, v1alpha1.ReasonTargetChanged, msg)
+	r.Recorder.Eventf(rc.run, nil, "Warning", v1alpha1.ReasonTargetChanged, "Resolve", "%s", msg)
 }
 
 // identityText shows a target identity, or says it cannot be read.

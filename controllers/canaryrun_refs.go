@@ -48,7 +48,7 @@ func (r *CanaryRunReconciler) resolveCorpus(ctx context.Context, run *v1alpha1.C
 	var corpus v1alpha1.Corpus
 	err := r.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.CorpusRef.Name}, &corpus)
 	if apierrors.IsNotFound(err) {
-		return nil, target.Wait(ReasonCorpusNotFound, "Corpus %q not found", run.Spec.CorpusRef.Name)
+		return nil, target.Wait(v1alpha1.ReasonCorpusNotFound, "Corpus %q not found", run.Spec.CorpusRef.Name)
 	}
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func (r *CanaryRunReconciler) resolvePersona(ctx context.Context, corpus *target
 	var p v1alpha1.Persona
 	err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &p)
 	if apierrors.IsNotFound(err) {
-		return target.Persona{}, target.Wait(ReasonPersonaNotFound, "Persona %q not found", name)
+		return target.Persona{}, target.Wait(v1alpha1.ReasonPersonaNotFound, "Persona %q not found", name)
 	}
 	if err != nil {
 		return target.Persona{}, err

@@ -128,7 +128,7 @@ func targetChangedEvents(t *testing.T, ns string) int {
 	}
 	n := 0
 	for _, e := range list.Items {
-		if e.Reason == ReasonTargetChanged && e.Type == corev1.EventTypeWarning {
+		if e.Reason == v1alpha1.ReasonTargetChanged && e.Type == corev1.EventTypeWarning {
 			n++
 		}
 	}
@@ -176,11 +176,11 @@ func TestCanaryRunRetargetedCorpusKeepsThePlantedTarget(t *testing.T) {
 		t.Errorf("bounds %+v put exclusion before A applied the revocation (%s after the request)",
 			m.Bounds, s.Sub(got.Status.RevokeRequestedTime.Time))
 	}
-	if c := meta.FindStatusCondition(got.Status.Conditions, ConditionTargetChanged); c == nil || c.Status != metav1.ConditionTrue ||
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionTargetChanged); c == nil || c.Status != metav1.ConditionTrue ||
 		!strings.Contains(c.Message, a.url[len("http://"):]) || !strings.Contains(c.Message, b.url[len("http://"):]) {
 		t.Errorf("TargetChanged condition %+v, want True naming both targets", c)
 	}
-	if c := meta.FindStatusCondition(got.Status.Conditions, ConditionCleanupPending); c == nil || c.Reason != ReasonCleanedUp {
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCleanupPending); c == nil || c.Reason != v1alpha1.ReasonCleanedUp {
 		t.Errorf("CleanupPending condition %+v, want CleanedUp", c)
 	}
 	if !a.deleted(doc) {
@@ -269,11 +269,11 @@ func TestPostgresRetargetedDatabaseKeepsThePlantedTarget(t *testing.T) {
 	if m.Bounds == nil || m.Bounds.Upper == nil || m.Bounds.Upper.Duration < retargetApplyDelay {
 		t.Errorf("bounds %+v: exclusion before the standby applied the revocation to canary_a (%s): the probes read elsewhere", m.Bounds, retargetApplyDelay)
 	}
-	if c := meta.FindStatusCondition(got.Status.Conditions, ConditionTargetChanged); c == nil || c.Status != metav1.ConditionTrue ||
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionTargetChanged); c == nil || c.Status != metav1.ConditionTrue ||
 		!strings.Contains(c.Message, "/canary_a") || !strings.Contains(c.Message, "/canary_b") || strings.Contains(c.Message, pgWriterPassword) {
 		t.Errorf("TargetChanged condition %+v, want True naming both databases and no password", c)
 	}
-	if c := meta.FindStatusCondition(got.Status.Conditions, ConditionCleanupPending); c == nil || c.Reason != ReasonCleanedUp {
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCleanupPending); c == nil || c.Reason != v1alpha1.ReasonCleanedUp {
 		t.Errorf("CleanupPending condition %+v, want CleanedUp", c)
 	}
 	if n := countRows(t, dsn(primary, "postgres", pgtest.SuperPassword, "canary_a"), doc); n.documents != 0 || n.grants != 0 {
@@ -397,7 +397,7 @@ func TestCanaryRunRetargetedAcrossRestartToATargetNoLongerAllowed(t *testing.T) 
 	var got *v1alpha1.CanaryRun
 	eventually(t, "Inconclusive with the cleanup pending", func() error {
 		got = crGetIn(t, c, run)
-		cleanup := meta.FindStatusCondition(got.Status.Conditions, ConditionCleanupPending)
+		cleanup := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCleanupPending)
 		if got.Status.Verdict == "" || cleanup == nil {
 			return fmt.Errorf("phase %q verdict %q (%s), cleanup %+v", got.Status.Phase, got.Status.Verdict, got.Status.Message, cleanup)
 		}
@@ -406,10 +406,10 @@ func TestCanaryRunRetargetedAcrossRestartToATargetNoLongerAllowed(t *testing.T) 
 	if got.Status.Verdict != v1alpha1.VerdictInconclusive || !strings.Contains(got.Status.Message, "cannot reach the planted target") {
 		t.Errorf("verdict %s (%s), want Inconclusive because the planted target cannot be reached", got.Status.Verdict, got.Status.Message)
 	}
-	if cond := meta.FindStatusCondition(got.Status.Conditions, ConditionTargetChanged); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != ReasonTargetChanged {
+	if cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionTargetChanged); cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != v1alpha1.ReasonTargetChanged {
 		t.Errorf("TargetChanged condition %+v, want True", cond)
 	}
-	if cleanup := meta.FindStatusCondition(got.Status.Conditions, ConditionCleanupPending); cleanup.Status != metav1.ConditionTrue || cleanup.Reason == ReasonCleanedUp {
+	if cleanup := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCleanupPending); cleanup.Status != metav1.ConditionTrue || cleanup.Reason == v1alpha1.ReasonCleanedUp {
 		t.Errorf("CleanupPending %+v while A still holds the document, want True", cleanup)
 	}
 	if isTerminal(got.Status.Phase) {
@@ -425,7 +425,7 @@ func TestCanaryRunRetargetedAcrossRestartToATargetNoLongerAllowed(t *testing.T) 
 
 	startOperatorAllowing(t, cfg, a.url, b.url)
 	done := crWaitDoneIn(t, c, run)
-	if cleanup := meta.FindStatusCondition(done.Status.Conditions, ConditionCleanupPending); cleanup == nil || cleanup.Reason != ReasonCleanedUp {
+	if cleanup := meta.FindStatusCondition(done.Status.Conditions, v1alpha1.ConditionCleanupPending); cleanup == nil || cleanup.Reason != v1alpha1.ReasonCleanedUp {
 		t.Errorf("CleanupPending %+v, want CleanedUp", cleanup)
 	}
 	if _, left := a.svc.SourceDocuments()[doc]; left || !a.deleted(doc) {

@@ -49,18 +49,18 @@ func TestWithRunSecretLabels(t *testing.T) {
 		wantChanged bool
 	}{
 		{name: "no labels", run: run, labels: nil, wantChanged: true,
-			want: map[string]string{LabelManagedBy: "ragcanary", LabelRun: "nightly-1767225600"}},
+			want: map[string]string{v1alpha1.LabelManagedBy: "ragcanary", v1alpha1.LabelRun: "nightly-1767225600"}},
 		{name: "the user's labels are kept", run: run, labels: map[string]string{"team": "search"}, wantChanged: true,
-			want: map[string]string{"team": "search", LabelManagedBy: "ragcanary", LabelRun: "nightly-1767225600"}},
+			want: map[string]string{"team": "search", v1alpha1.LabelManagedBy: "ragcanary", v1alpha1.LabelRun: "nightly-1767225600"}},
 		{name: "already labelled", run: run,
-			labels: map[string]string{LabelManagedBy: "ragcanary", LabelRun: "nightly-1767225600"},
-			want:   map[string]string{LabelManagedBy: "ragcanary", LabelRun: "nightly-1767225600"}},
+			labels: map[string]string{v1alpha1.LabelManagedBy: "ragcanary", v1alpha1.LabelRun: "nightly-1767225600"},
+			want:   map[string]string{v1alpha1.LabelManagedBy: "ragcanary", v1alpha1.LabelRun: "nightly-1767225600"}},
 		{name: "another manager's label is corrected", run: run, wantChanged: true,
-			labels: map[string]string{LabelManagedBy: "helm", LabelRun: "nightly-1767225600"},
-			want:   map[string]string{LabelManagedBy: "ragcanary", LabelRun: "nightly-1767225600"}},
+			labels: map[string]string{v1alpha1.LabelManagedBy: "helm", v1alpha1.LabelRun: "nightly-1767225600"},
+			want:   map[string]string{v1alpha1.LabelManagedBy: "ragcanary", v1alpha1.LabelRun: "nightly-1767225600"}},
 		// Label values are at most 63 characters; run names up to 253.
 		{name: "a long run name is shortened", run: long, wantChanged: true,
-			want: map[string]string{LabelManagedBy: "ragcanary", LabelRun: schedule.LabelValue(long.Name)}},
+			want: map[string]string{v1alpha1.LabelManagedBy: "ragcanary", v1alpha1.LabelRun: schedule.LabelValue(long.Name)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,8 +69,8 @@ func TestWithRunSecretLabels(t *testing.T) {
 			if !maps.Equal(got, tc.want) || changed != tc.wantChanged {
 				t.Errorf("labels %v changed %v, want %v changed %v", got, changed, tc.want, tc.wantChanged)
 			}
-			if len(got[LabelRun]) > 63 {
-				t.Errorf("run label %d characters, more than a label value may hold", len(got[LabelRun]))
+			if len(got[v1alpha1.LabelRun]) > 63 {
+				t.Errorf("run label %d characters, more than a label value may hold", len(got[v1alpha1.LabelRun]))
 			}
 			if !maps.Equal(tc.labels, before) {
 				t.Error("the Secret's own label map was modified")
@@ -178,8 +178,8 @@ func TestRunSecretsAreLabelledAndTheirFinalizersReleasedByHand(t *testing.T) {
 		if err := c.Get(context.Background(), key, &s); err != nil {
 			t.Fatalf("reading Secret %s: %v", key.Name, err)
 		}
-		if s.Labels[LabelManagedBy] != "ragcanary" || s.Labels[LabelRun] != run.Name {
-			t.Errorf("Secret %s labels %v, want %s=ragcanary and %s=%s", key.Name, s.Labels, LabelManagedBy, LabelRun, run.Name)
+		if s.Labels[v1alpha1.LabelManagedBy] != "ragcanary" || s.Labels[v1alpha1.LabelRun] != run.Name {
+			t.Errorf("Secret %s labels %v, want %s=ragcanary and %s=%s", key.Name, s.Labels, v1alpha1.LabelManagedBy, v1alpha1.LabelRun, run.Name)
 		}
 		if !metav1.IsControlledBy(&s, got) {
 			t.Errorf("Secret %s is not owned by the run", key.Name)

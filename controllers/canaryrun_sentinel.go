@@ -21,10 +21,6 @@ import (
 // lifetime) → CleaningUp. Nothing is revoked. The steps here are the only
 // ones that differ from an ordinary run's.
 
-// ReasonSentinelSighting is the reason of the Warning event on a sentinel's
-// first sighting.
-const ReasonSentinelSighting = "SentinelSighting"
-
 // defaultSentinelLifetime is the CRD default of spec.sentinel.lifetime.
 const defaultSentinelLifetime = 24 * time.Hour
 
@@ -180,7 +176,7 @@ func (r *CanaryRunReconciler) recordSightings(rc *runCtx, snap probe.Snapshot) b
 		return false
 	}
 	if st.TotalSightings == 0 && len(snap.Sightings) > 0 {
-		r.Recorder.Eventf(run, nil, "Warning", ReasonSentinelSighting, "Probe", "%s", describeSighting(snap.Sightings[0]))
+		r.Recorder.Eventf(run, nil, "Warning", v1alpha1.ReasonSentinelSighting, "Probe", "%s", describeSighting(snap.Sightings[0]))
 	}
 	st.Sightings, st.TotalSightings = snap.Sightings, snap.SightingTotal
 	return true

@@ -180,7 +180,7 @@ func assertSightingSignals(t *testing.T, run *v1alpha1.CanaryRun, persona string
 	}
 	var warned int
 	for _, e := range list.Items {
-		if e.Reason == ReasonSentinelSighting && e.Regarding.Name == run.Name {
+		if e.Reason == v1alpha1.ReasonSentinelSighting && e.Regarding.Name == run.Name {
 			warned++
 			if e.Type != "Warning" || !strings.Contains(e.Note, persona) || !strings.Contains(e.Note, digestCarrier) {
 				t.Errorf("event %s %q, want a Warning naming %s and %s", e.Type, e.Note, persona, digestCarrier)
@@ -188,7 +188,7 @@ func assertSightingSignals(t *testing.T, run *v1alpha1.CanaryRun, persona string
 		}
 	}
 	if warned != 1 {
-		t.Errorf("%d %s events, want one (the first sighting)", warned, ReasonSentinelSighting)
+		t.Errorf("%d %s events, want one (the first sighting)", warned, v1alpha1.ReasonSentinelSighting)
 	}
 }
 
@@ -307,7 +307,7 @@ func TestSentinelCanaryReplantsAndCleansUp(t *testing.T) {
 	spec := sentinelSpec(ns, time.Second, "mallory")
 	spec.Probing.Surfaces = []v1alpha1.Surface{v1alpha1.SurfaceSearch}
 	canary := &v1alpha1.RevocationCanary{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sentinel", Annotations: map[string]string{v1alpha1.RunNowAnnotation: "now"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sentinel", Annotations: map[string]string{v1alpha1.AnnotationRunNow: "now"}},
 		Spec: v1alpha1.RevocationCanarySpec{
 			Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: time.Hour}}},
 			CanarySpec: spec,
@@ -328,7 +328,7 @@ func TestSentinelCanaryReplantsAndCleansUp(t *testing.T) {
 	}
 	firstPayload := crTokenPair(t, first).Payload
 	eventually(t, "the canary's SLOMet condition reading the isolated sentinel", func() error {
-		c := meta.FindStatusCondition(canaryGet(t, canary).Status.Conditions, ConditionSLOMet)
+		c := meta.FindStatusCondition(canaryGet(t, canary).Status.Conditions, v1alpha1.ConditionSLOMet)
 		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(v1alpha1.VerdictIsolated) {
 			return fmt.Errorf("SLOMet condition %+v", c)
 		}

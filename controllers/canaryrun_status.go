@@ -15,30 +15,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/revocation"
 )
 
-// CanaryRun condition types.
-const (
-	// ConditionComplete is True once the run reached Succeeded or Failed;
-	// its reason is the verdict.
-	ConditionComplete = "Complete"
-	// ConditionCleanupPending is True while the canary document could not
-	// yet be removed from the target.
-	ConditionCleanupPending = "CleanupPending"
-	// ConditionWaiting is True while a referenced object is missing or
-	// unusable; the run waits instead of failing (see resolveRefs).
-	ConditionWaiting = "Waiting"
-)
-
-// CanaryRun condition and event reasons. Verdict names are reasons too, and
-// missing references use ReasonCorpusNotFound and ReasonPersonaNotFound.
-const (
-	ReasonCleanupFailed    = "CleanupFailed"
-	ReasonCleanedUp        = "CleanedUp"
-	ReasonCleanupAbandoned = "CleanupAbandoned"
-	// ReasonCleanupRejected: the target refused the cleanup call; retrying
-	// the same call cannot help, so it is re-checked rarely.
-	ReasonCleanupRejected = "CleanupRejected"
-)
-
 // CanaryRunFinalizer removes the canary document from the target before a
 // run is deleted.
 const CanaryRunFinalizer = "ragcanary.dev/cleanup"

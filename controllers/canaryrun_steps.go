@@ -446,16 +446,12 @@ func (r *CanaryRunReconciler) sourceResult(rc *runCtx, what string, err error, d
 	// Retried on a short fixed delay, never past the deadline: controller
 	// backoff doubles without regard to it and could overshoot it by far.
 	msg := fmt.Sprintf("%s failed, retrying until %s: %v", what, deadline.UTC().Format(time.RFC3339), err)
-	setCondition(rc.run, ConditionWaiting, metav1.ConditionTrue, ReasonSourceRetrying, msg)
+	setCondition(rc.run, v1alpha1.ConditionWaiting, metav1.ConditionTrue, v1alpha1.ReasonSourceRetrying, msg)
 	return ctrl.Result{RequeueAfter: max(min(sourceRetry, deadline.Sub(rc.now)), 10*time.Millisecond)}, true, nil
 }
 
 // sourceRetry is how soon a transiently failed source-side step is retried.
 const sourceRetry = 2 * time.Second
-
-// ReasonSourceRetrying: a source-side step failed transiently and is retried
-// until the phase deadline.
-const ReasonSourceRetrying = "SourceRetrying"
 
 // onProblem is where a run maps a failure from the door: a planted target
 // no longer reachable ends the run Inconclusive; the user's problems
@@ -507,7 +503,7 @@ func (r *CanaryRunReconciler) waitUntil(rc *runCtx, w *target.Problem, res ctrl.
 	if !deadline.IsZero() && !rc.now.Before(deadline) && rc.run.Status.Phase != v1alpha1.PhaseAwaitingExclusion {
 		return r.conclude(rc, v1alpha1.VerdictSetupFailed, w.Message)
 	}
-	setCondition(rc.run, ConditionWaiting, metav1.ConditionTrue, w.Reason, w.Message)
+	setCondition(rc.run, v1alpha1.ConditionWaiting, metav1.ConditionTrue, w.Reason, w.Message)
 	rc.run.Status.Message = truncate(w.Message, 1024)
 	next := res.RequeueAfter
 	if !deadline.IsZero() {
@@ -517,12 +513,12 @@ func (r *CanaryRunReconciler) waitUntil(rc *runCtx, w *target.Problem, res ctrl.
 }
 
 func (r *CanaryRunReconciler) clearWaiting(rc *runCtx) {
-	c := meta.FindStatusCondition(rc.run.Status.Conditions, ConditionWaiting)
+	c := meta.FindStatusCondition(rc.run.Status.Conditions, v1alpha1.ConditionWaiting)
 	if c == nil {
 		return
 	}
 	if rc.run.Status.Message == c.Message {
 		rc.run.Status.Message = ""
 	}
-	meta.RemoveStatusCondition(&rc.run.Status.Conditions, ConditionWaiting)
+	meta.RemoveStatusCondition(&rc.run.Status.Conditions, v1alpha1.ConditionWaiting)
 }

@@ -43,19 +43,9 @@ const (
 	updatedPrefix = "rcupdated"
 )
 
-// Labels on the Secrets a run creates, so they can be told apart from the
-// user's and found by run (see docs/secrets.md).
-const (
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedBy      = "ragcanary"
-	// LabelRun names the run the Secret belongs to (shortened with a hash
-	// when the name is longer than a label value may be).
-	LabelRun = "ragcanary.dev/run"
-)
-
 // runSecretLabels are the labels of a Secret created for run.
 func runSecretLabels(run *v1alpha1.CanaryRun) map[string]string {
-	return map[string]string{LabelManagedBy: ManagedBy, LabelRun: schedule.LabelValue(run.Name)}
+	return map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelRun: schedule.LabelValue(run.Name)}
 }
 
 // withRunSecretLabels adds run's Secret labels to labels, keeping the others;

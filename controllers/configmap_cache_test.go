@@ -15,7 +15,6 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
-	"github.com/ragcanary/ragcanary/internal/suite"
 )
 
 // TestConfigMapsCachedAsMetadataOnly runs every reconciler with the
@@ -45,14 +44,14 @@ func TestConfigMapsCachedAsMetadataOnly(t *testing.T) {
 	opts.DefaultTransform = seen.recording(opts.DefaultTransform)
 	runReconcilers(t, cp.config, opts)
 
-	cp.waitReady(t, s, metav1.ConditionTrue, ReasonOnDemand)
+	cp.waitReady(t, s, metav1.ConditionTrue, v1alpha1.ReasonOnDemand)
 	// A duplicate case ID in the ConfigMap: only the metadata watch can
 	// bring the suite back, and only a fresh read can see the duplicate.
 	cases.Data["cases.yaml"] = yamlCases("vacation")
 	if err := cp.admin.Update(context.Background(), cases); err != nil {
 		t.Fatal(err)
 	}
-	cond := cp.waitReady(t, s, metav1.ConditionFalse, suite.ReasonInvalidCases)
+	cond := cp.waitReady(t, s, metav1.ConditionFalse, v1alpha1.ReasonInvalidCases)
 	if !strings.Contains(cond.Message, `"vacation"`) {
 		t.Errorf("message %q does not name the duplicate read from the edited ConfigMap", cond.Message)
 	}
@@ -60,7 +59,7 @@ func TestConfigMapsCachedAsMetadataOnly(t *testing.T) {
 	if err := cp.admin.Update(context.Background(), cases); err != nil {
 		t.Fatal(err)
 	}
-	cp.waitReady(t, s, metav1.ConditionTrue, ReasonOnDemand)
+	cp.waitReady(t, s, metav1.ConditionTrue, v1alpha1.ReasonOnDemand)
 	cp.runSuiteNow(t, s, "cached")
 
 	for _, cm := range []*corev1.ConfigMap{bulk, cases} {
@@ -146,7 +145,7 @@ func (cp *controlPlane) createSuiteWithCaseSource(t *testing.T, ns, configMap st
 // reads the suite's cases as it starts.
 func (cp *controlPlane) runSuiteNow(t *testing.T, s *v1alpha1.EvalSuite, token string) {
 	t.Helper()
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.RunNowAnnotation, token)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationRunNow, token)
 	if err := cp.admin.Patch(context.Background(), s, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
 	}

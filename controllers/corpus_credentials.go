@@ -27,7 +27,7 @@ func (r *CorpusReconciler) checkPersonaCredentials(ctx context.Context, corpus *
 	}
 	for i := range personas.Items {
 		_, err := r.Door.PersonaFor(ctx, resolved, &personas.Items[i])
-		if p, user := target.IsUserProblem(err); user && p.Reason != target.ReasonInvalidSurface {
+		if p, user := target.IsUserProblem(err); user && p.Reason != v1alpha1.ReasonInvalidSurface {
 			continue
 		}
 		if err != nil {

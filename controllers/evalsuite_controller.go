@@ -24,32 +24,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/suite"
 )
 
-// LabelSuite on a SuiteRun and its report ConfigMap names the EvalSuite
-// (schedule.LabelValue of the name). Listing also checks the controller
-// owner reference, so the label only narrows the query.
-const LabelSuite = "ragcanary.dev/suite"
-
-// ConditionPassed on an EvalSuite reports its latest finished run; on a
-// SuiteRun, whether the run passed.
-const ConditionPassed = "Passed"
-
-// Reasons on EvalSuite and SuiteRun conditions and events.
-const (
-	// ReasonOnDemand: the suite has no schedule and runs only on run-now.
-	ReasonOnDemand = "OnDemand"
-	// ReasonSuitePassed: every gate passed and every execution got a reply.
-	ReasonSuitePassed = "SuitePassed"
-	// ReasonSuiteFailed: the run finished and did not pass.
-	ReasonSuiteFailed = "SuiteFailed"
-	// ReasonDisclosureDetected: a persona got evidence outside its allowed set.
-	ReasonDisclosureDetected = "DisclosureDetected"
-	// ReasonProbeErrors: some executions got no usable reply, so the run
-	// cannot claim a pass.
-	ReasonProbeErrors = "ProbeErrors"
-	// ReasonGatesFailed: a quality or citation gate failed.
-	ReasonGatesFailed = "GatesFailed"
-)
-
 // Field indexes on EvalSuite, so a Corpus or case ConfigMap appearing or
 // changing re-evaluates the suites that reference it.
 const (
@@ -102,7 +76,7 @@ func (r *EvalSuiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 // first because they do not depend on the spec being usable: a suite with
 // broken cases still reports its last result.
 func (r *EvalSuiteReconciler) reconcileSuite(ctx context.Context, s *v1alpha1.EvalSuite) (ctrl.Result, error) {
-	runs, err := r.listRuns(ctx, &v1alpha1.SuiteRunList{}, s, LabelSuite, describeSuiteRun)
+	runs, err := r.listRuns(ctx, &v1alpha1.SuiteRunList{}, s, v1alpha1.LabelSuite, describeSuiteRun)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -173,7 +147,7 @@ func newSuiteRun(s *v1alpha1.EvalSuite, planned *schedule.Run) *v1alpha1.SuiteRu
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      planned.Name,
 			Namespace: s.Namespace,
-			Labels:    map[string]string{LabelSuite: schedule.LabelValue(s.Name)},
+			Labels:    map[string]string{v1alpha1.LabelSuite: schedule.LabelValue(s.Name)},
 		},
 		Spec: v1alpha1.SuiteRunSpec{SuiteRef: v1alpha1.LocalObjectReference{Name: s.Name}},
 	}
@@ -211,14 +185,14 @@ func summariseSuiteRun(run *v1alpha1.SuiteRun) *v1alpha1.SuiteRunSummary {
 // suitePassedCondition: Unknown before any run finished, then the latest
 // finished run's verdict.
 func suitePassedCondition(last *v1alpha1.SuiteRunSummary, generation int64) metav1.Condition {
-	c := metav1.Condition{Type: ConditionPassed, ObservedGeneration: generation}
+	c := metav1.Condition{Type: v1alpha1.ConditionPassed, ObservedGeneration: generation}
 	switch {
 	case last == nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonNoRunFinished, "no suite run has finished yet"
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, v1alpha1.ReasonNoRunFinished, "no suite run has finished yet"
 	case last.Passed:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonSuitePassed, fmt.Sprintf("run %s passed every gate", last.Name)
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.ReasonSuitePassed, fmt.Sprintf("run %s passed every gate", last.Name)
 	default:
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonSuiteFailed
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.ReasonSuiteFailed
 		c.Message = fmt.Sprintf("run %s did not pass (%d disclosures); see its status and report", last.Name, last.Disclosures)
 	}
 	return c
@@ -234,7 +208,7 @@ func (r *EvalSuiteReconciler) readiness(ctx context.Context, s *v1alpha1.EvalSui
 		parsed, err := schedule.Parse(*s.Spec.Schedule)
 		var invalid *schedule.InvalidError
 		if errors.As(err, &invalid) {
-			cond.Reason, cond.Message = ReasonInvalidSchedule, invalid.Message
+			cond.Reason, cond.Message = v1alpha1.ReasonInvalidSchedule, invalid.Message
 			return nil, cond, nil
 		}
 		sched = &parsed
@@ -255,11 +229,11 @@ func (r *EvalSuiteReconciler) readiness(ctx context.Context, s *v1alpha1.EvalSui
 	cond.Status = metav1.ConditionTrue
 	switch {
 	case ptrTrue(s.Spec.Suspend):
-		cond.Reason, cond.Message = ReasonSuspended, "the suite is suspended: no new runs are created"
+		cond.Reason, cond.Message = v1alpha1.ReasonSuspended, "the suite is suspended: no new runs are created"
 	case sched == nil:
-		cond.Reason, cond.Message = ReasonOnDemand, fmt.Sprintf("no schedule: set the %s annotation to run", v1alpha1.RunNowAnnotation)
+		cond.Reason, cond.Message = v1alpha1.ReasonOnDemand, fmt.Sprintf("no schedule: set the %s annotation to run", v1alpha1.AnnotationRunNow)
 	default:
-		cond.Reason, cond.Message = ReasonScheduled, fmt.Sprintf("runs are scheduled by %s", sched)
+		cond.Reason, cond.Message = v1alpha1.ReasonScheduled, fmt.Sprintf("runs are scheduled by %s", sched)
 	}
 	return sched, cond, nil
 }

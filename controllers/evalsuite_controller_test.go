@@ -16,7 +16,6 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/schedule"
-	"github.com/ragcanary/ragcanary/internal/suite"
 )
 
 // waitSuiteCondition waits until the suite's condition has status and reason.
@@ -49,8 +48,8 @@ func (f *suiteFixture) waitRunNowToken(token string) {
 // same token and once more after an unrelated change: one run exists.
 func TestEvalSuiteRunNowCreatesExactlyOneRun(t *testing.T) {
 	f := newSuiteFixture(t, ragtarget.Config{}, nil)
-	cond := f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonOnDemand)
-	if !strings.Contains(cond.Message, v1alpha1.RunNowAnnotation) {
+	cond := f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonOnDemand)
+	if !strings.Contains(cond.Message, v1alpha1.AnnotationRunNow) {
 		t.Errorf("on-demand message %q does not say how to run", cond.Message)
 	}
 	if got := f.getSuite().Status.NextScheduleTime; got != nil {
@@ -74,7 +73,7 @@ func TestEvalSuiteRunNowCreatesExactlyOneRun(t *testing.T) {
 		t.Fatalf("runs = %v, want exactly %s", runNames(runs), runNowName(f.suite.Name, "once"))
 	}
 	run := runs[0]
-	if !metav1.IsControlledBy(&run, f.getSuite()) || run.Labels[LabelSuite] != f.suite.Name {
+	if !metav1.IsControlledBy(&run, f.getSuite()) || run.Labels[v1alpha1.LabelSuite] != f.suite.Name {
 		t.Errorf("run %s is not owned and labelled by the suite: %v %v", run.Name, run.OwnerReferences, run.Labels)
 	}
 }
@@ -99,8 +98,8 @@ func TestEvalSuiteScheduleCreatesRun(t *testing.T) {
 	scheduleClock.SetTime(due.Add(time.Second))
 	f.poke()
 	run := f.waitFinishedRun(schedule.RunName(f.suite.Name, due))
-	if run.Annotations[AnnotationScheduledTime] != due.Format(time.RFC3339) {
-		t.Errorf("scheduled-time annotation = %q, want %s", run.Annotations[AnnotationScheduledTime], due.Format(time.RFC3339))
+	if run.Annotations[v1alpha1.AnnotationScheduledTime] != due.Format(time.RFC3339) {
+		t.Errorf("scheduled-time annotation = %q, want %s", run.Annotations[v1alpha1.AnnotationScheduledTime], due.Format(time.RFC3339))
 	}
 	eventually(t, "lastScheduleTime recorded", func() error {
 		s := f.getSuite()
@@ -149,7 +148,7 @@ func TestEvalSuiteInvalidRelevantNotAllowed(t *testing.T) {
 		s.Spec.Cases[1].Expectations[1].RelevantIDs = []string{salaryChunk}
 	})
 	f.runNow("blocked")
-	cond := f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, suite.ReasonInvalidCases)
+	cond := f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidCases)
 	for _, want := range []string{`"vacation"`, `"mallory"`, salaryChunk} {
 		if !strings.Contains(cond.Message, want) {
 			t.Errorf("message %q does not name %s", cond.Message, want)
@@ -166,7 +165,7 @@ func TestEvalSuiteCaseSources(t *testing.T) {
 		s.Spec.CaseSources = []v1alpha1.CaseSource{{ConfigMapRef: v1alpha1.LocalObjectReference{Name: "more-cases"}, Key: "cases.yaml"}}
 	})
 	f.runNow("blocked")
-	cond := f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, suite.ReasonConfigMapNotFound)
+	cond := f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConfigMapNotFound)
 	if !strings.Contains(cond.Message, `"more-cases"`) {
 		t.Errorf("message %q does not name the ConfigMap", cond.Message)
 	}
@@ -177,7 +176,7 @@ func TestEvalSuiteCaseSources(t *testing.T) {
 		Data:       map[string]string{"cases.yaml": yamlCases("vacation")},
 	}
 	f.create(cm)
-	cond = f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, suite.ReasonInvalidCases)
+	cond = f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidCases)
 	if !strings.Contains(cond.Message, `"vacation"`) || !strings.Contains(cond.Message, "more-cases") {
 		t.Errorf("message %q does not name the duplicate case and its ConfigMap", cond.Message)
 	}
@@ -187,7 +186,7 @@ func TestEvalSuiteCaseSources(t *testing.T) {
 	if err := k8sClient.Update(context.Background(), cm); err != nil {
 		t.Fatal(err)
 	}
-	f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonOnDemand)
+	f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonOnDemand)
 	// The pending run-now token is acted on once the suite is valid.
 	run := f.waitFinishedRun(runNowName(f.suite.Name, "blocked"))
 	if got := ptr.Deref(run.Status.Executions, -1); got != 5 {

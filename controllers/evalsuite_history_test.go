@@ -19,7 +19,7 @@ func TestSuiteRunOrderWithinOneSecond(t *testing.T) {
 		r.Status.Phase = v1alpha1.SuiteRunSucceeded
 		r.Status.CompletionTime = &metav1.Time{Time: second}
 		if annotate {
-			r.Annotations = map[string]string{AnnotationCompletedAt: second.Add(precise).Format(time.RFC3339Nano)}
+			r.Annotations = map[string]string{v1alpha1.AnnotationCompletedAt: second.Add(precise).Format(time.RFC3339Nano)}
 		}
 		return r
 	}

@@ -14,11 +14,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
 
-// LabelReport marks a run's report ConfigMap (its plan, report and frozen
-// evidence), so retention finds reports by label and never touches other
-// ConfigMaps of the suite.
-const LabelReport = "ragcanary.dev/report"
-
 // defaultReportHistoryLimit matches the CRD default of spec.reportHistoryLimit.
 const defaultReportHistoryLimit = 10
 
@@ -34,7 +29,7 @@ func (r *EvalSuiteReconciler) pruneReports(ctx context.Context, s *v1alpha1.Eval
 	}
 	var cms corev1.ConfigMapList
 	if err := r.APIReader.List(ctx, &cms, client.InNamespace(s.Namespace),
-		client.MatchingLabels{LabelSuite: schedule.LabelValue(s.Name), LabelReport: "true"}); err != nil {
+		client.MatchingLabels{v1alpha1.LabelSuite: schedule.LabelValue(s.Name), v1alpha1.LabelReport: "true"}); err != nil {
 		return err
 	}
 	var owned []corev1.ConfigMap
@@ -73,7 +68,7 @@ func (r *EvalSuiteReconciler) pruneReports(ctx context.Context, s *v1alpha1.Eval
 // reportTime is when a report was written: its completed-at annotation,
 // else (a run that never finished) its creation.
 func reportTime(cm corev1.ConfigMap) time.Time {
-	if t, err := time.Parse(time.RFC3339Nano, cm.Annotations[AnnotationCompletedAt]); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, cm.Annotations[v1alpha1.AnnotationCompletedAt]); err == nil {
 		return t
 	}
 	return cm.CreationTimestamp.Time

@@ -42,7 +42,7 @@ func TestReportsOutliveRunPruning(t *testing.T) {
 	last := f.getSuite().Status.LastRun.Name
 	eventually(t, "only the newest report kept", func() error {
 		var cms corev1.ConfigMapList
-		if err := k8sClient.List(context.Background(), &cms, client.InNamespace(f.ns), client.MatchingLabels{LabelReport: "true"}); err != nil {
+		if err := k8sClient.List(context.Background(), &cms, client.InNamespace(f.ns), client.MatchingLabels{v1alpha1.LabelReport: "true"}); err != nil {
 			return err
 		}
 		var names []string

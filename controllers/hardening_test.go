@@ -231,7 +231,7 @@ func TestHardeningActiveRunCap(t *testing.T) {
 	crCreate(t, canary)
 	t.Cleanup(func() { deleteAndWait(t, canary) })
 	f := &canaryFixture{t: t, ns: ns, canary: canary, created: canary.CreationTimestamp.UTC()}
-	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonScheduled)
+	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScheduled)
 
 	const steps = 12
 	for k := 1; k <= steps; k++ {
@@ -252,11 +252,11 @@ func TestHardeningActiveRunCap(t *testing.T) {
 	if got := unfinished(runs); len(runs) != maxActiveRuns || strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("runs %d, unfinished %v; want exactly the first %d scheduled runs %v", len(runs), got, maxActiveRuns, want)
 	}
-	got := f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonTooManyActiveRuns)
+	got := f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonTooManyActiveRuns)
 	t.Logf("Ready while held: %s", got.Message)
-	f.waitEvent(ReasonTooManyActiveRuns)
+	f.waitEvent(v1alpha1.ReasonTooManyActiveRuns)
 	// Events mark transitions: seven held reconciles (and their requeues) gave one.
-	if n := len(eventsWithReason(t, ns, canary.Name, ReasonTooManyActiveRuns)); n != 1 {
+	if n := len(eventsWithReason(t, ns, canary.Name, v1alpha1.ReasonTooManyActiveRuns)); n != 1 {
 		t.Errorf("%d TooManyActiveRuns events, want 1 for one hold", n)
 	}
 
@@ -459,8 +459,8 @@ func TestHardeningSetupDeadline(t *testing.T) {
 	if deletes == 0 {
 		t.Error("no DELETE of the canary document: cleanup was not attempted")
 	}
-	if c := meta.FindStatusCondition(got.Status.Conditions, ConditionCleanupPending); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonCleanedUp {
-		t.Errorf("CleanupPending %+v, want False/%s", c, ReasonCleanedUp)
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCleanupPending); c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonCleanedUp {
+		t.Errorf("CleanupPending %+v, want False/%s", c, v1alpha1.ReasonCleanedUp)
 	}
 }
 
@@ -483,8 +483,8 @@ func TestHardeningCleanupNotFoundIsDone(t *testing.T) {
 	run := crRun(t, ns, 10*time.Second, v1alpha1.SurfaceSearch)
 
 	got := crWaitDone(t, run)
-	if c := meta.FindStatusCondition(got.Status.Conditions, ConditionCleanupPending); c == nil || c.Status != metav1.ConditionFalse || c.Reason != ReasonCleanedUp {
-		t.Errorf("CleanupPending %+v, want False/%s", c, ReasonCleanedUp)
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCleanupPending); c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonCleanedUp {
+		t.Errorf("CleanupPending %+v, want False/%s", c, v1alpha1.ReasonCleanedUp)
 	}
 	// One DELETE, two if a status write conflicted: a 404 is final, not retried.
 	if n := tg.calls(http.MethodDelete); n < 1 || n > 2 {
@@ -513,8 +513,8 @@ func TestHardeningCleanupRejectedIsACondition(t *testing.T) {
 	var got *v1alpha1.CanaryRun
 	eventually(t, "CleanupPending=True/CleanupRejected", func() error {
 		got = crGet(t, run)
-		c := meta.FindStatusCondition(got.Status.Conditions, ConditionCleanupPending)
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonCleanupRejected {
+		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCleanupPending)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonCleanupRejected {
 			return fmt.Errorf("phase %s, CleanupPending %+v", got.Status.Phase, c)
 		}
 		return nil
@@ -532,8 +532,8 @@ func TestHardeningCleanupRejectedIsACondition(t *testing.T) {
 	})
 	t.Logf("DELETEs: %d until the rejection was reported, %d in the 3s after", start, tg.calls(http.MethodDelete)-start)
 	eventually(t, "CleanupRejected event", func() error {
-		if len(eventsWithReason(t, ns, run.Name, ReasonCleanupRejected)) == 0 {
-			return fmt.Errorf("no %s event", ReasonCleanupRejected)
+		if len(eventsWithReason(t, ns, run.Name, v1alpha1.ReasonCleanupRejected)) == 0 {
+			return fmt.Errorf("no %s event", v1alpha1.ReasonCleanupRejected)
 		}
 		return nil
 	})
@@ -556,7 +556,7 @@ func TestHardeningCleanupWithoutCorpusOrSecret(t *testing.T) {
 	tg := startCRTargetWith(t, ragtarget.Config{}, crTargetOptions{hold: true})
 	ns := crFixture(t, tg)
 	canary := newHardCanary(ns, v1alpha1.ForbidConcurrent, time.Hour)
-	canary.Annotations = map[string]string{v1alpha1.RunNowAnnotation: "now"}
+	canary.Annotations = map[string]string{v1alpha1.AnnotationRunNow: "now"}
 	scheduleClock.SetTime(time.Now())
 	crCreate(t, canary)
 	t.Cleanup(func() { deleteAndWait(t, canary) })

@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -60,7 +62,7 @@ func startRagtarget(t *testing.T, cfg ragtarget.Config) (*ragtarget.Service, str
 
 // credentialLabels mark a test Secret as a ragcanary credential.
 func credentialLabels() map[string]string {
-	return map[string]string{target.CredentialLabel: target.CredentialLabelValue}
+	return map[string]string{v1alpha1.LabelCredential: v1alpha1.LabelCredentialValue}
 }
 
 // createSecret stores one key in a credential Secret.

@@ -22,7 +22,7 @@ func TestCanaryGaugesWithoutReconciledCompletion(t *testing.T) {
 	f := newCanaryFixture(t, allCanaryRefs, func(c *v1alpha1.RevocationCanary) {
 		c.Spec.Schedule = v1alpha1.Schedule{Every: &metav1.Duration{Duration: 6 * time.Hour}}
 	})
-	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonScheduled)
+	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScheduled)
 	completed := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
 	canary := f.get()
 	before := canary.DeepCopy()

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 const personaCredential = "s3cr3t-persona-credential"
@@ -103,7 +102,7 @@ func TestPersonaIgnoresUnrelatedSecrets(t *testing.T) {
 	if err := k8sClient.Create(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
-	got := waitPersonaReady(t, persona, metav1.ConditionFalse, target.ReasonSecretNotLabeled)
+	got := waitPersonaReady(t, persona, metav1.ConditionFalse, v1alpha1.ReasonSecretNotLabeled)
 	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(c.Message, `ragcanary.dev/credential="true"`) {
 		t.Errorf("message %q does not name the label to add", c.Message)
 	}

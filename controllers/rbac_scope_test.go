@@ -29,7 +29,6 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
-	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // TestSecretAccessScopedToSecretNamespaces runs every reconciler as the
@@ -82,7 +81,7 @@ func TestSecretAccessScopedToSecretNamespaces(t *testing.T) {
 		metav1.ConditionTrue, v1alpha1.ReasonSecretFound)
 
 	for _, obj := range []client.Object{deniedCorpus, &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: denied, Name: "alice"}}} {
-		cond := cp.waitReady(t, obj, metav1.ConditionFalse, target.ReasonSecretAccessDenied)
+		cond := cp.waitReady(t, obj, metav1.ConditionFalse, v1alpha1.ReasonSecretAccessDenied)
 		if !strings.Contains(cond.Message, `"`+denied+`"`) || !strings.Contains(cond.Message, "secretNamespaces") {
 			t.Errorf("%T %s: message %q does not name the namespace and the chart value secretNamespaces", obj, obj.GetNamespace(), cond.Message)
 		}

@@ -27,11 +27,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
 
-// LabelCanary on a CanaryRun names the RevocationCanary that created it
-// (schedule.LabelValue of the name). Listing also checks the controller
-// owner reference, so the label only narrows the query.
-const LabelCanary = v1alpha1.LabelCanary
-
 // CanaryFinalizer holds a RevocationCanary being deleted until its runs are
 // gone. Each run's own finalizer (CanaryRunFinalizer) revokes and deletes
 // its canary document, so nothing the canary planted outlives it, whether
@@ -44,24 +39,6 @@ const CanaryFinalizer = "ragcanary.dev/runs"
 // through the owner watch; the retry covers runs orphaned by the garbage
 // collector, whose deletion is not mapped back to the canary.
 const runDeletionRetry = 5 * time.Second
-
-// ConditionSLOMet reports whether the latest finished run met its SLO.
-const ConditionSLOMet = "SLOMet"
-
-// Reasons on RevocationCanary conditions and events.
-const (
-	ReasonInvalidSchedule = "InvalidSchedule"
-	ReasonCorpusNotFound  = "CorpusNotFound"
-	ReasonPersonaNotFound = "PersonaNotFound"
-	ReasonScheduled       = "Scheduled"
-	ReasonSuspended       = "Suspended"
-	ReasonNoRunFinished   = "NoRunFinished"
-	ReasonNoVerdict       = "NoVerdict"
-	ReasonRunCreated      = "RunCreated"
-	ReasonRecovered       = "Recovered"
-	// ReasonTooManyActiveRuns: a due run waits because maxActiveRuns are active.
-	ReasonTooManyActiveRuns = "TooManyActiveRuns"
-)
 
 // maxActiveRuns caps a canary's unfinished runs. Under concurrencyPolicy
 // Allow, a schedule faster than a run lasts would otherwise create runs,
@@ -151,7 +128,7 @@ func (r *RevocationCanaryReconciler) finalize(ctx context.Context, canary *v1alp
 func (r *RevocationCanaryReconciler) deleteRuns(ctx context.Context, canary *v1alpha1.RevocationCanary) (int, error) {
 	var list v1alpha1.CanaryRunList
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(canary.Namespace),
-		client.MatchingLabels{LabelCanary: schedule.LabelValue(canary.Name)}); err != nil {
+		client.MatchingLabels{v1alpha1.LabelCanary: schedule.LabelValue(canary.Name)}); err != nil {
 		return 0, err
 	}
 	remaining := 0
@@ -189,7 +166,7 @@ func (r *RevocationCanaryReconciler) patchFinalizer(ctx context.Context, canary 
 // first because they do not depend on the spec being usable: a canary with
 // a broken reference still reports its last result.
 func (r *RevocationCanaryReconciler) reconcileCanary(ctx context.Context, canary *v1alpha1.RevocationCanary) (ctrl.Result, error) {
-	runs, err := r.listRuns(ctx, &v1alpha1.CanaryRunList{}, canary, LabelCanary, describeCanaryRun)
+	runs, err := r.listRuns(ctx, &v1alpha1.CanaryRunList{}, canary, v1alpha1.LabelCanary, describeCanaryRun)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -299,10 +276,10 @@ func summarise(run *v1alpha1.CanaryRun) *v1alpha1.RunSummary {
 // sloCondition: Unknown before any run finished, True when the latest run
 // met its SLO, otherwise False with the verdict as reason.
 func sloCondition(last *v1alpha1.RunSummary, generation int64) metav1.Condition {
-	c := metav1.Condition{Type: ConditionSLOMet, ObservedGeneration: generation}
+	c := metav1.Condition{Type: v1alpha1.ConditionSLOMet, ObservedGeneration: generation}
 	switch {
 	case last == nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonNoRunFinished, "no canary run has finished yet"
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, v1alpha1.ReasonNoRunFinished, "no canary run has finished yet"
 	case last.Verdict == v1alpha1.VerdictSLOMet:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, string(v1alpha1.VerdictSLOMet), fmt.Sprintf("run %s met its SLO", last.Name)
 	case last.Verdict == v1alpha1.VerdictIsolated:
@@ -319,7 +296,7 @@ func sloCondition(last *v1alpha1.RunSummary, generation int64) metav1.Condition 
 // the reason is never empty (which the API server rejects).
 func verdictReason(v v1alpha1.Verdict) string {
 	if v == "" {
-		return ReasonNoVerdict
+		return v1alpha1.ReasonNoVerdict
 	}
 	return string(v)
 }
@@ -337,10 +314,10 @@ func (r *RevocationCanaryReconciler) verdictEvent(canary *v1alpha1.RevocationCan
 	switch {
 	case latest.Verdict == prev:
 	case latest.Verdict == v1alpha1.VerdictSLOMet && previous != nil:
-		r.Recorder.Eventf(canary, nil, corev1.EventTypeNormal, ReasonRecovered, "RunFinished",
+		r.Recorder.Eventf(canary, nil, corev1.EventTypeNormal, v1alpha1.ReasonRecovered, "RunFinished",
 			"run %s met the SLO again after %s", latest.Name, verdictReason(prev))
 	case latest.Verdict == v1alpha1.VerdictIsolated && previous != nil:
-		r.Recorder.Eventf(canary, nil, corev1.EventTypeNormal, ReasonRecovered, "RunFinished",
+		r.Recorder.Eventf(canary, nil, corev1.EventTypeNormal, v1alpha1.ReasonRecovered, "RunFinished",
 			"sentinel run %s stayed isolated after %s", latest.Name, verdictReason(prev))
 	case latest.Verdict != v1alpha1.VerdictSLOMet && latest.Verdict != v1alpha1.VerdictIsolated:
 		reason := verdictReason(latest.Verdict)
@@ -356,7 +333,7 @@ func (r *RevocationCanaryReconciler) readiness(ctx context.Context, canary *v1al
 	sched, err := schedule.Parse(canary.Spec.Schedule)
 	var invalid *schedule.InvalidError
 	if errors.As(err, &invalid) {
-		cond.Reason, cond.Message = ReasonInvalidSchedule, invalid.Message
+		cond.Reason, cond.Message = v1alpha1.ReasonInvalidSchedule, invalid.Message
 		return sched, cond, nil
 	}
 	reason, message, err := r.missingReference(ctx, canary)
@@ -364,9 +341,9 @@ func (r *RevocationCanaryReconciler) readiness(ctx context.Context, canary *v1al
 		cond.Reason, cond.Message = reason, message
 		return sched, cond, err
 	}
-	cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonScheduled, fmt.Sprintf("runs are scheduled by %s", sched)
+	cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ReasonScheduled, fmt.Sprintf("runs are scheduled by %s", sched)
 	if ptrTrue(canary.Spec.Suspend) {
-		cond.Reason, cond.Message = ReasonSuspended, "the canary is suspended: no new runs are created"
+		cond.Reason, cond.Message = v1alpha1.ReasonSuspended, "the canary is suspended: no new runs are created"
 	}
 	return sched, cond, nil
 }
@@ -377,13 +354,13 @@ func (r *RevocationCanaryReconciler) missingReference(ctx context.Context, canar
 	spec := canary.Spec.CanarySpec
 	found, err := r.exists(ctx, &v1alpha1.Corpus{}, canary.Namespace, spec.CorpusRef.Name)
 	if err != nil || !found {
-		return ReasonCorpusNotFound, fmt.Sprintf("Corpus %q does not exist in namespace %q: create it or fix spec.corpusRef",
+		return v1alpha1.ReasonCorpusNotFound, fmt.Sprintf("Corpus %q does not exist in namespace %q: create it or fix spec.corpusRef",
 			spec.CorpusRef.Name, canary.Namespace), err
 	}
 	for _, ref := range personaRefs(canary) {
 		found, err := r.exists(ctx, &v1alpha1.Persona{}, canary.Namespace, ref.name)
 		if err != nil || !found {
-			return ReasonPersonaNotFound, fmt.Sprintf("Persona %q does not exist in namespace %q: create it or fix %s",
+			return v1alpha1.ReasonPersonaNotFound, fmt.Sprintf("Persona %q does not exist in namespace %q: create it or fix %s",
 				ref.name, canary.Namespace, ref.field), err
 		}
 	}
@@ -439,7 +416,7 @@ func canaryParent(canary *v1alpha1.RevocationCanary, sched *schedule.Schedule) s
 // held back by maxActiveRuns.
 func heldByCap(canary *v1alpha1.RevocationCanary) bool {
 	c := meta.FindStatusCondition(canary.Status.Conditions, v1alpha1.ConditionReady)
-	return c != nil && c.Reason == ReasonTooManyActiveRuns
+	return c != nil && c.Reason == v1alpha1.ReasonTooManyActiveRuns
 }
 
 // newCanaryRun builds the run with the canary spec copied as it is now, so
@@ -450,7 +427,7 @@ func newCanaryRun(canary *v1alpha1.RevocationCanary, planned *schedule.Run) *v1a
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      planned.Name,
 			Namespace: canary.Namespace,
-			Labels:    map[string]string{LabelCanary: schedule.LabelValue(canary.Name)},
+			Labels:    map[string]string{v1alpha1.LabelCanary: schedule.LabelValue(canary.Name)},
 			// Set at creation, so planting need not patch it on: one write
 			// fewer per run.
 			Finalizers: []string{CanaryRunFinalizer},

@@ -268,7 +268,7 @@ func (f *canaryFixture) createOwnedRun(name string) {
 	canary := f.get()
 	run := &v1alpha1.CanaryRun{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name,
-			Labels: map[string]string{LabelCanary: canary.Name}},
+			Labels: map[string]string{v1alpha1.LabelCanary: canary.Name}},
 		Spec: v1alpha1.CanaryRunSpec{CanarySpec: canary.Spec.CanarySpec},
 	}
 	run.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(canary, v1alpha1.GroupVersion.WithKind("RevocationCanary"))}
@@ -300,8 +300,8 @@ func (f *canaryFixture) waitEvent(reason string) {
 // runs.
 func TestRevocationCanaryCreatesRunsOnSchedule(t *testing.T) {
 	f := newCanaryFixture(t, allCanaryRefs, nil)
-	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonScheduled)
-	f.waitCondition(ConditionSLOMet, metav1.ConditionUnknown, ReasonNoRunFinished)
+	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScheduled)
+	f.waitCondition(v1alpha1.ConditionSLOMet, metav1.ConditionUnknown, v1alpha1.ReasonNoRunFinished)
 	f.waitNext(f.created.Add(time.Hour))
 	if runs := f.runs(); len(runs) != 0 {
 		t.Fatalf("runs before the first scheduled time: %v", runs)
@@ -322,13 +322,13 @@ func TestRevocationCanaryCreatesRunsOnSchedule(t *testing.T) {
 	if ref := metav1.GetControllerOf(run); ref == nil || ref.UID != f.canary.UID {
 		t.Errorf("run controller = %+v, want the canary", ref)
 	}
-	if run.Labels[LabelCanary] != f.canary.Name {
-		t.Errorf("run label %s = %q, want %q", LabelCanary, run.Labels[LabelCanary], f.canary.Name)
+	if run.Labels[v1alpha1.LabelCanary] != f.canary.Name {
+		t.Errorf("run label %s = %q, want %q", v1alpha1.LabelCanary, run.Labels[v1alpha1.LabelCanary], f.canary.Name)
 	}
 	if run.Spec.PersonaRef.Name != "alice" || run.Spec.ExclusionSLO == nil || run.Spec.ExclusionSLO.Duration != 30*time.Second {
 		t.Errorf("run spec not copied from the canary: %+v", run.Spec)
 	}
-	f.waitEvent(ReasonRunCreated)
+	f.waitEvent(v1alpha1.ReasonRunCreated)
 
 	// The next hour: the finished first run does not block the second.
 	f.finishRun(first, v1alpha1.PhaseSucceeded, v1alpha1.VerdictSLOMet, f.created.Add(time.Hour+time.Minute))
@@ -392,7 +392,7 @@ func TestRevocationCanaryReplace(t *testing.T) {
 // many times fall due, and catches up with one run when resumed.
 func TestRevocationCanarySuspend(t *testing.T) {
 	f := newCanaryFixture(t, allCanaryRefs, func(c *v1alpha1.RevocationCanary) { c.Spec.Suspend = ptr.To(true) })
-	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonSuspended)
+	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonSuspended)
 
 	f.at(3*time.Hour + time.Second)
 	// A spec change is the sync point: its generation is observed only by
@@ -416,7 +416,7 @@ func TestRevocationCanaryRunNow(t *testing.T) {
 	f.waitNext(f.created.Add(time.Hour))
 	f.at(10 * time.Minute)
 
-	f.patchAnnotation(v1alpha1.RunNowAnnotation, "first")
+	f.patchAnnotation(v1alpha1.AnnotationRunNow, "first")
 	firstRun := schedule.RunNowName(f.canary.Name, "first")
 	f.waitRuns(firstRun)
 	got := f.waitStatus("lastRunNowToken first", func(c *v1alpha1.RevocationCanary) error {
@@ -437,7 +437,7 @@ func TestRevocationCanaryRunNow(t *testing.T) {
 	}
 
 	f.finishRun(firstRun, v1alpha1.PhaseSucceeded, v1alpha1.VerdictSLOMet, f.created.Add(11*time.Minute))
-	f.patchAnnotation(v1alpha1.RunNowAnnotation, "second")
+	f.patchAnnotation(v1alpha1.AnnotationRunNow, "second")
 	secondRun := schedule.RunNowName(f.canary.Name, "second")
 	f.waitRuns(firstRun, secondRun)
 
@@ -486,7 +486,7 @@ func TestRevocationCanaryInvalidSchedule(t *testing.T) {
 	f := newCanaryFixture(t, allCanaryRefs, func(c *v1alpha1.RevocationCanary) {
 		c.Spec.Schedule = v1alpha1.Schedule{Cron: "61 * * * *"}
 	})
-	cond := f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonInvalidSchedule)
+	cond := f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidSchedule)
 	if want := "five fields"; !containsEvery(cond.Message, "61 * * * *", want) {
 		t.Errorf("message %q should quote the expression and say %q", cond.Message, want)
 	}
@@ -497,14 +497,14 @@ func TestRevocationCanaryInvalidSchedule(t *testing.T) {
 	}
 
 	f.patchSpec(`{"schedule":{"cron":"@hourly"}}`)
-	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonScheduled)
+	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScheduled)
 	if f.get().Status.NextScheduleTime == nil {
 		t.Error("a valid schedule shows no next schedule time")
 	}
 
 	// Broken again: the next time is withdrawn, since no run will start.
 	f.patchSpec(`{"schedule":{"cron":"@every 100ms"}}`)
-	cond = f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonInvalidSchedule)
+	cond = f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidSchedule)
 	if !containsEvery(cond.Message, "at least 1s") {
 		t.Errorf("message %q should give the minimum interval", cond.Message)
 	}
@@ -519,7 +519,7 @@ func TestRevocationCanaryInvalidSchedule(t *testing.T) {
 // the due run starts.
 func TestRevocationCanaryMissingReferences(t *testing.T) {
 	f := newCanaryFixture(t, canaryRefs{persona: true}, nil)
-	cond := f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonCorpusNotFound)
+	cond := f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonCorpusNotFound)
 	if !containsEvery(cond.Message, `"corpus"`, "spec.corpusRef") {
 		t.Errorf("message %q should name the corpus and the field to fix", cond.Message)
 	}
@@ -530,7 +530,7 @@ func TestRevocationCanaryMissingReferences(t *testing.T) {
 	}
 
 	f.createCorpus()
-	cond = f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonPersonaNotFound)
+	cond = f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPersonaNotFound)
 	if !containsEvery(cond.Message, `"mallory"`, "spec.controlPersonaRefs") {
 		t.Errorf("message %q should name the control persona and the field", cond.Message)
 	}
@@ -539,7 +539,7 @@ func TestRevocationCanaryMissingReferences(t *testing.T) {
 	}
 
 	f.createPersona("mallory")
-	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonScheduled)
+	f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScheduled)
 	f.waitRuns(f.scheduledName(time.Hour))
 }
 
@@ -548,7 +548,7 @@ func TestRevocationCanaryMissingReferences(t *testing.T) {
 // verdict changing emits SLOBreached then Recovered.
 func TestRevocationCanaryLastRunAndSLOMet(t *testing.T) {
 	f := newCanaryFixture(t, allCanaryRefs, nil)
-	f.waitCondition(ConditionSLOMet, metav1.ConditionUnknown, ReasonNoRunFinished)
+	f.waitCondition(v1alpha1.ConditionSLOMet, metav1.ConditionUnknown, v1alpha1.ReasonNoRunFinished)
 
 	f.createOwnedRun("met")
 	run := f.getRun("met")
@@ -568,7 +568,7 @@ func TestRevocationCanaryLastRunAndSLOMet(t *testing.T) {
 	if err := k8sClient.Status().Patch(context.Background(), run, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	f.waitCondition(ConditionSLOMet, metav1.ConditionTrue, string(v1alpha1.VerdictSLOMet))
+	f.waitCondition(v1alpha1.ConditionSLOMet, metav1.ConditionTrue, string(v1alpha1.VerdictSLOMet))
 	last := f.get().Status.LastRun
 	switch {
 	case last == nil || last.Name != "met" || last.Verdict != v1alpha1.VerdictSLOMet:
@@ -587,7 +587,7 @@ func TestRevocationCanaryLastRunAndSLOMet(t *testing.T) {
 
 	f.createOwnedRun("breached")
 	f.finishRun("breached", v1alpha1.PhaseSucceeded, v1alpha1.VerdictSLOBreached, completed.Add(time.Hour))
-	cond := f.waitCondition(ConditionSLOMet, metav1.ConditionFalse, string(v1alpha1.VerdictSLOBreached))
+	cond := f.waitCondition(v1alpha1.ConditionSLOMet, metav1.ConditionFalse, string(v1alpha1.VerdictSLOBreached))
 	if !containsEvery(cond.Message, "breached") {
 		t.Errorf("SLOMet message %q should name the run", cond.Message)
 	}
@@ -595,8 +595,8 @@ func TestRevocationCanaryLastRunAndSLOMet(t *testing.T) {
 
 	f.createOwnedRun("recovered")
 	f.finishRun("recovered", v1alpha1.PhaseSucceeded, v1alpha1.VerdictSLOMet, completed.Add(2*time.Hour))
-	f.waitCondition(ConditionSLOMet, metav1.ConditionTrue, string(v1alpha1.VerdictSLOMet))
-	f.waitEvent(ReasonRecovered)
+	f.waitCondition(v1alpha1.ConditionSLOMet, metav1.ConditionTrue, string(v1alpha1.VerdictSLOMet))
+	f.waitEvent(v1alpha1.ReasonRecovered)
 }
 
 // TestRevocationCanaryLongNameRuns: a canary name longer than a label value
@@ -619,8 +619,8 @@ func TestRevocationCanaryLongNameRuns(t *testing.T) {
 		}
 		return nil
 	})
-	if got := f.getRun(name).Labels[LabelCanary]; got != schedule.LabelValue(long) || len(got) > schedule.MaxNameLength {
-		t.Errorf("run label %s = %q, want the %d-character label value %q", LabelCanary, got, schedule.MaxNameLength, schedule.LabelValue(long))
+	if got := f.getRun(name).Labels[v1alpha1.LabelCanary]; got != schedule.LabelValue(long) || len(got) > schedule.MaxNameLength {
+		t.Errorf("run label %s = %q, want the %d-character label value %q", v1alpha1.LabelCanary, got, schedule.MaxNameLength, schedule.LabelValue(long))
 	}
 }
 

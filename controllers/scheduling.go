@@ -33,11 +33,6 @@ import (
 // internal/schedule. Each kind supplies only what differs: how to read a
 // run's phase and how to build a new run.
 
-// AnnotationScheduledTime on a CanaryRun or SuiteRun is the RFC 3339 scheduled time
-// it was created for, so the last schedule time can be recovered from
-// the runs themselves if status is lost or read stale.
-const AnnotationScheduledTime = "ragcanary.dev/scheduled-time"
-
 // maxActiveInStatus is status.active's MaxItems: a longer list would fail
 // the status write and turn into a retry loop.
 const maxActiveInStatus = 10
@@ -206,7 +201,7 @@ func (c *createdRuns) observed(parent types.UID, run string) {
 }
 
 func (r *childRuns) add(run childRun) {
-	if t, err := time.Parse(time.RFC3339, run.obj.GetAnnotations()[AnnotationScheduledTime]); err == nil && t.After(r.lastScheduled) {
+	if t, err := time.Parse(time.RFC3339, run.obj.GetAnnotations()[v1alpha1.AnnotationScheduledTime]); err == nil && t.After(r.lastScheduled) {
 		r.lastScheduled = t
 	}
 	if run.finished {
@@ -420,7 +415,7 @@ func (s runScheduler) input(p scheduledParent, runs childRuns) schedule.Input {
 	if t := *p.status.lastScheduleTime; t != nil && t.After(last) {
 		last = t.Time
 	}
-	annotation := p.obj.GetAnnotations()[v1alpha1.RunNowAnnotation]
+	annotation := p.obj.GetAnnotations()[v1alpha1.AnnotationRunNow]
 	lastToken := *p.status.lastRunNowToken
 	if token, pending := schedule.PendingRunNow(annotation, lastToken); pending && runs.has(schedule.RunNowName(p.obj.GetName(), token)) {
 		// The status write that recorded the token may not be read back
@@ -463,10 +458,10 @@ func (s runScheduler) holdBack(p scheduledParent, active int) {
 		active, p.maxActive)
 	if p.status.conditions != nil {
 		meta.SetStatusCondition(p.status.conditions, metav1.Condition{Type: v1alpha1.ConditionReady,
-			Status: metav1.ConditionTrue, Reason: ReasonTooManyActiveRuns, Message: msg, ObservedGeneration: p.obj.GetGeneration()})
+			Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonTooManyActiveRuns, Message: msg, ObservedGeneration: p.obj.GetGeneration()})
 	}
 	if _, announced := s.held.LoadOrStore(p.obj.GetUID(), true); !p.wasHeld && !announced {
-		s.recorder.Eventf(p.obj, nil, corev1.EventTypeWarning, ReasonTooManyActiveRuns, "HoldRun", "%s", msg)
+		s.recorder.Eventf(p.obj, nil, corev1.EventTypeWarning, v1alpha1.ReasonTooManyActiveRuns, "HoldRun", "%s", msg)
 	}
 }
 
@@ -482,7 +477,7 @@ func (s runScheduler) create(ctx context.Context, p scheduledParent, planned *sc
 		if annotations == nil {
 			annotations = map[string]string{}
 		}
-		annotations[AnnotationScheduledTime] = planned.Scheduled.UTC().Format(time.RFC3339)
+		annotations[v1alpha1.AnnotationScheduledTime] = planned.Scheduled.UTC().Format(time.RFC3339)
 		run.SetAnnotations(annotations)
 	}
 	if err := controllerutil.SetControllerReference(p.obj, run, s.client.Scheme()); err != nil {
@@ -501,7 +496,7 @@ func (s runScheduler) create(ctx context.Context, p scheduledParent, planned *sc
 	default:
 		s.created.expect(p.obj.GetUID(), run.GetName())
 		log.FromContext(ctx).Info("created run", "run", run.GetName())
-		s.recorder.Eventf(p.obj, run, corev1.EventTypeNormal, ReasonRunCreated, "CreateRun", "created run %s", run.GetName())
+		s.recorder.Eventf(p.obj, run, corev1.EventTypeNormal, v1alpha1.ReasonRunCreated, "CreateRun", "created run %s", run.GetName())
 		*p.status.active = appendActive(*p.status.active, run.GetName())
 	}
 	if !planned.Scheduled.IsZero() && (!existed || planned.RunNowToken == "") {

@@ -24,7 +24,7 @@ func TestListRunsFallsBackUntilTheCacheShowsTheCreatedRun(t *testing.T) {
 	canary := &v1alpha1.RevocationCanary{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: types.UID("canary-uid")}}
 	run := func(name string) *v1alpha1.CanaryRun {
 		r := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
-			Labels: map[string]string{LabelCanary: "c"}}}
+			Labels: map[string]string{v1alpha1.LabelCanary: "c"}}}
 		yes := true
 		r.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RevocationCanary",
 			Name: "c", UID: canary.UID, Controller: &yes}}
@@ -42,7 +42,7 @@ func TestListRunsFallsBackUntilTheCacheShowsTheCreatedRun(t *testing.T) {
 
 	names := func() []string {
 		t.Helper()
-		runs, err := p.listRuns(ctx, &v1alpha1.CanaryRunList{}, canary, LabelCanary, describeCanaryRun)
+		runs, err := p.listRuns(ctx, &v1alpha1.CanaryRunList{}, canary, v1alpha1.LabelCanary, describeCanaryRun)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestListRunsFallsBackUntilTheCacheShowsTheCreatedRun(t *testing.T) {
 		}}).Build()
 	p.Client = failing
 	p.created.expect(canary.UID, "c-1")
-	if _, err := p.listRuns(ctx, &v1alpha1.CanaryRunList{}, canary, LabelCanary, describeCanaryRun); err == nil {
+	if _, err := p.listRuns(ctx, &v1alpha1.CanaryRunList{}, canary, v1alpha1.LabelCanary, describeCanaryRun); err == nil {
 		t.Fatal("a failing cache read must be an error")
 	}
 	if want, pending := p.created.pending(canary.UID); !pending || want != "c-1" {

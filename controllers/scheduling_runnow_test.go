@@ -33,7 +33,7 @@ func newRunNowCase(t *testing.T) runNowCase {
 	canary := &v1alpha1.RevocationCanary{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "ns", Name: "c", UID: types.UID("canary-uid"),
 		CreationTimestamp: metav1.Time{Time: created},
-		Annotations:       map[string]string{v1alpha1.RunNowAnnotation: "second"},
+		Annotations:       map[string]string{v1alpha1.AnnotationRunNow: "second"},
 	}}
 	canary.Status.LastRunNowToken = "first"
 	sched, err := schedule.Parse(v1alpha1.Schedule{Cron: "@hourly"})

@@ -123,7 +123,7 @@ func needLeader(r shard.Replica) *bool {
 func drainAsked() predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectNew.GetLabels()[shard.LabelDrain] == "true" && e.ObjectOld.GetLabels()[shard.LabelDrain] != "true"
+			return e.ObjectNew.GetLabels()[v1alpha1.LabelShardDrain] == "true" && e.ObjectOld.GetLabels()[v1alpha1.LabelShardDrain] != "true"
 		},
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },

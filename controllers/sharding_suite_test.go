@@ -17,7 +17,6 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/schedule"
-	"github.com/ragcanary/ragcanary/internal/shard"
 )
 
 // TestShardedSuiteMoves moves an hourly EvalSuite and its SuiteRuns from
@@ -110,8 +109,8 @@ func waitSuiteOwned(t *testing.T, f *suiteFixture, owner string) {
 			objs = append(objs, &r)
 		}
 		for _, o := range objs {
-			if l := o.GetLabels(); l[shard.LabelOwner] != owner || l[shard.LabelDrain] != "" {
-				return fmt.Errorf("%s has shard labels owner=%q drain=%q", o.GetName(), l[shard.LabelOwner], l[shard.LabelDrain])
+			if l := o.GetLabels(); l[v1alpha1.LabelShardOwner] != owner || l[v1alpha1.LabelShardDrain] != "" {
+				return fmt.Errorf("%s has shard labels owner=%q drain=%q", o.GetName(), l[v1alpha1.LabelShardOwner], l[v1alpha1.LabelShardDrain])
 			}
 		}
 		return nil
@@ -148,7 +147,7 @@ func watchShardLabels(t *testing.T, ns string) *shardLabelHistory {
 				}
 				obj := ev.Object.(client.Object)
 				h.mu.Lock()
-				h.owners[obj.GetName()] = append(h.owners[obj.GetName()], obj.GetLabels()[shard.LabelOwner])
+				h.owners[obj.GetName()] = append(h.owners[obj.GetName()], obj.GetLabels()[v1alpha1.LabelShardOwner])
 				h.mu.Unlock()
 			}
 		}()

@@ -276,7 +276,7 @@ func shardTestCanary(name string) *v1alpha1.RevocationCanary {
 	spec := crRunSpec(shardTestNamespace, 5*time.Minute).Spec.CanarySpec
 	return &v1alpha1.RevocationCanary{
 		ObjectMeta: metav1.ObjectMeta{Namespace: shardTestNamespace, Name: name,
-			Annotations: map[string]string{v1alpha1.RunNowAnnotation: "first"}},
+			Annotations: map[string]string{v1alpha1.AnnotationRunNow: "first"}},
 		Spec: v1alpha1.RevocationCanarySpec{
 			Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: time.Hour}}},
 			CanarySpec: spec,
@@ -294,8 +294,8 @@ func waitShardRun(t *testing.T, canary, owner string, phase v1alpha1.CanaryPhase
 		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: shardTestNamespace, Name: canary}, &c); err != nil {
 			return err
 		}
-		if c.Labels[shard.LabelOwner] != owner {
-			return fmt.Errorf("canary owned by %q", c.Labels[shard.LabelOwner])
+		if c.Labels[v1alpha1.LabelShardOwner] != owner {
+			return fmt.Errorf("canary owned by %q", c.Labels[v1alpha1.LabelShardOwner])
 		}
 		var runs v1alpha1.CanaryRunList
 		if err := k8sClient.List(context.Background(), &runs, client.InNamespace(shardTestNamespace)); err != nil {
@@ -305,8 +305,8 @@ func waitShardRun(t *testing.T, canary, owner string, phase v1alpha1.CanaryPhase
 			return fmt.Errorf("%d runs", len(runs.Items))
 		}
 		r := runs.Items[0]
-		if r.Labels[shard.LabelOwner] != owner || r.Status.Phase != phase {
-			return fmt.Errorf("run owned by %q in phase %q", r.Labels[shard.LabelOwner], r.Status.Phase)
+		if r.Labels[v1alpha1.LabelShardOwner] != owner || r.Status.Phase != phase {
+			return fmt.Errorf("run owned by %q in phase %q", r.Labels[v1alpha1.LabelShardOwner], r.Status.Phase)
 		}
 		got = &r
 		return nil

@@ -18,23 +18,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
-// Condition and reasons of a run's fixture removal.
-const (
-	// ConditionFixtureRemoved on a SuiteRun with a fixture is True once
-	// every planted document and membership is gone from the target.
-	ConditionFixtureRemoved = "FixtureRemoved"
-	// ReasonFixtureRemoved: everything planted was removed.
-	ReasonFixtureRemoved = "FixtureRemoved"
-	// ReasonFixtureRemovalFailed: the target failed a removal; retried.
-	ReasonFixtureRemovalFailed = "FixtureRemovalFailed"
-	// ReasonFixtureRemovalPending: the run ended before it could use a
-	// fixture an earlier attempt planted; removal follows.
-	ReasonFixtureRemovalPending = "FixtureRemovalPending"
-	// ReasonFixtureAbandoned: the run was deleted and its corpus or plan no
-	// longer resolves, so planted documents may remain at the target.
-	ReasonFixtureAbandoned = "FixtureAbandoned"
-)
-
 // fixtureRetry is how soon a failed fixture removal is tried again.
 const fixtureRetry = 30 * time.Second
 
@@ -54,9 +37,9 @@ func (r *SuiteRunReconciler) retryFixtureRemoval(ctx context.Context, run *v1alp
 	before := run.DeepCopy()
 	var abandon *abandonError
 	if errors.As(err, &abandon) {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ReasonFixtureAbandoned, "Cleanup",
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, v1alpha1.ReasonFixtureAbandoned, "Cleanup",
 			"fixture documents under prefix %s may remain at the target: %s", fixturePrefix(run), abandon.msg)
-		setRunCondition(run, ConditionFixtureRemoved, metav1.ConditionFalse, ReasonFixtureAbandoned,
+		setRunCondition(run, v1alpha1.ConditionFixtureRemoved, metav1.ConditionFalse, v1alpha1.ReasonFixtureAbandoned,
 			truncateMessage("planted fixture documents may remain at the target: "+abandon.msg))
 		if err := patchStatus(ctx, r.Client, before, run, before.Status, run.Status); err != nil {
 			return ctrl.Result{}, err
@@ -64,7 +47,7 @@ func (r *SuiteRunReconciler) retryFixtureRemoval(ctx context.Context, run *v1alp
 		return ctrl.Result{}, r.releaseRun(ctx, run)
 	}
 	if err != nil {
-		setRunCondition(run, ConditionFixtureRemoved, metav1.ConditionFalse, ReasonFixtureRemovalFailed,
+		setRunCondition(run, v1alpha1.ConditionFixtureRemoved, metav1.ConditionFalse, v1alpha1.ReasonFixtureRemovalFailed,
 			truncateMessage("removing the fixture failed, retrying: "+suite.ErrorText(err)))
 		return ctrl.Result{RequeueAfter: fixtureRetry}, patchStatus(ctx, r.Client, before, run, before.Status, run.Status)
 	}
@@ -88,7 +71,7 @@ func (r *SuiteRunReconciler) finalize(ctx context.Context, run *v1alpha1.SuiteRu
 	switch {
 	case errors.As(err, &abandon):
 		log.FromContext(ctx).Info("fixture removal abandoned: planted documents may remain at the target", "reason", abandon.msg)
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ReasonFixtureAbandoned, "Cleanup",
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, v1alpha1.ReasonFixtureAbandoned, "Cleanup",
 			"fixture documents under prefix %s may remain at the target: %s", fixturePrefix(run), abandon.msg)
 	case err != nil:
 		return ctrl.Result{RequeueAfter: fixtureRetry}, nil
@@ -141,7 +124,7 @@ func markRemoved(run *v1alpha1.SuiteRun) {
 	if run.Status.Fixture != nil {
 		run.Status.Fixture.Removed = true
 	}
-	setRunCondition(run, ConditionFixtureRemoved, metav1.ConditionTrue, ReasonFixtureRemoved,
+	setRunCondition(run, v1alpha1.ConditionFixtureRemoved, metav1.ConditionTrue, v1alpha1.ReasonFixtureRemoved,
 		"every planted fixture document and membership was removed from the target")
 }
 

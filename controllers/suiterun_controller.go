@@ -23,16 +23,6 @@ import (
 // or not. (The same type name as the CanaryRun's Complete condition.)
 const conditionRunComplete = "Complete"
 
-// Reasons on SuiteRun conditions.
-const (
-	// ReasonRunning: executions are in progress.
-	ReasonRunning = "Running"
-	// ReasonFinished: every execution was attempted and scored.
-	ReasonFinished = "Finished"
-	// ReasonSuiteNotFound: the run's suite does not exist.
-	ReasonSuiteNotFound = "SuiteNotFound"
-)
-
 // suiteNotFoundGrace is how long a run waits for its suite before failing:
 // a suite and a hand-written run applied together may arrive in any order.
 const suiteNotFoundGrace = 10 * time.Second
@@ -98,7 +88,7 @@ func (r *SuiteRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	var done *runOutcome
 	if s == nil {
-		done = failedOutcome(ReasonSuiteNotFound, "EvalSuite %q does not exist in namespace %q", run.Spec.SuiteRef.Name, run.Namespace)
+		done = failedOutcome(v1alpha1.ReasonSuiteNotFound, "EvalSuite %q does not exist in namespace %q", run.Spec.SuiteRef.Name, run.Namespace)
 	} else if done, err = r.execute(ctx, &run, s); err != nil {
 		// Transient: nothing was recorded, so the retry starts afresh.
 		return ctrl.Result{}, err
@@ -153,7 +143,7 @@ func (r *SuiteRunReconciler) start(ctx context.Context, run *v1alpha1.SuiteRun) 
 	before := run.DeepCopy()
 	run.Status.Phase = v1alpha1.SuiteRunRunning
 	run.Status.StartTime = &metav1.Time{Time: r.Clock.Now()}
-	setRunCondition(run, conditionRunComplete, metav1.ConditionFalse, ReasonRunning, "executing the suite's cases")
+	setRunCondition(run, conditionRunComplete, metav1.ConditionFalse, v1alpha1.ReasonRunning, "executing the suite's cases")
 	return patchStatus(ctx, r.Client, before, run, before.Status, run.Status)
 }
 

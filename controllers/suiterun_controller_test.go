@@ -173,7 +173,7 @@ func goldenSuite(ns string) *v1alpha1.EvalSuite {
 // runNow sets the run-now annotation to token.
 func (f *suiteFixture) runNow(token string) {
 	f.t.Helper()
-	f.patchSuite(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.RunNowAnnotation, token))
+	f.patchSuite(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationRunNow, token))
 }
 
 // poke changes an unrelated annotation so the controller reconciles now.
@@ -285,8 +285,8 @@ func TestSuiteRunPassesWhenEveryPersonaSeesItsEvidence(t *testing.T) {
 	if run.Status.Phase != v1alpha1.SuiteRunSucceeded {
 		t.Fatalf("phase = %s, want Succeeded; status %+v", run.Status.Phase, run.Status)
 	}
-	requireCondition(t, run.Status.Conditions, ConditionPassed, metav1.ConditionTrue, ReasonSuitePassed)
-	requireCondition(t, run.Status.Conditions, conditionRunComplete, metav1.ConditionTrue, ReasonFinished)
+	requireCondition(t, run.Status.Conditions, v1alpha1.ConditionPassed, metav1.ConditionTrue, v1alpha1.ReasonSuitePassed)
+	requireCondition(t, run.Status.Conditions, conditionRunComplete, metav1.ConditionTrue, v1alpha1.ReasonFinished)
 	if ptr.Deref(run.Status.Executions, -1) != 4 || ptr.Deref(run.Status.Disclosures, -1) != 0 || ptr.Deref(run.Status.ProbeErrors, -1) != 0 {
 		t.Errorf("executions/disclosures/probeErrors = %d/%d/%d, want 4/0/0",
 			ptr.Deref(run.Status.Executions, -1), ptr.Deref(run.Status.Disclosures, -1), ptr.Deref(run.Status.ProbeErrors, -1))
@@ -336,7 +336,7 @@ func TestSuiteRunPassesWhenEveryPersonaSeesItsEvidence(t *testing.T) {
 		if s.Status.LastRun == nil || s.Status.LastRun.Name != run.Name || !s.Status.LastRun.Passed {
 			return fmt.Errorf("lastRun is %+v", s.Status.LastRun)
 		}
-		if !meta.IsStatusConditionTrue(s.Status.Conditions, ConditionPassed) {
+		if !meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionPassed) {
 			return fmt.Errorf("conditions are %+v", s.Status.Conditions)
 		}
 		return nil
@@ -369,8 +369,8 @@ func checkReport(t *testing.T, ns string, run *v1alpha1.SuiteRun, wantCases []st
 	if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].Kind != "EvalSuite" || cm.OwnerReferences[0].Name != run.Spec.SuiteRef.Name {
 		t.Errorf("report ConfigMap owners = %+v, want the EvalSuite only", cm.OwnerReferences)
 	}
-	if cm.Annotations[AnnotationRunUID] != string(run.UID) {
-		t.Errorf("report ConfigMap names run %q, want %q", cm.Annotations[AnnotationRunUID], run.UID)
+	if cm.Annotations[v1alpha1.AnnotationRunUID] != string(run.UID) {
+		t.Errorf("report ConfigMap names run %q, want %q", cm.Annotations[v1alpha1.AnnotationRunUID], run.UID)
 	}
 	// The frozen evidence is stored as ragcanary eval --replay reads it.
 	ev, err := scoring.ReadEvidence(strings.NewReader(cm.Data[suite.EvidenceKey]))
@@ -412,7 +412,7 @@ func TestSuiteRunFailsWhenTheTargetLeaks(t *testing.T) {
 	if run.Status.Phase != v1alpha1.SuiteRunFailed {
 		t.Fatalf("phase = %s, want Failed", run.Status.Phase)
 	}
-	requireCondition(t, run.Status.Conditions, ConditionPassed, metav1.ConditionFalse, ReasonDisclosureDetected)
+	requireCondition(t, run.Status.Conditions, v1alpha1.ConditionPassed, metav1.ConditionFalse, v1alpha1.ReasonDisclosureDetected)
 	if got := ptr.Deref(run.Status.Disclosures, 0); got < 1 {
 		t.Errorf("disclosures = %d, want ≥ 1", got)
 	}
@@ -445,7 +445,7 @@ func TestSuiteRunFailsWhenTheTargetLeaks(t *testing.T) {
 		t.Errorf("no_forbidden gate = %+v, want failed", g)
 	}
 	checkPersonaGauge(t, "ragcanary_suite_disclosure_rate_ratio", f.ns, "mallory", ptr.To(1.0))
-	waitEvent(t, f.ns, run.Name, ReasonDisclosureDetected)
+	waitEvent(t, f.ns, run.Name, v1alpha1.ReasonDisclosureDetected)
 }
 
 // TestSuiteRunProbeErrorsNeverPass injects a 503 into every persona call:
@@ -457,7 +457,7 @@ func TestSuiteRunProbeErrorsNeverPass(t *testing.T) {
 	if run.Status.Phase != v1alpha1.SuiteRunFailed {
 		t.Fatalf("phase = %s, want Failed", run.Status.Phase)
 	}
-	requireCondition(t, run.Status.Conditions, ConditionPassed, metav1.ConditionFalse, ReasonProbeErrors)
+	requireCondition(t, run.Status.Conditions, v1alpha1.ConditionPassed, metav1.ConditionFalse, v1alpha1.ReasonProbeErrors)
 	if ptr.Deref(run.Status.ProbeErrors, -1) != 4 || ptr.Deref(run.Status.Executions, -1) != 4 {
 		t.Errorf("probeErrors/executions = %d/%d, want 4/4", ptr.Deref(run.Status.ProbeErrors, -1), ptr.Deref(run.Status.Executions, -1))
 	}

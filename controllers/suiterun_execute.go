@@ -115,13 +115,6 @@ func userOutcome(err error) (*runOutcome, error) {
 	return nil, err
 }
 
-// ReasonReportConflict: the report ConfigMap's name is taken by another object.
-const ReasonReportConflict = "ReportConflict"
-
-// AnnotationRunUID on a report ConfigMap names the run that wrote it: the
-// ConfigMap is owned by the suite, so the owner cannot say which run.
-const AnnotationRunUID = "ragcanary.dev/run-uid"
-
 // reportName is the run's report ConfigMap: run names are at most 63
 // characters, so the suffix always fits.
 func reportName(run *v1alpha1.SuiteRun) string { return run.Name + "-report" }
@@ -133,7 +126,7 @@ func reportName(run *v1alpha1.SuiteRun) string { return run.Name + "-report" }
 func (r *SuiteRunReconciler) plan(ctx context.Context, run *v1alpha1.SuiteRun, s *v1alpha1.EvalSuite) (*suite.Plan, string, *runOutcome, error) {
 	cm, err := r.reportConfigMap(ctx, run)
 	if errors.Is(err, errReportTaken) {
-		return nil, "", failedOutcome(ReasonReportConflict, "ConfigMap %q exists and is not this run's report: delete or rename it", reportName(run)), nil
+		return nil, "", failedOutcome(v1alpha1.ReasonReportConflict, "ConfigMap %q exists and is not this run's report: delete or rename it", reportName(run)), nil
 	}
 	if err != nil {
 		return nil, "", nil, err
@@ -166,12 +159,12 @@ func (r *SuiteRunReconciler) plan(ctx context.Context, run *v1alpha1.SuiteRun, s
 		return nil, "", nil, err
 	}
 	if len(b) > suite.MaxReportBytes/2 {
-		return nil, "", failedOutcome(suite.ReasonInvalidCases,
+		return nil, "", failedOutcome(v1alpha1.ReasonInvalidCases,
 			"the frozen suite is %d bytes, more than the %d a run can store: use fewer cases or a smaller fixture", len(b), suite.MaxReportBytes/2), nil
 	}
 	if err := r.storeReport(ctx, run, s, map[string]string{suite.PlanKey: string(b)}); err != nil {
 		if errors.Is(err, errReportTaken) {
-			return nil, "", failedOutcome(ReasonReportConflict, "ConfigMap %q exists and is not this run's report: delete or rename it", reportName(run)), nil
+			return nil, "", failedOutcome(v1alpha1.ReasonReportConflict, "ConfigMap %q exists and is not this run's report: delete or rename it", reportName(run)), nil
 		}
 		return nil, "", nil, err
 	}
@@ -193,7 +186,7 @@ func (r *SuiteRunReconciler) reportConfigMap(ctx context.Context, run *v1alpha1.
 	if err != nil {
 		return nil, err
 	}
-	if cm.Annotations[AnnotationRunUID] != string(run.UID) {
+	if cm.Annotations[v1alpha1.AnnotationRunUID] != string(run.UID) {
 		return nil, errReportTaken
 	}
 	return &cm, nil
@@ -215,8 +208,8 @@ func (r *SuiteRunReconciler) storeReport(ctx context.Context, run *v1alpha1.Suit
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: reportName(run), Namespace: run.Namespace,
-			Labels:      map[string]string{LabelSuite: schedule.LabelValue(s.Name), LabelReport: "true"},
-			Annotations: map[string]string{AnnotationRunUID: string(run.UID)}},
+			Labels:      map[string]string{v1alpha1.LabelSuite: schedule.LabelValue(s.Name), v1alpha1.LabelReport: "true"},
+			Annotations: map[string]string{v1alpha1.AnnotationRunUID: string(run.UID)}},
 		Data: data,
 	}
 	if err := controllerutil.SetOwnerReference(s, cm, r.Scheme()); err != nil {
@@ -247,7 +240,7 @@ func (r *SuiteRunReconciler) writeReport(ctx context.Context, run *v1alpha1.Suit
 	existing.Data, existing.BinaryData = data, nil
 	// Report retention orders reports by this, not by their creation time
 	// (whole seconds) or name (hashed).
-	existing.Annotations[AnnotationCompletedAt] = r.Clock.Now().UTC().Format(time.RFC3339Nano)
+	existing.Annotations[v1alpha1.AnnotationCompletedAt] = r.Clock.Now().UTC().Format(time.RFC3339Nano)
 	return r.Update(ctx, existing)
 }
 

@@ -61,9 +61,9 @@ func (f *suiteFixture) plantedDocs(prefix string) []string {
 func TestFixtureNotVisibleFailsAndRemoves(t *testing.T) {
 	f := newSuiteFixture(t, neverSyncing, withFixture(2*time.Second))
 	run := waitRunReleased(t, client.ObjectKeyFromObject(f.createRun("invisible-1")))
-	c := meta.FindStatusCondition(run.Status.Conditions, ConditionPassed)
-	if run.Status.Phase != v1alpha1.SuiteRunFailed || c == nil || c.Reason != suite.ReasonFixtureNotVisible || !strings.Contains(c.Message, "zebra-memo") {
-		t.Fatalf("phase %s, Passed %+v; want Failed with %s naming zebra-memo", run.Status.Phase, c, suite.ReasonFixtureNotVisible)
+	c := meta.FindStatusCondition(run.Status.Conditions, v1alpha1.ConditionPassed)
+	if run.Status.Phase != v1alpha1.SuiteRunFailed || c == nil || c.Reason != v1alpha1.ReasonFixtureNotVisible || !strings.Contains(c.Message, "zebra-memo") {
+		t.Fatalf("phase %s, Passed %+v; want Failed with %s naming zebra-memo", run.Status.Phase, c, v1alpha1.ReasonFixtureNotVisible)
 	}
 	if run.Status.Executions != nil {
 		t.Errorf("executions = %d, want unset: nothing was asked", *run.Status.Executions)
@@ -124,7 +124,7 @@ func TestInvalidFixtureAndV2CasesMarkTheSuite(t *testing.T) {
 			v1alpha1.FixtureDocument{ID: "rule-v1", VersionOf: "rule", Body: "old", ValidTo: "2026-08-01T00:00:00Z"},
 			v1alpha1.FixtureDocument{ID: "rule-v2", VersionOf: "rule", Body: "new", ValidFrom: "2026-07-01T00:00:00Z"})
 	})
-	c := f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, suite.ReasonInvalidCases)
+	c := f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidCases)
 	if !strings.Contains(c.Message, `versions "rule-v1" and "rule-v2" of document "rule" have overlapping validity intervals`) {
 		t.Errorf("message %q does not name the versions and the field", c.Message)
 	}
@@ -139,7 +139,7 @@ func TestInvalidFixtureAndV2CasesMarkTheSuite(t *testing.T) {
 	f.patchSuite(`{"spec":{"fixture":null,"caseSources":[{"configMapRef":{"name":"v2-cases"},"key":"cases.yaml"}]}}`)
 	eventually(t, "InvalidCases naming the v2 case", func() error {
 		c := meta.FindStatusCondition(f.getSuite().Status.Conditions, v1alpha1.ConditionReady)
-		if c == nil || c.Reason != suite.ReasonInvalidCases || !strings.Contains(c.Message, `case "hotel"`) ||
+		if c == nil || c.Reason != v1alpha1.ReasonInvalidCases || !strings.Contains(c.Message, `case "hotel"`) ||
 			!strings.Contains(c.Message, `action "refuse" is unknown`) {
 			return fmt.Errorf("Ready is %+v", c)
 		}
@@ -157,7 +157,7 @@ func TestFixtureFromConfigMap(t *testing.T) {
 		s.Spec.Cases = append(s.Spec.Cases, v1alpha1.EvalCase{ID: "zebras", Question: "Where do zebras graze?", AskAnswer: true,
 			Expectations: []v1alpha1.Expectation{{Persona: "alice", Action: "answer", RequiredEvidence: []string{"zebra-memo"}}}})
 	})
-	f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, suite.ReasonConfigMapNotFound)
+	f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConfigMapNotFound)
 	f.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "policy-fixture"},
 		Data: map[string]string{suite.DefaultFixtureKey: `
 documents:
@@ -167,7 +167,7 @@ documents:
 `}})
 	// Ready only if zebra-memo, known from the ConfigMap alone, is derived
 	// into alice's allowed evidence: requiredEvidence must lie inside it.
-	f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonOnDemand)
+	f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonOnDemand)
 	var cm corev1.ConfigMap
 	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "policy-fixture"}, &cm); err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ documents:
 	if err := k8sClient.Update(context.Background(), &cm); err != nil {
 		t.Fatal(err)
 	}
-	c := f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, suite.ReasonInvalidCases)
+	c := f.waitSuiteCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidCases)
 	if !strings.Contains(c.Message, `ConfigMap "policy-fixture" key "fixture.yaml"`) || !strings.Contains(c.Message, "principal") {
 		t.Errorf("message %q does not name the ConfigMap key and the unknown field", c.Message)
 	}

@@ -77,13 +77,13 @@ func TestMatchedCasesClusterLiveReplay(t *testing.T) {
 	mustCreate(t, run)
 
 	run = waitRunReleased(t, client.ObjectKeyFromObject(run))
-	if c := meta.FindStatusCondition(run.Status.Conditions, ConditionPassed); c == nil || strings.HasPrefix(c.Reason, "Fixture") {
+	if c := meta.FindStatusCondition(run.Status.Conditions, v1alpha1.ConditionPassed); c == nil || strings.HasPrefix(c.Reason, "Fixture") {
 		t.Fatalf("run did not evaluate: Passed condition %+v", c)
 	}
 	if f := run.Status.Fixture; f == nil || !f.Removed || f.Documents != 10 || f.Groups != 2 {
 		t.Errorf("status.fixture = %+v, want 10 documents and 2 groups, removed", f)
 	}
-	if !meta.IsStatusConditionTrue(run.Status.Conditions, ConditionFixtureRemoved) {
+	if !meta.IsStatusConditionTrue(run.Status.Conditions, v1alpha1.ConditionFixtureRemoved) {
 		t.Errorf("FixtureRemoved condition not True: %+v", run.Status.Conditions)
 	}
 	for id := range svc.SourceDocuments() {

@@ -42,7 +42,7 @@ func TestRunKeepsItsPlan(t *testing.T) {
 	// Another run's report under this name is never taken over.
 	other := run.DeepCopy()
 	other.UID = types.UID("ffffffff-0000-0000-0000-000000000000")
-	if _, _, out, err := r.plan(ctx, other, edited); err != nil || out == nil || out.reason != ReasonReportConflict {
-		t.Errorf("plan for a run not owning the report: %v %+v, want %s", err, out, ReasonReportConflict)
+	if _, _, out, err := r.plan(ctx, other, edited); err != nil || out == nil || out.reason != v1alpha1.ReasonReportConflict {
+		t.Errorf("plan for a run not owning the report: %v %+v, want %s", err, out, v1alpha1.ReasonReportConflict)
 	}
 }

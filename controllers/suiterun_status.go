@@ -32,19 +32,13 @@ func (r *SuiteRunReconciler) finish(ctx context.Context, run *v1alpha1.SuiteRun,
 	if err := patchStatus(ctx, r.Client, before, run, before.Status, run.Status); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	passed := meta.IsStatusConditionTrue(run.Status.Conditions, ConditionPassed)
+	passed := meta.IsStatusConditionTrue(run.Status.Conditions, v1alpha1.ConditionPassed)
 	log.FromContext(ctx).Info("suite run finished", "passed", passed, "executions", ptr.Deref(run.Status.Executions, 0),
 		"disclosures", ptr.Deref(run.Status.Disclosures, 0), "probeErrors", ptr.Deref(run.Status.ProbeErrors, 0))
 	r.completionEvents(run)
 	recordSuiteMetrics(run, s, out)
 	return nil
 }
-
-// AnnotationCompletedAt on a finished SuiteRun is its completion time with
-// sub-second precision. status.completionTime has whole seconds, and two
-// runs finishing within one second (run-now in quick succession) must
-// still be ordered, or history pruning could delete the newest run.
-const AnnotationCompletedAt = "ragcanary.dev/completed-at"
 
 // annotateCompletion records the precise completion time before the status
 // write that finishes the run.
@@ -53,7 +47,7 @@ func (r *SuiteRunReconciler) annotateCompletion(ctx context.Context, run *v1alph
 	if run.Annotations == nil {
 		run.Annotations = map[string]string{}
 	}
-	run.Annotations[AnnotationCompletedAt] = now.UTC().Format(time.RFC3339Nano)
+	run.Annotations[v1alpha1.AnnotationCompletedAt] = now.UTC().Format(time.RFC3339Nano)
 	return r.Patch(ctx, run, client.MergeFrom(before))
 }
 
@@ -61,7 +55,7 @@ func (r *SuiteRunReconciler) annotateCompletion(ctx context.Context, run *v1alph
 // completed-at annotation when it agrees with status to the second.
 func preciseCompletion(run *v1alpha1.SuiteRun) time.Time {
 	coarse := completionOr(run.Status.CompletionTime, run)
-	precise, err := time.Parse(time.RFC3339Nano, run.Annotations[AnnotationCompletedAt])
+	precise, err := time.Parse(time.RFC3339Nano, run.Annotations[v1alpha1.AnnotationCompletedAt])
 	if err != nil || !precise.Truncate(time.Second).Equal(coarse.Truncate(time.Second)) {
 		return coarse
 	}
@@ -73,15 +67,15 @@ func finishedStatus(run *v1alpha1.SuiteRun, out *runOutcome, now metav1.Time) {
 	st := &run.Status
 	st.CompletionTime = &now
 	st.ObservedGeneration = run.Generation
-	setRunCondition(run, conditionRunComplete, metav1.ConditionTrue, ReasonFinished, "the run finished")
+	setRunCondition(run, conditionRunComplete, metav1.ConditionTrue, v1alpha1.ReasonFinished, "the run finished")
 	st.CasesHash = out.casesHash
 	switch {
 	case st.Fixture == nil:
 	case !out.fixtureRemoval:
-		setRunCondition(run, ConditionFixtureRemoved, metav1.ConditionFalse, ReasonFixtureRemovalPending,
+		setRunCondition(run, v1alpha1.ConditionFixtureRemoved, metav1.ConditionFalse, v1alpha1.ReasonFixtureRemovalPending,
 			"an earlier attempt planted the fixture; removing it")
 	case out.fixtureLeft != nil:
-		setRunCondition(run, ConditionFixtureRemoved, metav1.ConditionFalse, ReasonFixtureRemovalFailed,
+		setRunCondition(run, v1alpha1.ConditionFixtureRemoved, metav1.ConditionFalse, v1alpha1.ReasonFixtureRemovalFailed,
 			truncateMessage("removing the fixture failed, retrying: "+suite.ErrorText(out.fixtureLeft)))
 	default:
 		markRemoved(run)
@@ -91,7 +85,7 @@ func finishedStatus(run *v1alpha1.SuiteRun, out *runOutcome, now metav1.Time) {
 	}
 	if out.result == nil {
 		st.Phase = v1alpha1.SuiteRunFailed
-		setRunCondition(run, ConditionPassed, metav1.ConditionFalse, out.reason, out.message)
+		setRunCondition(run, v1alpha1.ConditionPassed, metav1.ConditionFalse, out.reason, out.message)
 		return
 	}
 	res := out.result
@@ -105,11 +99,11 @@ func finishedStatus(run *v1alpha1.SuiteRun, out *runOutcome, now metav1.Time) {
 	reason, message := passedReason(*res)
 	if res.Passed {
 		st.Phase = v1alpha1.SuiteRunSucceeded
-		setRunCondition(run, ConditionPassed, metav1.ConditionTrue, reason, message)
+		setRunCondition(run, v1alpha1.ConditionPassed, metav1.ConditionTrue, reason, message)
 		return
 	}
 	st.Phase = v1alpha1.SuiteRunFailed
-	setRunCondition(run, ConditionPassed, metav1.ConditionFalse, reason, message)
+	setRunCondition(run, v1alpha1.ConditionPassed, metav1.ConditionFalse, reason, message)
 }
 
 // passedReason explains the verdict. A disclosure outranks probe errors,
@@ -119,15 +113,15 @@ func passedReason(res suite.Result) (string, string) {
 	failed := failedGates(res)
 	switch {
 	case res.Passed:
-		return ReasonSuitePassed, fmt.Sprintf("all %d executions replied and every gate passed", res.Executions)
+		return v1alpha1.ReasonSuitePassed, fmt.Sprintf("all %d executions replied and every gate passed", res.Executions)
 	case res.Disclosures > 0 && slices.Contains(failed, scoring.GateNoForbidden):
-		return ReasonDisclosureDetected, fmt.Sprintf("%d of %d executions returned or cited forbidden evidence; see failingCases",
+		return v1alpha1.ReasonDisclosureDetected, fmt.Sprintf("%d of %d executions returned or cited forbidden evidence; see failingCases",
 			res.Disclosures, res.Executions)
 	case len(res.Errored) > 0:
-		return ReasonProbeErrors, fmt.Sprintf("%d of %d executions got no usable reply; they were not scored and the run cannot pass",
+		return v1alpha1.ReasonProbeErrors, fmt.Sprintf("%d of %d executions got no usable reply; they were not scored and the run cannot pass",
 			len(res.Errored), res.Executions)
 	default:
-		return ReasonGatesFailed, fmt.Sprintf("gates failed: %v", failed)
+		return v1alpha1.ReasonGatesFailed, fmt.Sprintf("gates failed: %v", failed)
 	}
 }
 
@@ -151,17 +145,17 @@ func setRunCondition(run *v1alpha1.SuiteRun, condType string, status metav1.Cond
 // constant reasons; a disclosure gets its own warning so it can be alerted
 // on apart from other failures.
 func (r *SuiteRunReconciler) completionEvents(run *v1alpha1.SuiteRun) {
-	cond := meta.FindStatusCondition(run.Status.Conditions, ConditionPassed)
+	cond := meta.FindStatusCondition(run.Status.Conditions, v1alpha1.ConditionPassed)
 	if cond == nil {
 		return
 	}
 	if cond.Status == metav1.ConditionTrue {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, ReasonSuitePassed, "RunFinished", "%s", cond.Message)
+		r.Recorder.Eventf(run, nil, corev1.EventTypeNormal, v1alpha1.ReasonSuitePassed, "RunFinished", "%s", cond.Message)
 		return
 	}
-	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ReasonSuiteFailed, "RunFinished", "%s: %s", cond.Reason, cond.Message)
+	r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, v1alpha1.ReasonSuiteFailed, "RunFinished", "%s: %s", cond.Reason, cond.Message)
 	if disclosures := ptr.Deref(run.Status.Disclosures, 0); disclosures > 0 {
-		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, ReasonDisclosureDetected, "RunFinished",
+		r.Recorder.Eventf(run, nil, corev1.EventTypeWarning, v1alpha1.ReasonDisclosureDetected, "RunFinished",
 			"%d executions disclosed forbidden evidence", disclosures)
 	}
 }

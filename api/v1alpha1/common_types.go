@@ -102,36 +102,3 @@ type Scheduling struct {
 	// +kubebuilder:validation:Maximum=100
 	FailedRunsHistoryLimit *int32 `json:"failedRunsHistoryLimit,omitempty"`
 }
-
-// RunNowAnnotation on a RevocationCanary or EvalSuite asks for one run at
-// once; its value is any new string (for example a timestamp), so setting it
-// again to a new value asks for another run.
-const RunNowAnnotation = "ragcanary.dev/run-now"
-
-// Condition types used across kinds.
-const (
-	// ConditionReady summarises whether the object is usable.
-	ConditionReady = "Ready"
-)
-
-// Reasons used across kinds.
-const (
-	ReasonSecretNotFound = "SecretNotFound"
-	ReasonKeyNotFound    = "KeyNotFound"
-	ReasonSecretFound    = "CredentialFound"
-)
-
-// Corpus Ready reasons.
-const (
-	// ReasonReachable: the target answered its capabilities check with a supported contract.
-	ReasonReachable = "Reachable"
-	// ReasonUnreachable: the target could not be reached or failed the check.
-	ReasonUnreachable = "Unreachable"
-	// ReasonContractMismatch: the target speaks a contract version ragcanary does not.
-	ReasonContractMismatch = "ContractMismatch"
-	// ReasonCredentialRejected: the target refused the corpus credential.
-	ReasonCredentialRejected = "CredentialRejected"
-	// ReasonPermissionsSchemaMismatch: the permissions backend's schema lacks
-	// a definition or relation the corpus's mapping names.
-	ReasonPermissionsSchemaMismatch = "PermissionsSchemaMismatch"
-)

@@ -74,22 +74,6 @@ type PostgresDriver struct {
 	Statements *PostgresStatements `json:"statements,omitempty"`
 }
 
-// Ready reasons of a Postgres corpus's health check.
-const (
-	// ReasonStatementInvalid: a statement (named in the message) does not
-	// prepare, takes more parameters than its operation passes, or search
-	// returns other columns than (chunk id, document id, score).
-	ReasonStatementInvalid = "StatementInvalid"
-	// ReasonReaderBypassesRLS: the reader role is a superuser, has
-	// BYPASSRLS, or owns the reference tables without forced row-level
-	// security, so every isolation result would be meaningless.
-	ReasonReaderBypassesRLS = "ReaderBypassesRLS"
-	// ReasonReaderNotCaughtUp: the reader is a standby still replaying
-	// what the writer holds (the schema the operator just created); a
-	// wait, re-checked within seconds, not a statement to fix.
-	ReasonReaderNotCaughtUp = "ReaderNotCaughtUp"
-)
-
 // PostgresStatements are parameterised SQL statements, one per operation;
 // an unset one uses the reference schema's. Parameters are documented in
 // docs/postgres.md; a statement may use a prefix of its operation's.

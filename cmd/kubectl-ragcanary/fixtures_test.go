@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/cli"
 )
 
 // testNow is the clock of every invocation: output is reproducible.
@@ -173,7 +172,7 @@ func runOf(canary *v1alpha1.RevocationCanary, name string) *v1alpha1.CanaryRun {
 	return &v1alpha1.CanaryRun{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: canary.Namespace, Name: name,
-			Labels: map[string]string{cli.LabelCanary: canary.Name},
+			Labels: map[string]string{v1alpha1.LabelCanary: canary.Name},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1alpha1.GroupVersion.String(), Kind: "RevocationCanary",
 				Name: canary.Name, UID: canary.UID, Controller: ptr.To(true),
@@ -217,7 +216,7 @@ func createSuite(t *testing.T, ns, name, corpus string, setStatus func(*v1alpha1
 func createSuiteRun(t *testing.T, suite *v1alpha1.EvalSuite, name string, setStatus func(*v1alpha1.SuiteRun)) *v1alpha1.SuiteRun {
 	t.Helper()
 	return createWithStatus(t, &v1alpha1.SuiteRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: suite.Namespace, Name: name, Labels: map[string]string{cli.LabelSuite: suite.Name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: suite.Namespace, Name: name, Labels: map[string]string{v1alpha1.LabelSuite: suite.Name},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "EvalSuite",
 				Name: suite.Name, UID: suite.UID, Controller: ptr.To(true)}}},
 		Spec: v1alpha1.SuiteRunSpec{SuiteRef: v1alpha1.LocalObjectReference{Name: suite.Name}},

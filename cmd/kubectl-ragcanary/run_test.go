@@ -21,7 +21,7 @@ func runNowAnnotation(t *testing.T, obj client.Object) string {
 	if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 		t.Fatalf("reading %s: %v", obj.GetName(), err)
 	}
-	return obj.GetAnnotations()[v1alpha1.RunNowAnnotation]
+	return obj.GetAnnotations()[v1alpha1.AnnotationRunNow]
 }
 
 // TestRunSetsAFreshToken: every call sets a new run-now token (even at the

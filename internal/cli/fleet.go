@@ -16,13 +16,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/measure"
 )
 
-// Condition types the plugin reads (controllers.ConditionSLOMet and
-// controllers.ConditionPassed).
-const (
-	ConditionSLOMet = "SLOMet"
-	ConditionPassed = "Passed"
-)
-
 // recentWindow is how far back "runs by verdict" counts.
 const recentWindow = 24 * time.Hour
 
@@ -353,7 +346,7 @@ func canaryOf(run *v1alpha1.CanaryRun) string {
 	if ref := metav1.GetControllerOf(run); ref != nil && ref.Kind == "RevocationCanary" {
 		return ref.Name
 	}
-	return run.Labels[LabelCanary]
+	return run.Labels[v1alpha1.LabelCanary]
 }
 
 func runInFlight(run *v1alpha1.CanaryRun, corpus *v1alpha1.Corpus, now time.Time) RunInFlight {

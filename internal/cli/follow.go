@@ -127,7 +127,7 @@ func observeSuiteRun(p *Progress, run *v1alpha1.SuiteRun) {
 	if !p.Done {
 		return
 	}
-	c := meta.FindStatusCondition(run.Status.Conditions, ConditionPassed)
+	c := meta.FindStatusCondition(run.Status.Conditions, v1alpha1.ConditionPassed)
 	switch {
 	case c == nil:
 		p.Verdict = "Unknown"

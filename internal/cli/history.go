@@ -85,7 +85,7 @@ func LoadHistory(ctx context.Context, c client.Reader, ns, name string) (*Histor
 		return nil, fmt.Errorf("reading corpus %s/%s: %w", ns, canary.Spec.CorpusRef.Name, err)
 	}
 	var runs v1alpha1.CanaryRunList
-	if err := c.List(ctx, &runs, client.InNamespace(ns), client.MatchingLabels{LabelCanary: schedule.LabelValue(name)}); err != nil {
+	if err := c.List(ctx, &runs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelCanary: schedule.LabelValue(name)}); err != nil {
 		return nil, fmt.Errorf("listing canaryruns: %w", err)
 	}
 	h := &History{Namespace: ns, Canary: name, Corpus: canary.Spec.CorpusRef.Name}

@@ -119,7 +119,7 @@ func RequestRun(ctx context.Context, c client.Client, t Target, now time.Time) (
 		return RunRequest{}, err
 	}
 	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{v1alpha1.RunNowAnnotation: token}},
+		"metadata": map[string]any{"annotations": map[string]string{v1alpha1.AnnotationRunNow: token}},
 	})
 	if err != nil {
 		return RunRequest{}, err
@@ -128,7 +128,7 @@ func RequestRun(ctx context.Context, c client.Client, t Target, now time.Time) (
 	obj.SetNamespace(t.Namespace)
 	obj.SetName(t.Name)
 	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return RunRequest{}, fmt.Errorf("setting %s on %s: %w", v1alpha1.RunNowAnnotation, t, err)
+		return RunRequest{}, fmt.Errorf("setting %s on %s: %w", v1alpha1.AnnotationRunNow, t, err)
 	}
 	return RunRequest{Target: t, Token: token, Run: schedule.RunNowName(t.Name, schedule.NormalizeToken(token))}, nil
 }

@@ -8,14 +8,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/measure"
 )
 
-// Labels the controllers put on runs (controllers.LabelCanary and
-// controllers.LabelSuite; a test keeps them equal). The plugin does not
-// import the controllers package, which would pull every driver into it.
-const (
-	LabelCanary = "ragcanary.dev/canary"
-	LabelSuite  = "ragcanary.dev/suite"
-)
-
 // SurfaceSLO is the objective of a surface, by the one rule the
 // controllers judge runs with (measure.JudgedSLO): the exclusion SLO, or a
 // content-freshness canary's content-freshness SLO.

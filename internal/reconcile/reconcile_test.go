@@ -32,7 +32,7 @@ func TestCompute(t *testing.T) {
 		{"no failure", nil, resolve, "", 0, false},
 		// The user must fix it: a condition, and wait for a change...
 		{"stalled", target.Stall("SecretNotLabeled", "label it"), resolve, "SecretNotLabeled", 0, false},
-		{"stalled, named", target.Named("Corpus", "kb", target.Stall(target.ReasonURLNotAllowed, "x")), resolve, target.ReasonURLNotAllowed, 0, false},
+		{"stalled, named", target.Named("Corpus", "kb", target.Stall(v1alpha1.ReasonURLNotAllowed, "x")), resolve, v1alpha1.ReasonURLNotAllowed, 0, false},
 		// ...or re-check on the interval where the policy says so.
 		{"stalled check", target.Stall("PermissionsSchemaMismatch", "no relation viewer"), call, "PermissionsSchemaMismatch", time.Minute, false},
 		// Not there yet: a condition, and look again by the policy...

@@ -159,7 +159,7 @@ func BuildCanary(in CanaryInput, now time.Time) Evidence {
 }
 
 // canaryName is the RevocationCanary a run belongs to: its controller
-// owner, else the label the scheduler sets (controllers.LabelCanary).
+// owner, else the label the scheduler sets (v1alpha1.LabelCanary).
 func canaryName(run *v1alpha1.CanaryRun) string {
 	for _, ref := range run.OwnerReferences {
 		if ref.Controller != nil && *ref.Controller && ref.Kind == "RevocationCanary" {

@@ -13,11 +13,11 @@ import (
 )
 
 // conditionPassed is the SuiteRun condition holding the verdict and its
-// reason (controllers.ConditionPassed).
+// reason (v1alpha1.ConditionPassed).
 const conditionPassed = "Passed"
 
 // annotationCompletedAt is the precise completion time a SuiteRun carries
-// (controllers.AnnotationCompletedAt); status holds it only to the second.
+// (v1alpha1.AnnotationCompletedAt); status holds it only to the second.
 const annotationCompletedAt = "ragcanary.dev/completed-at"
 
 // SuiteInput is a SuiteRun and the objects it names, as read. A nil Suite

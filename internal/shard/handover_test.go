@@ -273,7 +273,7 @@ func drainsAsked(ns string, moving []string) error {
 			if err := testClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 				return err
 			}
-			if obj.GetLabels()[LabelDrain] != "true" {
+			if obj.GetLabels()[v1alpha1.LabelShardDrain] != "true" {
 				return fmt.Errorf("%s has labels %v, want a drain asked", name, obj.GetLabels())
 			}
 		}
@@ -290,7 +290,7 @@ func releaseDrained(ns, owner string) error {
 		return err
 	}
 	for _, o := range objs {
-		if o.GetLabels()[LabelOwner] == owner && o.GetLabels()[LabelDrain] == "true" {
+		if o.GetLabels()[v1alpha1.LabelShardOwner] == owner && o.GetLabels()[v1alpha1.LabelShardDrain] == "true" {
 			if err := Release(context.Background(), testClient, o); err != nil {
 				return err
 			}
@@ -307,7 +307,7 @@ func drainsLeft(ns string) error {
 	}
 	var left []string
 	for _, o := range objs {
-		if o.GetLabels()[LabelDrain] != "" {
+		if o.GetLabels()[v1alpha1.LabelShardDrain] != "" {
 			left = append(left, o.GetName())
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"unique"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -88,8 +90,8 @@ func (x *index) entryOf(obj any) (types.NamespacedName, entry, bool) {
 	if !ok {
 		return types.NamespacedName{}, entry{}, false
 	}
-	e := entry{uid: idOf(m.UID), rv: m.ResourceVersion, owner: intern(m.Labels[LabelOwner]),
-		drain: m.Labels[LabelDrain] == "true", deleting: m.DeletionTimestamp != nil}
+	e := entry{uid: idOf(m.UID), rv: m.ResourceVersion, owner: intern(m.Labels[v1alpha1.LabelShardOwner]),
+		drain: m.Labels[v1alpha1.LabelShardDrain] == "true", deleting: m.DeletionTimestamp != nil}
 	if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.Kind == x.parentKind {
 		e.controller = idOf(ref.UID)
 	}

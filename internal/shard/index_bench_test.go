@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -49,12 +50,12 @@ func fillIndexes(tb testing.TB, canaries, runs *index, n int) {
 		canary := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 			Namespace: strings.Clone(ns), Name: name, UID: uid,
 			ResourceVersion: strconv.Itoa(100_000 + 2*i),
-			Labels:          map[string]string{LabelOwner: fmt.Sprintf("ragcanary-%d", i%3)},
+			Labels:          map[string]string{v1alpha1.LabelShardOwner: fmt.Sprintf("ragcanary-%d", i%3)},
 		}}
 		run := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 			Namespace: strings.Clone(ns), Name: name + "-29001122", UID: uuid.NewUUID(),
 			ResourceVersion: strconv.Itoa(100_001 + 2*i),
-			Labels:          map[string]string{LabelOwner: fmt.Sprintf("ragcanary-%d", i%3)},
+			Labels:          map[string]string{v1alpha1.LabelShardOwner: fmt.Sprintf("ragcanary-%d", i%3)},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "RevocationCanary", Name: name,
 				UID: types.UID(strings.Clone(string(uid))), Controller: ptr.To(true)}},
 		}}

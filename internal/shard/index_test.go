@@ -7,6 +7,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,7 +24,7 @@ func TestIndexEntryKeepsWhatAPassReads(t *testing.T) {
 	key, e, ok := x.entryOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Namespace: "ns", Name: "run", UID: "u-1", ResourceVersion: "42",
 		DeletionTimestamp: &now,
-		Labels:            map[string]string{LabelOwner: "r-a", LabelDrain: "true", "app": "x"},
+		Labels:            map[string]string{v1alpha1.LabelShardOwner: "r-a", v1alpha1.LabelShardDrain: "true", "app": "x"},
 		Annotations:       map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"},
 		OwnerReferences: []metav1.OwnerReference{
 			{Kind: "ConfigMap", Name: "other", UID: "u-2"},
@@ -102,7 +104,7 @@ func TestIndexSignalsOnlyWhatCanMoveSomething(t *testing.T) {
 		t.Errorf("after an update the index holds %+v, want version 2", got)
 	}
 	obj = obj.DeepCopy()
-	obj.Labels[LabelDrain] = "true"
+	obj.Labels[v1alpha1.LabelShardDrain] = "true"
 	step("a drain request", x.Update(obj), 2)
 	select {
 	case <-x.synced:
@@ -127,7 +129,7 @@ func TestIndexSignalsOnlyWhatCanMoveSomething(t *testing.T) {
 
 func labelled(namespace, owner string) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-		Namespace: namespace, Name: "c", Labels: map[string]string{LabelOwner: owner},
+		Namespace: namespace, Name: "c", Labels: map[string]string{v1alpha1.LabelShardOwner: owner},
 	}}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,7 +112,7 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	if apierrors.IsNotFound(err) {
 		lease = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 			Namespace: k.Namespace, Name: LeaseName(k.Replica),
-			Labels: map[string]string{LabelShardLease: "true"},
+			Labels: map[string]string{v1alpha1.LabelShardLease: "true"},
 		}}
 		k.fill(&lease, now)
 		lease.Spec.AcquireTime = &now
@@ -119,8 +121,8 @@ func (k *Keeper) Renew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if lease.Labels[LabelShardLease] != "true" {
-		return fmt.Errorf("lease %s exists without the %s label: not a shard lease", lease.Name, LabelShardLease)
+	if lease.Labels[v1alpha1.LabelShardLease] != "true" {
+		return fmt.Errorf("lease %s exists without the %s label: not a shard lease", lease.Name, v1alpha1.LabelShardLease)
 	}
 	k.fill(&lease, now)
 	return k.Client.Update(ctx, &lease)
@@ -194,8 +196,8 @@ func (k *Keeper) deleteLease(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if lease.Labels[LabelShardLease] != "true" {
-		return fmt.Errorf("lease %s exists without the %s label: not a shard lease", lease.Name, LabelShardLease)
+	if lease.Labels[v1alpha1.LabelShardLease] != "true" {
+		return fmt.Errorf("lease %s exists without the %s label: not a shard lease", lease.Name, v1alpha1.LabelShardLease)
 	}
 	err = k.Client.Delete(ctx, &lease, client.Preconditions{UID: &lease.UID})
 	if apierrors.IsNotFound(err) {
@@ -212,7 +214,7 @@ func (k *Keeper) owned(ctx context.Context) (int, error) {
 		for _, gvk := range []schema.GroupVersionKind{kind.Parent, kind.Child} {
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-			if err := k.Client.List(ctx, list, client.MatchingLabels{LabelOwner: k.Replica}, client.Limit(1)); err != nil {
+			if err := k.Client.List(ctx, list, client.MatchingLabels{v1alpha1.LabelShardOwner: k.Replica}, client.Limit(1)); err != nil {
 				return n, err
 			}
 			n += len(list.Items)

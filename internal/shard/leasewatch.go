@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
@@ -112,7 +114,7 @@ func (w *LeaseWatch) Start(ctx context.Context) error {
 		ByObject: map[client.Object]cache.ByObject{
 			&coordinationv1.Lease{}: {
 				Namespaces: map[string]cache.Config{w.Namespace: {}},
-				Label:      labels.SelectorFromSet(labels.Set{LabelShardLease: "true"}),
+				Label:      labels.SelectorFromSet(labels.Set{v1alpha1.LabelShardLease: "true"}),
 			},
 		},
 	})

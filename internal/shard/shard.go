@@ -4,12 +4,12 @@
 // Every replica holds a shard Lease (Keeper). One replica, the leader,
 // runs the Sharder: it maps each RevocationCanary and EvalSuite, by
 // rendezvous hashing of its namespace/name over the replicas whose Lease is
-// live, to one replica, and records the choice as the LabelOwner label on
+// live, to one replica, and records the choice as the v1alpha1.LabelShardOwner label on
 // the object and on its runs. Each replica caches only objects carrying
 // its own name in that label (CacheOptions), so its memory follows its
 // share.
 //
-// A move drains first: the Sharder labels the object LabelDrain, the old
+// A move drains first: the Sharder labels the object v1alpha1.LabelShardDrain, the old
 // owner stops working on it, persists what it must keep and removes both
 // labels (Release); only an object without a live owner gets a new one. A
 // replica whose Lease expired cannot answer a drain, so its objects go to
@@ -28,6 +28,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -36,12 +38,6 @@ import (
 )
 
 const (
-	// LabelOwner names the replica that reconciles an object.
-	LabelOwner = "shard.ragcanary.dev/owner"
-	// LabelDrain asks the owner to let an object go.
-	LabelDrain = "shard.ragcanary.dev/drain"
-	// LabelShardLease marks the replicas' shard Leases.
-	LabelShardLease = "ragcanary.dev/shard-lease"
 	// LeasePrefix starts every shard Lease name; the replica name follows.
 	LeasePrefix = "ragcanary-shard-"
 )
@@ -49,7 +45,7 @@ const (
 // Replica is this process's place among the replicas. The zero value is
 // an unsharded operator, for which every method is a no-op.
 type Replica struct {
-	// Name is the replica's name in LabelOwner and its Lease name.
+	// Name is the replica's name in v1alpha1.LabelShardOwner and its Lease name.
 	Name string
 	// Sharded is true when objects are split between replicas.
 	Sharded bool
@@ -84,13 +80,13 @@ func CheckName(name string) error {
 
 // Draining reports whether obj is asked to leave this replica.
 func (r Replica) Draining(obj metav1.Object) bool {
-	return r.Sharded && obj.GetLabels()[LabelDrain] == "true"
+	return r.Sharded && obj.GetLabels()[v1alpha1.LabelShardDrain] == "true"
 }
 
 // Adopt copies the parent's owner label onto a child about to be created,
 // so the child lands in the same replica's cache as its parent.
 func (r Replica) Adopt(child, parent metav1.Object) {
-	owner, ok := parent.GetLabels()[LabelOwner]
+	owner, ok := parent.GetLabels()[v1alpha1.LabelShardOwner]
 	if !r.Sharded || !ok {
 		return
 	}
@@ -98,7 +94,7 @@ func (r Replica) Adopt(child, parent metav1.Object) {
 	if l == nil {
 		l = map[string]string{}
 	}
-	l[LabelOwner] = owner
+	l[v1alpha1.LabelShardOwner] = owner
 	child.SetLabels(l)
 }
 
@@ -108,7 +104,7 @@ func (r Replica) CacheOptions(opts cache.Options, objs ...client.Object) cache.O
 	if !r.Sharded {
 		return opts
 	}
-	sel := labels.SelectorFromSet(labels.Set{LabelOwner: r.Name})
+	sel := labels.SelectorFromSet(labels.Set{v1alpha1.LabelShardOwner: r.Name})
 	byObject := make(map[client.Object]cache.ByObject, len(opts.ByObject)+len(objs))
 	maps.Copy(byObject, opts.ByObject)
 	for _, obj := range objs {
@@ -123,7 +119,7 @@ func (r Replica) CacheOptions(opts cache.Options, objs ...client.Object) cache.O
 // dropping another replica's claim. The caller has stopped working on obj
 // and persisted what it must keep.
 func Release(ctx context.Context, c client.Client, obj client.Object) error {
-	return patchLabels(ctx, c, obj, map[string]*string{LabelOwner: nil, LabelDrain: nil})
+	return patchLabels(ctx, c, obj, map[string]*string{v1alpha1.LabelShardOwner: nil, v1alpha1.LabelShardDrain: nil})
 }
 
 // patchLabels sets (non-nil) or removes (nil) labels on obj.

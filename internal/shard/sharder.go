@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -413,7 +415,7 @@ func (s *Sharder) settle(ctx context.Context, u unit, alive map[string]bool) err
 			log.FromContext(ctx).Info("moving an object away from a replica without a live shard lease",
 				"object", m.key.String(), "kind", m.kind.Kind, "from", m.owner, "to", want)
 		}
-		if err := s.patch(ctx, m, map[string]*string{LabelOwner: ptr.To(want), LabelDrain: nil}); err != nil {
+		if err := s.patch(ctx, m, map[string]*string{v1alpha1.LabelShardOwner: ptr.To(want), v1alpha1.LabelShardDrain: nil}); err != nil {
 			return err
 		}
 	}
@@ -437,7 +439,7 @@ func (s *Sharder) release(ctx context.Context, m member, want string, alive map[
 	case draining:
 		return false, nil
 	default:
-		return false, s.patch(ctx, m, map[string]*string{LabelDrain: ptr.To("true")})
+		return false, s.patch(ctx, m, map[string]*string{v1alpha1.LabelShardDrain: ptr.To("true")})
 	}
 }
 
@@ -463,10 +465,10 @@ func (s *Sharder) patch(ctx context.Context, m member, change map[string]*string
 func (e entry) labels() map[string]string {
 	l := map[string]string{}
 	if e.owner != "" {
-		l[LabelOwner] = e.owner
+		l[v1alpha1.LabelShardOwner] = e.owner
 	}
 	if e.drain {
-		l[LabelDrain] = "true"
+		l[v1alpha1.LabelShardDrain] = "true"
 	}
 	return l
 }

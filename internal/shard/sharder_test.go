@@ -122,10 +122,10 @@ func owners(t *testing.T, ns string) (canaries, runs map[string]string) {
 	}
 	canaries, runs = map[string]string{}, map[string]string{}
 	for _, c := range cl.Items {
-		canaries[c.Name] = c.Labels[LabelOwner]
+		canaries[c.Name] = c.Labels[v1alpha1.LabelShardOwner]
 	}
 	for _, r := range rl.Items {
-		runs[r.Name] = r.Labels[LabelOwner]
+		runs[r.Name] = r.Labels[v1alpha1.LabelShardOwner]
 	}
 	return canaries, runs
 }
@@ -244,7 +244,7 @@ func TestSharderDrainsBeforeMoving(t *testing.T) {
 				if err := testClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 					return err
 				}
-				if obj.GetLabels()[LabelDrain] != "true" || obj.GetLabels()[LabelOwner] != "r-a" {
+				if obj.GetLabels()[v1alpha1.LabelShardDrain] != "true" || obj.GetLabels()[v1alpha1.LabelShardOwner] != "r-a" {
 					return fmt.Errorf("%s has labels %v, want drain asked and r-a still the owner", name, obj.GetLabels())
 				}
 			}
@@ -309,7 +309,7 @@ func watchOwners(ctx context.Context, t *testing.T, ns string) func() map[string
 					obj := ev.Object.(client.Object)
 					mu.Lock()
 					got[obj.GetName()] = append(got[obj.GetName()], ownerState{
-						owner: obj.GetLabels()[LabelOwner], draining: obj.GetLabels()[LabelDrain] == "true", at: time.Now()})
+						owner: obj.GetLabels()[v1alpha1.LabelShardOwner], draining: obj.GetLabels()[v1alpha1.LabelShardDrain] == "true", at: time.Now()})
 					mu.Unlock()
 				}
 			}
@@ -432,7 +432,7 @@ func TestKeeperRenews(t *testing.T) {
 		return l
 	}
 	first := get()
-	if first.Labels[LabelShardLease] != "true" || ptr.Deref(first.Spec.HolderIdentity, "") != "r-a" ||
+	if first.Labels[v1alpha1.LabelShardLease] != "true" || ptr.Deref(first.Spec.HolderIdentity, "") != "r-a" ||
 		ptr.Deref(first.Spec.LeaseDurationSeconds, 0) != 15 {
 		t.Fatalf("lease %v / %+v: want the shard label, holder r-a and 15s", first.Labels, first.Spec)
 	}

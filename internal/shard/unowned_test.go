@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 )
 
@@ -102,7 +103,7 @@ func TestSharderExportsUnownedCanaries(t *testing.T) {
 	const duration = 2 * time.Second
 	createCanary(t, ns, "fresh")
 	orphan, _ := createCanary(t, ns, "orphan")
-	if err := patchLabels(context.Background(), testClient, orphan, map[string]*string{LabelOwner: ptr.To("gone")}); err != nil {
+	if err := patchLabels(context.Background(), testClient, orphan, map[string]*string{v1alpha1.LabelShardOwner: ptr.To("gone")}); err != nil {
 		t.Fatal(err)
 	}
 	s := startSharder(t, ns, duration)
@@ -135,7 +136,7 @@ func TestUnownedPicksObjectsWithoutLiveOwner(t *testing.T) {
 	obj := func(name, owner string, deleting bool) *metav1.PartialObjectMetadata {
 		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 		if owner != "" {
-			o.Labels = map[string]string{LabelOwner: owner}
+			o.Labels = map[string]string{v1alpha1.LabelShardOwner: owner}
 		}
 		if deleting {
 			o.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}

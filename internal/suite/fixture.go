@@ -18,15 +18,6 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
 
-// Reasons a fixture cannot be used.
-const (
-	// ReasonInvalidFixture: the fixture itself is wrong (duplicate IDs,
-	// unparsable or overlapping validity intervals). It is InvalidCases,
-	// like every other invalid input a suite's cases are judged by; the
-	// message names the fixture document and field.
-	ReasonInvalidFixture = ReasonInvalidCases
-)
-
 // DefaultFixtureKey is the ConfigMap key read when a fixture source names
 // none, matching the CRD default.
 const DefaultFixtureKey = "fixture.yaml"
@@ -98,7 +89,7 @@ func loadFixtureSource(ctx context.Context, r client.Reader, namespace string, s
 	var cm corev1.ConfigMap
 	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: src.ConfigMapRef.Name}, &cm)
 	if apierrors.IsNotFound(err) {
-		return fixtureFile{}, origin, problem(ReasonConfigMapNotFound,
+		return fixtureFile{}, origin, problem(v1alpha1.ReasonConfigMapNotFound,
 			"ConfigMap %q named in spec.fixture.sources does not exist in namespace %q", src.ConfigMapRef.Name, namespace)
 	}
 	if err != nil {
@@ -106,12 +97,12 @@ func loadFixtureSource(ctx context.Context, r client.Reader, namespace string, s
 	}
 	data, ok := cm.Data[key]
 	if !ok {
-		return fixtureFile{}, origin, problem(ReasonConfigMapNotFound,
+		return fixtureFile{}, origin, problem(v1alpha1.ReasonConfigMapNotFound,
 			"ConfigMap %q has no key %q: add it or fix spec.fixture.sources", src.ConfigMapRef.Name, key)
 	}
 	var f fixtureFile
 	if err := yaml.UnmarshalStrict([]byte(data), &f); err != nil {
-		return fixtureFile{}, origin, problem(ReasonInvalidFixture,
+		return fixtureFile{}, origin, problem(v1alpha1.ReasonInvalidCases,
 			"%s is not a JSON or YAML fixture (documents, groups): %v", origin, err)
 	}
 	return f, origin, nil
@@ -127,22 +118,22 @@ func BuildFixture(docs []v1alpha1.FixtureDocument, origins []string, groups []v1
 	for i, d := range docs {
 		where := fmt.Sprintf("%s: fixture document %q", origins[i], d.ID)
 		if msg := checkFixtureDoc(d); msg != "" {
-			return nil, problem(ReasonInvalidFixture, "%s: %s", where, msg)
+			return nil, problem(v1alpha1.ReasonInvalidCases, "%s: %s", where, msg)
 		}
 		if seen[d.ID] {
-			return nil, problem(ReasonInvalidFixture, "%s: id is used twice; each document version needs its own id", where)
+			return nil, problem(v1alpha1.ReasonInvalidCases, "%s: id is used twice; each document version needs its own id", where)
 		}
 		seen[d.ID] = true
 		fd := FixtureDoc{FixtureDocument: d}
 		var err error
 		if fd.From, err = parseBound(d.ValidFrom); err != nil {
-			return nil, problem(ReasonInvalidFixture, "%s: validFrom %q is not an RFC 3339 time", where, d.ValidFrom)
+			return nil, problem(v1alpha1.ReasonInvalidCases, "%s: validFrom %q is not an RFC 3339 time", where, d.ValidFrom)
 		}
 		if fd.To, err = parseBound(d.ValidTo); err != nil {
-			return nil, problem(ReasonInvalidFixture, "%s: validTo %q is not an RFC 3339 time", where, d.ValidTo)
+			return nil, problem(v1alpha1.ReasonInvalidCases, "%s: validTo %q is not an RFC 3339 time", where, d.ValidTo)
 		}
 		if !fd.From.IsZero() && !fd.To.IsZero() && !fd.From.Before(fd.To) {
-			return nil, problem(ReasonInvalidFixture, "%s: validFrom must be before validTo (the interval is [validFrom, validTo))", where)
+			return nil, problem(v1alpha1.ReasonInvalidCases, "%s: validFrom must be before validTo (the interval is [validFrom, validTo))", where)
 		}
 		f.Documents = append(f.Documents, fd)
 	}
@@ -150,16 +141,16 @@ func BuildFixture(docs []v1alpha1.FixtureDocument, origins []string, groups []v1
 		return nil, err
 	}
 	if len(docs) > maxFixtureDocuments {
-		return nil, problem(ReasonInvalidFixture, "the fixture has %d documents, more than the %d allowed", len(docs), maxFixtureDocuments)
+		return nil, problem(v1alpha1.ReasonInvalidCases, "the fixture has %d documents, more than the %d allowed", len(docs), maxFixtureDocuments)
 	}
 	names := map[string]bool{}
 	for _, g := range groups {
 		if g.Name == "" || len(g.Members) > maxFixtureGroupMember {
-			return nil, problem(ReasonInvalidFixture, "fixture group %q: name must not be empty and members may list at most %d principals",
+			return nil, problem(v1alpha1.ReasonInvalidCases, "fixture group %q: name must not be empty and members may list at most %d principals",
 				g.Name, maxFixtureGroupMember)
 		}
 		if names[g.Name] {
-			return nil, problem(ReasonInvalidFixture, "fixture group %q is declared twice", g.Name)
+			return nil, problem(v1alpha1.ReasonInvalidCases, "fixture group %q is declared twice", g.Name)
 		}
 		names[g.Name] = true
 	}
@@ -225,7 +216,7 @@ func checkOverlaps(docs []FixtureDoc, origins []string) error {
 		for j := 1; j < len(idx); j++ {
 			prev, cur := docs[idx[j-1]], docs[idx[j]]
 			if prev.To.IsZero() || cur.From.IsZero() || cur.From.Before(prev.To) {
-				return problem(ReasonInvalidFixture,
+				return problem(v1alpha1.ReasonInvalidCases,
 					"%s: fixture document %q: versions %q and %q of document %q have overlapping validity intervals; set validTo of the older to at most validFrom of the newer",
 					origins[idx[j]], cur.ID, prev.ID, cur.ID, name)
 			}

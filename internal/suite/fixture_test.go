@@ -52,8 +52,8 @@ func TestBuildFixtureRejects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := build(t, tc.docs, nil)
 			var p *suite.Problem
-			if !errors.As(err, &p) || p.Reason != suite.ReasonInvalidFixture || !strings.Contains(p.Message, tc.want) {
-				t.Fatalf("got %v, want an %s problem containing %q", err, suite.ReasonInvalidFixture, tc.want)
+			if !errors.As(err, &p) || p.Reason != v1alpha1.ReasonInvalidCases || !strings.Contains(p.Message, tc.want) {
+				t.Fatalf("got %v, want an %s problem containing %q", err, v1alpha1.ReasonInvalidCases, tc.want)
 			}
 		})
 	}

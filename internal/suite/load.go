@@ -22,14 +22,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
-// Reasons a suite cannot run; each is a condition reason the user acts on.
-const (
-	ReasonInvalidCases      = "InvalidCases"
-	ReasonConfigMapNotFound = "ConfigMapNotFound"
-	ReasonPersonaNotFound   = "PersonaNotFound"
-	ReasonCorpusNotFound    = "CorpusNotFound"
-)
-
 // DefaultCasesKey is the ConfigMap key read when a case source names none,
 // matching the CRD default.
 const DefaultCasesKey = "cases.json"
@@ -86,7 +78,7 @@ func ResolveRefs(ctx context.Context, r client.Reader, namespace, corpus string,
 	c := &v1alpha1.Corpus{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: corpus}, c)
 	if apierrors.IsNotFound(err) {
-		return nil, nil, problem(ReasonCorpusNotFound, "Corpus %q does not exist in namespace %q: create it or fix spec.corpusRef",
+		return nil, nil, problem(v1alpha1.ReasonCorpusNotFound, "Corpus %q does not exist in namespace %q: create it or fix spec.corpusRef",
 			corpus, namespace)
 	}
 	if err != nil {
@@ -97,7 +89,7 @@ func ResolveRefs(ctx context.Context, r client.Reader, namespace, corpus string,
 		p := &v1alpha1.Persona{}
 		err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, p)
 		if apierrors.IsNotFound(err) {
-			return nil, nil, problem(ReasonPersonaNotFound, "Persona %q, named by %s, does not exist in namespace %q",
+			return nil, nil, problem(v1alpha1.ReasonPersonaNotFound, "Persona %q, named by %s, does not exist in namespace %q",
 				name, namedBy(name), namespace)
 		}
 		if err != nil {
@@ -165,7 +157,7 @@ func loadSource(ctx context.Context, r client.Reader, namespace string, src v1al
 	var cm corev1.ConfigMap
 	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: src.ConfigMapRef.Name}, &cm)
 	if apierrors.IsNotFound(err) {
-		return nil, origin, problem(ReasonConfigMapNotFound, "ConfigMap %q named in spec.caseSources does not exist in namespace %q",
+		return nil, origin, problem(v1alpha1.ReasonConfigMapNotFound, "ConfigMap %q named in spec.caseSources does not exist in namespace %q",
 			src.ConfigMapRef.Name, namespace)
 	}
 	if err != nil {
@@ -173,12 +165,12 @@ func loadSource(ctx context.Context, r client.Reader, namespace string, src v1al
 	}
 	data, ok := cm.Data[key]
 	if !ok {
-		return nil, origin, problem(ReasonConfigMapNotFound, "ConfigMap %q has no key %q: add it or fix spec.caseSources",
+		return nil, origin, problem(v1alpha1.ReasonConfigMapNotFound, "ConfigMap %q has no key %q: add it or fix spec.caseSources",
 			src.ConfigMapRef.Name, key)
 	}
 	cases, err := DecodeCases([]byte(data))
 	if err != nil {
-		return nil, origin, problem(ReasonInvalidCases, "%s is not a JSON or YAML array of cases: %v", origin, err)
+		return nil, origin, problem(v1alpha1.ReasonInvalidCases, "%s is not a JSON or YAML array of cases: %v", origin, err)
 	}
 	return cases, origin, nil
 }

@@ -119,7 +119,7 @@ func Freeze(def *Definition, s *v1alpha1.EvalSuite, g Gates, k int, at time.Time
 		if len(msgs) > maxProblemsInMessage {
 			msgs = append(msgs[:maxProblemsInMessage], fmt.Sprintf("and %d more", len(msgs)-maxProblemsInMessage))
 		}
-		return nil, problem(ReasonInvalidCases, "%s", strings.Join(msgs, "; "))
+		return nil, problem(v1alpha1.ReasonInvalidCases, "%s", strings.Join(msgs, "; "))
 	}
 	return p, nil
 }

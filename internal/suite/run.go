@@ -12,15 +12,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
-// Reasons a fixture run could not evaluate; condition reasons the user acts on.
-const (
-	// ReasonFixturePlantFailed: the target refused or failed a planting call.
-	ReasonFixturePlantFailed = "FixturePlantFailed"
-	// ReasonFixtureNotVisible: planted documents did not become retrievable
-	// within spec.fixture.visibilityTimeout.
-	ReasonFixtureNotVisible = "FixtureNotVisible"
-)
-
 // SetupError is a fixture that could not be planted or did not become
 // visible: the run evaluated nothing and says why.
 type SetupError struct {
@@ -102,7 +93,7 @@ func plantAndAwait(ctx context.Context, r Run, scope *Scope, f *Fixture, t Targe
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &SetupError{Reason: ReasonFixturePlantFailed, Err: fmt.Errorf("%s", sanitized(err))}
+		return &SetupError{Reason: v1alpha1.ReasonFixturePlantFailed, Err: fmt.Errorf("%s", sanitized(err))}
 	}
 	pause := r.Pause
 	if pause == nil {
@@ -110,7 +101,7 @@ func plantAndAwait(ctx context.Context, r Run, scope *Scope, f *Fixture, t Targe
 	}
 	err := scope.AwaitVisible(ctx, t.Searcher, t.Wait, checkers(r.Plan, t), f.VisibilityTimeout, pause)
 	if errors.Is(err, ErrFixtureNotVisible) {
-		return &SetupError{Reason: ReasonFixtureNotVisible, Err: err}
+		return &SetupError{Reason: v1alpha1.ReasonFixtureNotVisible, Err: err}
 	}
 	return err
 }

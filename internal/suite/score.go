@@ -64,7 +64,7 @@ func parseThreshold(field, s string) (*float64, error) {
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || v < 0 || v > 1 {
-		return nil, problem(ReasonInvalidCases, "spec.gates.%s %q must be a decimal in [0, 1]", field, s)
+		return nil, problem(v1alpha1.ReasonInvalidCases, "spec.gates.%s %q must be a decimal in [0, 1]", field, s)
 	}
 	return &v, nil
 }

@@ -55,7 +55,7 @@ func TestValidate(t *testing.T) {
 				return
 			}
 			var p *Problem
-			if !errors.As(err, &p) || p.Reason != ReasonInvalidCases || !strings.Contains(p.Message, tt.want) {
+			if !errors.As(err, &p) || p.Reason != v1alpha1.ReasonInvalidCases || !strings.Contains(p.Message, tt.want) {
 				t.Fatalf("Validate = %v, want InvalidCases containing %q", err, tt.want)
 			}
 		})

@@ -47,7 +47,7 @@ func TestValidateV2(t *testing.T) {
 				return
 			}
 			var p *Problem
-			if !errors.As(err, &p) || p.Reason != ReasonInvalidCases || !strings.Contains(p.Message, tc.want) {
+			if !errors.As(err, &p) || p.Reason != v1alpha1.ReasonInvalidCases || !strings.Contains(p.Message, tc.want) {
 				t.Fatalf("Validate = %v, want InvalidCases containing %q", err, tc.want)
 			}
 		})
@@ -135,7 +135,7 @@ func TestFreezeDerivesAndChecks(t *testing.T) {
 	early.AsOf = "2026-03-01T00:00:00Z"
 	_, err = Freeze(def(early), &v1alpha1.EvalSuite{}, Gates{}, 5, time.Now())
 	var p *Problem
-	if !errors.As(err, &p) || p.Reason != ReasonInvalidCases ||
+	if !errors.As(err, &p) || p.Reason != v1alpha1.ReasonInvalidCases ||
 		!strings.Contains(p.Message, `case "policy" persona "alice": requiredEvidence "p-v2" is not in allowedEvidence`) {
 		t.Fatalf("Freeze = %v, want InvalidCases naming the case, persona and field", err)
 	}

@@ -53,10 +53,10 @@ const MaxSuiteCases = maxCasesPerList * (1 + maxCaseSources)
 func Validate(cases []v1alpha1.EvalCase, origins []string) error {
 	if len(cases) == 0 {
 		// An empty suite would pass every gate vacuously.
-		return problem(ReasonInvalidCases, "the suite has no cases: add spec.cases or caseSources with at least one case")
+		return problem(v1alpha1.ReasonInvalidCases, "the suite has no cases: add spec.cases or caseSources with at least one case")
 	}
 	if len(cases) > MaxSuiteCases {
-		return problem(ReasonInvalidCases, "the suite has %d cases across spec.cases and caseSources, more than the %d allowed",
+		return problem(v1alpha1.ReasonInvalidCases, "the suite has %d cases across spec.cases and caseSources, more than the %d allowed",
 			len(cases), MaxSuiteCases)
 	}
 	msgs := checkListSizes(origins)
@@ -77,7 +77,7 @@ func Validate(cases []v1alpha1.EvalCase, origins []string) error {
 	if len(msgs) > maxProblemsInMessage {
 		msgs = append(msgs[:maxProblemsInMessage], fmt.Sprintf("and %d more", len(msgs)-maxProblemsInMessage))
 	}
-	return problem(ReasonInvalidCases, "%s", strings.Join(msgs, "; "))
+	return problem(v1alpha1.ReasonInvalidCases, "%s", strings.Join(msgs, "; "))
 }
 
 // checkListSizes holds every origin (spec.cases, each ConfigMap key) to

@@ -206,7 +206,7 @@ func checkInvalid(t *testing.T, err error, want string) {
 		return
 	}
 	var p *Problem
-	if !errors.As(err, &p) || p.Reason != ReasonInvalidCases || !strings.Contains(p.Message, want) {
+	if !errors.As(err, &p) || p.Reason != v1alpha1.ReasonInvalidCases || !strings.Contains(p.Message, want) {
 		t.Fatalf("Validate = %v, want InvalidCases containing %q", err, want)
 	}
 }

@@ -7,13 +7,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
-)
 
-// Reasons the door refuses a configuration.
-const (
-	ReasonURLNotAllowed     = "URLNotAllowed"
-	ReasonInvalidURL        = "InvalidURL"
-	ReasonDriverUnsupported = "DriverUnsupported"
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
 
 // Schemes an allowlist entry may name: HTTP drivers, and the DSN and gRPC
@@ -67,7 +62,7 @@ func (a Allowlist) String() string {
 func (a Allowlist) Check(field, raw string) (*url.URL, error) {
 	u, err := normalize(raw)
 	if err != nil {
-		return nil, Stall(ReasonInvalidURL, "%s: %v", field, err)
+		return nil, Stall(v1alpha1.ReasonInvalidURL, "%s: %v", field, err)
 	}
 	if a.any {
 		return u, nil
@@ -77,7 +72,7 @@ func (a Allowlist) Check(field, raw string) (*url.URL, error) {
 			return u, nil
 		}
 	}
-	return nil, Stall(ReasonURLNotAllowed,
+	return nil, Stall(v1alpha1.ReasonURLNotAllowed,
 		"%s: target %s://%s%s is not in the operator's allowed target URLs; ask the operator admin to add it to --allowed-target-urls",
 		field, u.Scheme, u.Host, u.EscapedPath())
 }

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
 
 func TestAllowlistCheck(t *testing.T) {
@@ -24,24 +26,24 @@ func TestAllowlistCheck(t *testing.T) {
 		{"https://RAG.example:443/tenant-a/v1", "", "https://rag.example/tenant-a/v1"},
 		{"https://rag.example/tenant-a", "", "https://rag.example/tenant-a"},
 		// Dot segments are resolved before the prefix check.
-		{"https://rag.example/tenant-a/../tenant-b/", ReasonURLNotAllowed, ""},
+		{"https://rag.example/tenant-a/../tenant-b/", v1alpha1.ReasonURLNotAllowed, ""},
 		{"https://rag.example/tenant-a/./x/../y", "", "https://rag.example/tenant-a/y"},
 		// Prefixes match whole path segments.
-		{"https://rag.example/tenant-ab/", ReasonURLNotAllowed, ""},
+		{"https://rag.example/tenant-ab/", v1alpha1.ReasonURLNotAllowed, ""},
 		// Encoded dots or slashes could be decoded by the server after our check.
-		{"https://rag.example/tenant-a/%2e%2e/tenant-b/", ReasonInvalidURL, ""},
-		{"https://rag.example/tenant-a/..%2ftenant-b", ReasonInvalidURL, ""},
+		{"https://rag.example/tenant-a/%2e%2e/tenant-b/", v1alpha1.ReasonInvalidURL, ""},
+		{"https://rag.example/tenant-a/..%2ftenant-b", v1alpha1.ReasonInvalidURL, ""},
 		// Host and port compare exactly; a longer host is another host.
-		{"https://rag.example.evil/tenant-a/", ReasonURLNotAllowed, ""},
-		{"http://127.0.0.1:8090/", ReasonURLNotAllowed, ""},
+		{"https://rag.example.evil/tenant-a/", v1alpha1.ReasonURLNotAllowed, ""},
+		{"http://127.0.0.1:8090/", v1alpha1.ReasonURLNotAllowed, ""},
 		{"http://127.0.0.1:8089/anything", "", "http://127.0.0.1:8089/anything"},
 		// Userinfo and empty hosts are refused outright.
-		{"https://user:pw@rag.example/tenant-a/", ReasonInvalidURL, ""},
-		{"http:///x", ReasonInvalidURL, ""},
-		{"https://rag.example/tenant-a/?q=1", ReasonInvalidURL, ""},
-		{"ftp://rag.example/tenant-a/", ReasonInvalidURL, ""},
+		{"https://user:pw@rag.example/tenant-a/", v1alpha1.ReasonInvalidURL, ""},
+		{"http:///x", v1alpha1.ReasonInvalidURL, ""},
+		{"https://rag.example/tenant-a/?q=1", v1alpha1.ReasonInvalidURL, ""},
+		{"ftp://rag.example/tenant-a/", v1alpha1.ReasonInvalidURL, ""},
 		{"postgres://db.internal:5432/rag", "", "postgres://db.internal:5432/rag"},
-		{"postgres://db.internal:5433/rag", ReasonURLNotAllowed, ""},
+		{"postgres://db.internal:5433/rag", v1alpha1.ReasonURLNotAllowed, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.url, func(t *testing.T) {
@@ -121,7 +123,7 @@ func TestAllowlistRefusesPathEscapes(t *testing.T) {
 		t.Run(p, func(t *testing.T) {
 			u, err := allow.Check("spec.driver.http.url", base+p)
 			pr, ok := IsUserProblem(err)
-			if !ok || pr.Reason != ReasonInvalidURL {
+			if !ok || pr.Reason != v1alpha1.ReasonInvalidURL {
 				t.Fatalf("got %v (admitted as %v), want an InvalidURL problem", err, u)
 			}
 			if !strings.Contains(pr.Message, `letters, digits, "-", ".", "_", "~" and "/"`) {

@@ -11,22 +11,6 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
 
-// CredentialLabel marks a Secret as meant for ragcanary. Without it the door
-// refuses to read the Secret, so whoever may create a Corpus or Persona
-// cannot make the operator send an arbitrary Secret of the namespace to a
-// target.
-const (
-	CredentialLabel      = "ragcanary.dev/credential"
-	CredentialLabelValue = "true"
-)
-
-// ReasonSecretNotLabeled: the Secret exists but is not marked for ragcanary.
-const ReasonSecretNotLabeled = "SecretNotLabeled"
-
-// ReasonSecretAccessDenied: the operator's RBAC does not let it read Secrets
-// in the namespace (the chart binds Secret access only in secretNamespaces).
-const ReasonSecretAccessDenied = "SecretAccessDenied"
-
 // Credential reads the referenced key of a Secret in namespace. It returns
 // a Stalled *Problem when the Secret is missing, unlabelled or lacks the
 // key, or when the operator may not read Secrets in namespace (retrying
@@ -41,10 +25,10 @@ func Credential(ctx context.Context, reader client.Reader, namespace string, ref
 	if apierrors.IsNotFound(err) {
 		return nil, Stall(v1alpha1.ReasonSecretNotFound,
 			"Secret %q not found in namespace %q; create it with key %q and label %s=%q",
-			ref.Name, namespace, ref.Key, CredentialLabel, CredentialLabelValue)
+			ref.Name, namespace, ref.Key, v1alpha1.LabelCredential, v1alpha1.LabelCredentialValue)
 	}
 	if apierrors.IsForbidden(err) {
-		return nil, Stall(ReasonSecretAccessDenied,
+		return nil, Stall(v1alpha1.ReasonSecretAccessDenied,
 			"the operator may not read Secrets in namespace %q, so it cannot read Secret %q; "+
 				"add the namespace to the chart value secretNamespaces (the manager's --secret-namespaces)",
 			namespace, ref.Name)
@@ -57,10 +41,10 @@ func Credential(ctx context.Context, reader client.Reader, namespace string, ref
 
 // credentialFrom applies the label and key rules to a Secret already read.
 func credentialFrom(secret *corev1.Secret, ref v1alpha1.SecretKeyReference) ([]byte, error) {
-	if secret.Labels[CredentialLabel] != CredentialLabelValue {
-		return nil, Stall(ReasonSecretNotLabeled,
+	if secret.Labels[v1alpha1.LabelCredential] != v1alpha1.LabelCredentialValue {
+		return nil, Stall(v1alpha1.ReasonSecretNotLabeled,
 			"Secret %q is not labelled as a ragcanary credential; add the label %s=%q if it is meant to be sent to the target",
-			ref.Name, CredentialLabel, CredentialLabelValue)
+			ref.Name, v1alpha1.LabelCredential, v1alpha1.LabelCredentialValue)
 	}
 	value, ok := secret.Data[ref.Key]
 	if !ok || len(value) == 0 {

@@ -167,7 +167,7 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 	switch spec.Type {
 	case v1alpha1.DriverHTTP:
 		if spec.HTTP == nil {
-			return nil, Stall(ReasonDriverUnsupported, "spec.driver.http is required for type HTTP")
+			return nil, Stall(v1alpha1.ReasonDriverUnsupported, "spec.driver.http is required for type HTTP")
 		}
 		if _, err := d.Allow.Check("spec.driver.http.url", spec.HTTP.URL); err != nil {
 			return nil, err
@@ -210,7 +210,7 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 		}
 		return d.build(obj, r, true)
 	default:
-		return nil, Stall(ReasonDriverUnsupported,
+		return nil, Stall(v1alpha1.ReasonDriverUnsupported,
 			"driver type %q is not available in this version of ragcanary; use HTTP, Postgres or REST", spec.Type)
 	}
 }
@@ -257,7 +257,7 @@ func (d *Door) FromRecipe(namespace, name string, r Recipe) (*Corpus, error) {
 	case r.Driver.Type == v1alpha1.DriverPostgres && r.Driver.Postgres != nil:
 	case r.Driver.Type == v1alpha1.DriverREST && r.Driver.REST != nil:
 	default:
-		return nil, Stall(ReasonDriverUnsupported, "the kept driver configuration is not an HTTP, Postgres or REST driver")
+		return nil, Stall(v1alpha1.ReasonDriverUnsupported, "the kept driver configuration is not an HTTP, Postgres or REST driver")
 	}
 	return d.build(obj, r, false)
 }
@@ -307,7 +307,7 @@ func (d *Door) buildHeld(obj *v1alpha1.Corpus, r Recipe, live bool, h *holds) (*
 			return nil, err
 		}
 		if u.Scheme != "http" && u.Scheme != "https" {
-			return nil, Stall(ReasonInvalidURL, "spec.driver.http.url must be an absolute http or https URL")
+			return nil, Stall(v1alpha1.ReasonInvalidURL, "spec.driver.http.url must be an absolute http or https URL")
 		}
 		if drv, err = d.httpDriver(u.String(), string(r.Credential), timeout, limiters.Replies(key)); err != nil {
 			return nil, err
@@ -346,7 +346,7 @@ func (d *Door) httpDriver(baseURL, sourceToken string, timeout time.Duration, re
 		HTTPClient: NoRedirects(d.httpClient()), Retries: 0, ReplyBudget: replies,
 	})
 	if err != nil {
-		return nil, Stall(ReasonInvalidURL, "spec.driver.http.url: %v", err)
+		return nil, Stall(v1alpha1.ReasonInvalidURL, "spec.driver.http.url: %v", err)
 	}
 	return drv, nil
 }

@@ -59,7 +59,7 @@ func sourceSecret(labelled bool) *corev1.Secret {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "src"},
 		Data: map[string][]byte{"token": []byte("source-secret-value")}}
 	if labelled {
-		s.Labels = map[string]string{CredentialLabel: CredentialLabelValue}
+		s.Labels = map[string]string{v1alpha1.LabelCredential: v1alpha1.LabelCredentialValue}
 	}
 	return s
 }
@@ -103,7 +103,7 @@ func TestUnlabelledSecretIsNeverRead(t *testing.T) {
 	door := &Door{Reader: secretsReader(t, sourceSecret(false)), Allow: AllowAny()}
 	_, err := door.Corpus(context.Background(), corpusFor(srv.URL))
 	p, ok := IsUserProblem(err)
-	if !ok || p.Reason != ReasonSecretNotLabeled {
+	if !ok || p.Reason != v1alpha1.ReasonSecretNotLabeled {
 		t.Fatalf("got %v, want SecretNotLabeled", err)
 	}
 	if !strings.Contains(p.Message, `ragcanary.dev/credential="true"`) || strings.Contains(p.Message, "source-secret-value") {
@@ -122,7 +122,7 @@ func TestCorpusOutsideAllowlistSendsNothing(t *testing.T) {
 	door := &Door{Reader: secretsReader(t, sourceSecret(true)), Allow: allow}
 	for _, url := range []string{srv.URL + "/tenant-a/../tenant-b/", srv.URL + "/tenant-b/"} {
 		_, err := door.Corpus(context.Background(), corpusFor(url))
-		if p, ok := IsUserProblem(err); !ok || p.Reason != ReasonURLNotAllowed {
+		if p, ok := IsUserProblem(err); !ok || p.Reason != v1alpha1.ReasonURLNotAllowed {
 			t.Fatalf("%s: got %v, want URLNotAllowed", url, err)
 		}
 	}

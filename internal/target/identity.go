@@ -73,7 +73,7 @@ func (r Recipe) Identity() (TargetIdentity, error) {
 	case r.Driver.Type == v1alpha1.DriverREST && r.Driver.REST != nil:
 		id.Source, err = restIdentity(r.Driver.REST)
 	default:
-		err = Stall(ReasonDriverUnsupported, "the driver configuration is not an HTTP, Postgres or REST driver")
+		err = Stall(v1alpha1.ReasonDriverUnsupported, "the driver configuration is not an HTTP, Postgres or REST driver")
 	}
 	if err != nil {
 		return TargetIdentity{}, err
@@ -90,7 +90,7 @@ func (r Recipe) Identity() (TargetIdentity, error) {
 func httpIdentity(raw string) (string, error) {
 	u, err := normalize(raw)
 	if err != nil {
-		return "", Stall(ReasonInvalidURL, "spec.driver.http.url: %v", err)
+		return "", Stall(v1alpha1.ReasonInvalidURL, "spec.driver.http.url: %v", err)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	return u.String(), nil
@@ -151,15 +151,15 @@ func permissionsIdentity(p *v1alpha1.Permissions) (string, error) {
 	}
 	kind, ok := permissionsKinds[p.Type]
 	if !ok {
-		return "", Stall(ReasonDriverUnsupported, "permissions backend %q is not available in this version of ragcanary", safetext.Clean(string(p.Type), 32))
+		return "", Stall(v1alpha1.ReasonDriverUnsupported, "permissions backend %q is not available in this version of ragcanary", safetext.Clean(string(p.Type), 32))
 	}
 	endpoint := kind.endpoint(p)
 	if endpoint == "" {
-		return "", Stall(ReasonDriverUnsupported, "%s is required for type %s", kind.field, p.Type)
+		return "", Stall(v1alpha1.ReasonDriverUnsupported, "%s is required for type %s", kind.field, p.Type)
 	}
 	u, err := normalize(endpoint)
 	if err != nil {
-		return "", Stall(ReasonInvalidURL, "%s: %v", kind.field, err)
+		return "", Stall(v1alpha1.ReasonInvalidURL, "%s: %v", kind.field, err)
 	}
 	id := string(p.Type) + " " + u.String()
 	if s := p.SpiceDB; s != nil {

@@ -43,7 +43,7 @@ func openOpenFGABackend(d *Door, _ string, p *v1alpha1.Permissions, key []byte, 
 	}
 	client, err := openfga.Dial(cfg)
 	if err != nil {
-		return nil, Stall(ReasonInvalidURL, "spec.permissions.openfga.apiURL: %v", err)
+		return nil, Stall(v1alpha1.ReasonInvalidURL, "spec.permissions.openfga.apiURL: %v", err)
 	}
 	return &openfgaBackend{perms: openfga.NewPermissions(client, openfgaMapping(s)), client: client}, nil
 }

@@ -76,7 +76,7 @@ func openfgaByName(url, name string) *v1alpha1.Corpus {
 
 func openfgaKey() *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fga",
-		Labels: map[string]string{CredentialLabel: CredentialLabelValue}}, Data: map[string][]byte{"key": []byte("fga-key")}}
+		Labels: map[string]string{v1alpha1.LabelCredential: v1alpha1.LabelCredentialValue}}, Data: map[string][]byte{"key": []byte("fga-key")}}
 }
 
 // TestRunKeepsItsPinnedOpenFGAStore: a run resolves its corpus's store

@@ -123,7 +123,7 @@ var errNoConversations = driver.NewError(driver.Permanent, "Conversation", 0, "t
 func (d *Door) permissionsKind(p *v1alpha1.Permissions) (permissionsKind, error) {
 	kind, ok := permissionsKinds[p.Type]
 	if !ok || kind.endpoint(p) == "" {
-		return permissionsKind{}, Stall(ReasonDriverUnsupported, "spec.permissions: type %q is not available or its settings are missing; use %s",
+		return permissionsKind{}, Stall(v1alpha1.ReasonDriverUnsupported, "spec.permissions: type %q is not available or its settings are missing; use %s",
 			p.Type, knownPermissionsTypes())
 	}
 	if _, err := d.Allow.Check(kind.field+".endpoint", kind.endpoint(p)); err != nil {
@@ -186,7 +186,7 @@ func openSpiceDBBackend(d *Door, corpus string, p *v1alpha1.Permissions, key []b
 	s := p.SpiceDB
 	client, err := d.openSpiceDB(corpus, s.Endpoint, key, s.Insecure, h)
 	if err != nil {
-		return nil, Stall(ReasonInvalidURL, "spec.permissions.spicedb.endpoint: %v", err)
+		return nil, Stall(v1alpha1.ReasonInvalidURL, "spec.permissions.spicedb.endpoint: %v", err)
 	}
 	mapping := spicedbMapping(s)
 	check := func(ctx context.Context) error {

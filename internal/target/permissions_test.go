@@ -30,7 +30,7 @@ func spicedbCorpus() *v1alpha1.Corpus {
 
 func spicedbKey(value string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "spicedb",
-		Labels: map[string]string{CredentialLabel: CredentialLabelValue}}, Data: map[string][]byte{"key": []byte(value)}}
+		Labels: map[string]string{v1alpha1.LabelCredential: v1alpha1.LabelCredentialValue}}, Data: map[string][]byte{"key": []byte(value)}}
 }
 
 // spicedbClientOf is the client a resolved corpus's backend uses.
@@ -123,8 +123,8 @@ func TestUnknownPermissionsTypeNamesTheKnownOnes(t *testing.T) {
 	c.Spec.Permissions.Type = "Zanzibar"
 	_, err := d.Corpus(t.Context(), c)
 	var p *Problem
-	if !errors.As(err, &p) || p.Reason != ReasonDriverUnsupported {
-		t.Fatalf("an unknown permissions type gave %v, want %s", err, ReasonDriverUnsupported)
+	if !errors.As(err, &p) || p.Reason != v1alpha1.ReasonDriverUnsupported {
+		t.Fatalf("an unknown permissions type gave %v, want %s", err, v1alpha1.ReasonDriverUnsupported)
 	}
 	if open, _ := d.conns().spicedb.counts(); open != 0 {
 		t.Errorf("a refused corpus left %d clients open", open)

@@ -160,7 +160,7 @@ func docSecrets(c *v1alpha1.Corpus) []*corev1.Secret {
 	if a := c.Spec.Driver.REST.Auth; a != nil {
 		out = append(out, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: a.SecretRef.Name,
-				Labels: map[string]string{CredentialLabel: CredentialLabelValue}},
+				Labels: map[string]string{v1alpha1.LabelCredential: v1alpha1.LabelCredentialValue}},
 			Data: map[string][]byte{a.SecretRef.Key: []byte("docs-example-credential")}})
 	}
 	return out

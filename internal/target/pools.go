@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+
 	authzed "github.com/authzed/authzed-go/v1"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -117,7 +119,7 @@ func (d *Door) openPostgres(corpus string, r Recipe, timeout time.Duration, cfg 
 		}
 		drv, err := postgres.New(cfg)
 		if err != nil {
-			return nil, Stall(ReasonInvalidURL, "spec.driver.postgres: the connection settings are not usable")
+			return nil, Stall(v1alpha1.ReasonInvalidURL, "spec.driver.postgres: the connection settings are not usable")
 		}
 		return drv, nil
 	})

@@ -18,15 +18,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/safetext"
 )
 
-// Reasons a Postgres corpus is refused by its health check.
-const (
-	ReasonStatementInvalid  = v1alpha1.ReasonStatementInvalid
-	ReasonReaderBypassesRLS = v1alpha1.ReasonReaderBypassesRLS
-	// ReasonReaderNotCaughtUp is a wait, not a refusal: a standby reader
-	// has not yet replayed the schema the writer holds.
-	ReasonReaderNotCaughtUp = v1alpha1.ReasonReaderNotCaughtUp
-)
-
 // Spec fields named in messages about the two connection strings.
 const (
 	fieldDSN     = "spec.driver.postgres.dsnSecretRef"
@@ -38,7 +29,7 @@ const (
 func (d *Door) postgresRecipe(ctx context.Context, obj *v1alpha1.Corpus) (Recipe, error) {
 	spec := obj.Spec.Driver
 	if spec.Postgres == nil {
-		return Recipe{}, Stall(ReasonDriverUnsupported, "spec.driver.postgres is required for type Postgres")
+		return Recipe{}, Stall(v1alpha1.ReasonDriverUnsupported, "spec.driver.postgres is required for type Postgres")
 	}
 	writer, err := Credential(ctx, d.Reader, obj.Namespace, spec.Postgres.DSNSecretRef)
 	if err != nil {
@@ -92,7 +83,7 @@ func (d *Door) checkDSN(field string, dsn []byte) (*pgxpool.Config, error) {
 	}
 	for _, e := range postgres.Endpoints(cfg) {
 		if e.Socket() {
-			return nil, Stall(ReasonURLNotAllowed, "%s: the connection string names a Unix socket; name a host and port the operator allows (postgres://host:port)", field)
+			return nil, Stall(v1alpha1.ReasonURLNotAllowed, "%s: the connection string names a Unix socket; name a host and port the operator allows (postgres://host:port)", field)
 		}
 		if _, err := d.Allow.Check(field, e.URL()); err != nil {
 			return nil, err
@@ -104,7 +95,7 @@ func (d *Door) checkDSN(field string, dsn []byte) (*pgxpool.Config, error) {
 // invalidDSN reports a string that does not parse. Both parsers' errors
 // are postgres.ErrInvalidDSN, whose text never quotes the string.
 func invalidDSN(field string, err error) *Problem {
-	return &Problem{Intent: Stalled, Reason: ReasonInvalidURL, Message: field + ": the Secret's value is " + postgres.ErrInvalidDSN.Error(), Err: err}
+	return &Problem{Intent: Stalled, Reason: v1alpha1.ReasonInvalidURL, Message: field + ": the Secret's value is " + postgres.ErrInvalidDSN.Error(), Err: err}
 }
 
 // fileOptions are connection options whose value is a path the client
@@ -127,10 +118,10 @@ func refuseOptions(field string, settings map[string]string) error {
 		key, shown := strings.ToLower(k), safetext.Clean(k, maxKeyShown)
 		switch {
 		case slices.Contains(fileOptions, key):
-			return Stall(ReasonInvalidURL, "%s: the connection string sets %s, which makes the operator read a file of its own; "+
+			return Stall(v1alpha1.ReasonInvalidURL, "%s: the connection string sets %s, which makes the operator read a file of its own; "+
 				"put the password in the Secret's connection string itself (certificates and keys from files are not supported)", field, shown)
 		case strings.HasPrefix(key, poolOptionPrefix):
-			return Stall(ReasonInvalidURL, "%s: the connection string sets %s; the operator sizes and checks its own connection pools, "+
+			return Stall(v1alpha1.ReasonInvalidURL, "%s: the connection string sets %s; the operator sizes and checks its own connection pools, "+
 				"so pool options are refused: remove it", field, shown)
 		}
 	}
@@ -145,21 +136,21 @@ func refuseOptions(field string, settings map[string]string) error {
 func checkParsed(field string, settings map[string]string, cfg *pgxpool.Config) error {
 	cc := cfg.ConnConfig
 	if cc.Password != settings["password"] {
-		return Stall(ReasonInvalidURL, "%s: the connection would send a password the connection string does not hold "+
+		return Stall(v1alpha1.ReasonInvalidURL, "%s: the connection would send a password the connection string does not hold "+
 			"(from a password file, a service file or the operator's environment); put the password in the connection string", field)
 	}
 	for _, tc := range tlsConfigs(&cc.Config) {
 		if len(tc.Certificates) > 0 || tc.GetClientCertificate != nil {
-			return Stall(ReasonInvalidURL, "%s: the connection would present a client certificate read from a file the operator holds; "+
+			return Stall(v1alpha1.ReasonInvalidURL, "%s: the connection would present a client certificate read from a file the operator holds; "+
 				"client certificates are not supported", field)
 		}
 		if tc.RootCAs != nil {
-			return Stall(ReasonInvalidURL, "%s: the connection would trust root certificates read from a file the operator holds; "+
+			return Stall(v1alpha1.ReasonInvalidURL, "%s: the connection would trust root certificates read from a file the operator holds; "+
 				"use sslmode=verify-full with a server certificate from a public CA, or sslmode=require", field)
 		}
 	}
 	if key, ok := runtimeParamMismatch(settings, cc.RuntimeParams); ok {
-		return Stall(ReasonInvalidURL, "%s: the connection would not send option %s as the connection string sets it "+
+		return Stall(v1alpha1.ReasonInvalidURL, "%s: the connection would not send option %s as the connection string sets it "+
 			"(a service file or the operator's environment changed it, or the string is ambiguous); write it as key=value between spaces",
 			field, safetext.Clean(key, maxKeyShown))
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+
 	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
@@ -51,16 +53,16 @@ func TestPostgresCheckWaitsForALaggingReader(t *testing.T) {
 	check := c.CheckDriver
 	ctx := context.Background()
 	first := check(ctx)
-	if p := AsProblem(first); p == nil || p.Intent != Waiting || p.Reason != ReasonReaderNotCaughtUp {
-		t.Fatalf("the first check: %v, want Waiting %s", first, ReasonReaderNotCaughtUp)
+	if p := AsProblem(first); p == nil || p.Intent != Waiting || p.Reason != v1alpha1.ReasonReaderNotCaughtUp {
+		t.Fatalf("the first check: %v, want Waiting %s", first, v1alpha1.ReasonReaderNotCaughtUp)
 	}
 	if hits, err := c.Driver.Search(ctx, "alice", "q", 10); hits != nil || !driver.IsTransient(err) {
 		t.Fatalf("a search before the standby replays: %d hits, %v; want a transient error", len(hits), err)
 	}
 	testutil.Eventually(t, 60*time.Second, "the check passes once the standby replays the schema", func() error {
 		err := check(ctx)
-		if p := AsProblem(err); p != nil && (p.Intent != Waiting || p.Reason != ReasonReaderNotCaughtUp) {
-			t.Fatalf("while the standby replays: %v (%s %s), want Waiting %s", err, p.Intent, p.Reason, ReasonReaderNotCaughtUp)
+		if p := AsProblem(err); p != nil && (p.Intent != Waiting || p.Reason != v1alpha1.ReasonReaderNotCaughtUp) {
+			t.Fatalf("while the standby replays: %v (%s %s), want Waiting %s", err, p.Intent, p.Reason, v1alpha1.ReasonReaderNotCaughtUp)
 		}
 		return err
 	})
@@ -71,7 +73,7 @@ func TestPostgresCheckWaitsForALaggingReader(t *testing.T) {
 // its statements are the user's to fix.
 func TestPostgresCheckRefusesAReaderWithoutTheSchema(t *testing.T) {
 	err := lagCorpus(t, lagServer(t), lagServer(t)).CheckDriver(context.Background())
-	if p := AsProblem(err); p == nil || p.Intent != Stalled || p.Reason != ReasonStatementInvalid {
-		t.Fatalf("got %v, want Stalled %s", err, ReasonStatementInvalid)
+	if p := AsProblem(err); p == nil || p.Intent != Stalled || p.Reason != v1alpha1.ReasonStatementInvalid {
+		t.Fatalf("got %v, want Stalled %s", err, v1alpha1.ReasonStatementInvalid)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
 
 // poolOptions are every option pgxpool reads from a connection string.
@@ -49,8 +51,8 @@ func TestPostgresDSNPoolOptionsAreRefused(t *testing.T) {
 func assertDSNRefused(t *testing.T, err error, field, option string) {
 	t.Helper()
 	p := AsProblem(err)
-	if p == nil || p.Intent != Stalled || p.Reason != ReasonInvalidURL {
-		t.Fatalf("got %v, want Stalled %s", err, ReasonInvalidURL)
+	if p == nil || p.Intent != Stalled || p.Reason != v1alpha1.ReasonInvalidURL {
+		t.Fatalf("got %v, want Stalled %s", err, v1alpha1.ReasonInvalidURL)
 	}
 	if !strings.Contains(p.Message, field) || !strings.Contains(p.Message, option) {
 		t.Fatalf("message %q does not name %s and %s", p.Message, field, option)

@@ -16,7 +16,7 @@ const pgPassword = "pg-password-value"
 
 func pgSecret(name, dsn string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
-		Labels: map[string]string{CredentialLabel: CredentialLabelValue}},
+		Labels: map[string]string{v1alpha1.LabelCredential: v1alpha1.LabelCredentialValue}},
 		Data: map[string][]byte{"dsn": []byte(dsn)}}
 }
 
@@ -50,17 +50,17 @@ func TestPostgresDSNsObeyTheAllowlist(t *testing.T) {
 		withReader     bool
 		reason, field  string
 	}{
-		{"writer on another host", "postgres://u:" + pgPassword + "@evil.example:5432/app", "", false, ReasonURLNotAllowed, fieldDSN},
-		{"writer on another port", "postgres://u:" + pgPassword + "@db.internal:6543/app", "", false, ReasonURLNotAllowed, fieldDSN},
-		{"key=value form, another host", "host=evil.example port=5432 user=u password=" + pgPassword, "", false, ReasonURLNotAllowed, fieldDSN},
-		{"a fallback host not allowed", "postgres://u:" + pgPassword + "@db.internal:5432,evil.example:5432/app", "", false, ReasonURLNotAllowed, fieldDSN},
-		{"a Unix socket", "host=/var/run/postgresql user=u password=" + pgPassword, "", false, ReasonURLNotAllowed, fieldDSN},
-		{"reader on another host", allowed, "postgres://r:" + pgPassword + "@replica.example:5432/app", true, ReasonURLNotAllowed, fieldReadDSN},
-		{"not a connection string", "postgres://u:" + pgPassword + "@db.internal:notaport/app", "", false, ReasonInvalidURL, fieldDSN},
+		{"writer on another host", "postgres://u:" + pgPassword + "@evil.example:5432/app", "", false, v1alpha1.ReasonURLNotAllowed, fieldDSN},
+		{"writer on another port", "postgres://u:" + pgPassword + "@db.internal:6543/app", "", false, v1alpha1.ReasonURLNotAllowed, fieldDSN},
+		{"key=value form, another host", "host=evil.example port=5432 user=u password=" + pgPassword, "", false, v1alpha1.ReasonURLNotAllowed, fieldDSN},
+		{"a fallback host not allowed", "postgres://u:" + pgPassword + "@db.internal:5432,evil.example:5432/app", "", false, v1alpha1.ReasonURLNotAllowed, fieldDSN},
+		{"a Unix socket", "host=/var/run/postgresql user=u password=" + pgPassword, "", false, v1alpha1.ReasonURLNotAllowed, fieldDSN},
+		{"reader on another host", allowed, "postgres://r:" + pgPassword + "@replica.example:5432/app", true, v1alpha1.ReasonURLNotAllowed, fieldReadDSN},
+		{"not a connection string", "postgres://u:" + pgPassword + "@db.internal:notaport/app", "", false, v1alpha1.ReasonInvalidURL, fieldDSN},
 		// Options that make the operator read its own files are refused.
-		{"a client key file", allowed + "?sslmode=require&sslkey=/var/run/secrets/kubernetes.io/serviceaccount/token", "", false, ReasonInvalidURL, fieldDSN},
-		{"a passfile, keyword form", "host=db.internal port=5432 user=u passfile=/etc/shadow", "", false, ReasonInvalidURL, fieldDSN},
-		{"a service file on the reader", allowed, "postgres://r@db.internal:5432/app?service=prod", true, ReasonInvalidURL, fieldReadDSN},
+		{"a client key file", allowed + "?sslmode=require&sslkey=/var/run/secrets/kubernetes.io/serviceaccount/token", "", false, v1alpha1.ReasonInvalidURL, fieldDSN},
+		{"a passfile, keyword form", "host=db.internal port=5432 user=u passfile=/etc/shadow", "", false, v1alpha1.ReasonInvalidURL, fieldDSN},
+		{"a service file on the reader", allowed, "postgres://r@db.internal:5432/app?service=prod", true, v1alpha1.ReasonInvalidURL, fieldReadDSN},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := pgDoor(t, []string{"postgres://db.internal:5432", "https://rag.internal/"}, c.writer, c.reader)
@@ -103,7 +103,7 @@ func TestPostgresCorpusResolves(t *testing.T) {
 	narrowed, _ := ParseAllowlist([]string{"postgres://db.internal:5432"})
 	d.Allow = narrowed
 	_, err = d.FromRecipe("ns", "pg", c.Recipe())
-	if p := AsProblem(err); p == nil || p.Reason != ReasonURLNotAllowed || !strings.Contains(p.Message, fieldReadDSN) {
+	if p := AsProblem(err); p == nil || p.Reason != v1alpha1.ReasonURLNotAllowed || !strings.Contains(p.Message, fieldReadDSN) {
 		t.Fatalf("recipe after narrowing the allowlist: %v, want the reader refused", err)
 	}
 }
@@ -126,15 +126,6 @@ func TestPersonaForPostgresIsTheSubject(t *testing.T) {
 	httpCorpus := &Corpus{Object: corpusFor("https://rag.internal/")}
 	if _, err := d.PersonaFor(context.Background(), httpCorpus, persona); AsProblem(err) == nil || AsProblem(err).Reason != v1alpha1.ReasonSecretNotFound {
 		t.Fatalf("HTTP persona without its Secret: %v, want SecretNotFound", err)
-	}
-}
-
-// TestPostgresReasonsMatchTheAPI: the driver's check reasons are the
-// documented condition reasons.
-func TestPostgresReasonsMatchTheAPI(t *testing.T) {
-	if postgres.ReasonStatementInvalid != ReasonStatementInvalid || postgres.ReasonReaderBypassesRLS != ReasonReaderBypassesRLS ||
-		postgres.ReasonReaderNotCaughtUp != ReasonReaderNotCaughtUp {
-		t.Fatal("the postgres driver's reasons differ from api/v1alpha1's")
 	}
 }
 

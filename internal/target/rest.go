@@ -18,7 +18,7 @@ import (
 func (d *Door) restRecipe(ctx context.Context, obj *v1alpha1.Corpus) (Recipe, error) {
 	spec := obj.Spec.Driver.REST
 	if spec == nil {
-		return Recipe{}, Stall(ReasonDriverUnsupported, "spec.driver.rest is required for type REST")
+		return Recipe{}, Stall(v1alpha1.ReasonDriverUnsupported, "spec.driver.rest is required for type REST")
 	}
 	if err := d.checkRESTURLs(spec); err != nil {
 		return Recipe{}, err
@@ -58,7 +58,7 @@ func (d *Door) restDriver(r Recipe, timeout time.Duration, replies *ReplyBudget)
 		return nil, err
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, Stall(ReasonInvalidURL, "spec.driver.rest.url must be an absolute http or https URL")
+		return nil, Stall(v1alpha1.ReasonInvalidURL, "spec.driver.rest.url must be an absolute http or https URL")
 	}
 	cfg := rest.Config{Spec: spec, BaseURL: u.String(), Timeout: timeout, ReplyBudget: replies,
 		HTTPClient: NoRedirects(d.httpClient())}
@@ -75,14 +75,10 @@ func (d *Door) restDriver(r Recipe, timeout time.Duration, replies *ReplyBudget)
 	}
 	drv, err := rest.New(cfg)
 	if err != nil {
-		return nil, Stall(ReasonInvalidRESTSource, "spec.driver.rest: %v", err)
+		return nil, Stall(v1alpha1.ReasonInvalidRESTSource, "spec.driver.rest: %v", err)
 	}
 	return drv, nil
 }
-
-// ReasonInvalidRESTSource: spec.driver.rest declares something the door
-// cannot build (named in the message).
-const ReasonInvalidRESTSource = "InvalidRESTSource"
 
 // restIdentity is the base URL as the allowlist normalises it, and a
 // short hash of the static values and the operations, which decide
@@ -90,7 +86,7 @@ const ReasonInvalidRESTSource = "InvalidRESTSource"
 func restIdentity(spec *v1alpha1.RESTDriver) (string, error) {
 	u, err := normalize(spec.URL)
 	if err != nil {
-		return "", Stall(ReasonInvalidURL, "spec.driver.rest.url: %v", err)
+		return "", Stall(v1alpha1.ReasonInvalidURL, "spec.driver.rest.url: %v", err)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	base := u.String()

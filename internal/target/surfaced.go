@@ -12,10 +12,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/surface"
 )
 
-// ReasonInvalidSurface: a spec.surfaces entry the door cannot build (a bad
-// template, pointer or header), named in the message.
-const ReasonInvalidSurface = "InvalidSurface"
-
 // surfaced probes the surfaces a corpus declares (spec.surfaces) through
 // the assistant's own APIs, and everything else — planting, sharing,
 // revoking, the surfaces not declared — through the driver it wraps.
@@ -148,7 +144,7 @@ func (d *Door) WithSurfaces(drv driver.Driver, key string, declared *v1alpha1.Co
 			Timeout: timeout, ReplyBudget: replies, HTTPClient: client, Credentials: known,
 		})
 		if err != nil {
-			return nil, Stall(ReasonInvalidSurface, "spec.surfaces.search: %v", err)
+			return nil, Stall(v1alpha1.ReasonInvalidSurface, "spec.surfaces.search: %v", err)
 		}
 		w.search = search
 	}
@@ -159,12 +155,12 @@ func (d *Door) WithSurfaces(drv driver.Driver, key string, declared *v1alpha1.Co
 		}
 		chats := &d.conns().chats
 		if w.chat, err = chats.get(key, s, cfg); err != nil {
-			return nil, Stall(ReasonInvalidSurface, "spec.surfaces.chat: %v", err)
+			return nil, Stall(v1alpha1.ReasonInvalidSurface, "spec.surfaces.chat: %v", err)
 		}
 		if s.Stream {
 			cfg.Stream = true
 			if w.stream, err = chats.get(key, s, cfg); err != nil {
-				return nil, Stall(ReasonInvalidSurface, "spec.surfaces.chat: %v", err)
+				return nil, Stall(v1alpha1.ReasonInvalidSurface, "spec.surfaces.chat: %v", err)
 			}
 		}
 	}
@@ -181,7 +177,7 @@ func (d *Door) chatConfig(s *v1alpha1.ChatSurface, timeout time.Duration, replie
 	var extra map[string]any
 	if s.ExtraBody != nil && len(s.ExtraBody.Raw) > 0 {
 		if err := json.Unmarshal(s.ExtraBody.Raw, &extra); err != nil {
-			return surface.ChatConfig{}, Stall(ReasonInvalidSurface, "spec.surfaces.chat.extraBody: not a JSON object")
+			return surface.ChatConfig{}, Stall(v1alpha1.ReasonInvalidSurface, "spec.surfaces.chat.extraBody: not a JSON object")
 		}
 	}
 	return surface.ChatConfig{

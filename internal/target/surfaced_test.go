@@ -105,20 +105,20 @@ func TestSurfacesAreCheckedAtTheDoor(t *testing.T) {
 	c := surfacedCorpus(srv.URL + "/tenant-a")
 	c.Spec.Surfaces.Search.URL = srv.URL + "/indexes/docs/search"
 	_, err := door.Corpus(context.Background(), c)
-	if p, ok := IsUserProblem(err); !ok || p.Reason != ReasonURLNotAllowed || !strings.Contains(p.Message, "spec.surfaces.search.url") {
+	if p, ok := IsUserProblem(err); !ok || p.Reason != v1alpha1.ReasonURLNotAllowed || !strings.Contains(p.Message, "spec.surfaces.search.url") {
 		t.Fatalf("a search surface outside the allowlist: %v", err)
 	}
 	open := &Door{Reader: secretsReader(t, sourceSecret(true)), Allow: AllowAny()}
 	bad := surfacedCorpus(srv.URL)
 	bad.Spec.Surfaces.Search.Hits = "value"
 	_, err = open.Corpus(context.Background(), bad)
-	if p, ok := IsUserProblem(err); !ok || p.Reason != ReasonInvalidSurface || !strings.Contains(p.Message, "spec.surfaces.search") {
+	if p, ok := IsUserProblem(err); !ok || p.Reason != v1alpha1.ReasonInvalidSurface || !strings.Contains(p.Message, "spec.surfaces.search") {
 		t.Fatalf("a malformed hits pointer: %v", err)
 	}
 	bad = surfacedCorpus(srv.URL)
 	bad.Spec.Surfaces.Chat.ExtraBody = &apiextensionsv1.JSON{Raw: []byte(`[1]`)}
 	_, err = open.Corpus(context.Background(), bad)
-	if p, ok := IsUserProblem(err); !ok || p.Reason != ReasonInvalidSurface || !strings.Contains(p.Message, "extraBody") {
+	if p, ok := IsUserProblem(err); !ok || p.Reason != v1alpha1.ReasonInvalidSurface || !strings.Contains(p.Message, "extraBody") {
 		t.Fatalf("extraBody not an object: %v", err)
 	}
 }

@@ -1,6 +1,9 @@
 package target
 
-import "github.com/ragcanary/ragcanary/internal/driver"
+import (
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/driver"
+)
 
 // credentialGuard is a surface that refuses to carry a known credential
 // outside its header (surface.Search).
@@ -29,7 +32,7 @@ func (c *Corpus) GuardCredential(persona string, tok driver.Token) error {
 		return nil
 	}
 	if err := g.Guard(tok); err != nil {
-		return Stall(ReasonInvalidSurface, "spec.surfaces.search: %v (the credential of Persona %q)", err, persona)
+		return Stall(v1alpha1.ReasonInvalidSurface, "spec.surfaces.search: %v (the credential of Persona %q)", err, persona)
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ func (l *wireLog) carrying(s string) int {
 
 func personaWithKey(name, key string) (*v1alpha1.Persona, *corev1.Secret) {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name + "-key",
-		Labels: map[string]string{CredentialLabel: CredentialLabelValue}}, Data: map[string][]byte{"key": []byte(key)}}
+		Labels: map[string]string{v1alpha1.LabelCredential: v1alpha1.LabelCredentialValue}}, Data: map[string][]byte{"key": []byte(key)}}
 	p := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 	p.Spec.CredentialSecretRef = v1alpha1.SecretKeyReference{Name: s.Name, Key: "key"}
 	return p, s
@@ -123,7 +123,7 @@ func TestSurfaceNeverSendsAnotherPersonasKey(t *testing.T) {
 			}
 			_, err = door.PersonaFor(context.Background(), c, alice)
 			p, user := IsUserProblem(err)
-			if !user || p.Reason != ReasonInvalidSurface || !strings.Contains(p.Message, "spec.surfaces.search") ||
+			if !user || p.Reason != v1alpha1.ReasonInvalidSurface || !strings.Contains(p.Message, "spec.surfaces.search") ||
 				!strings.Contains(p.Message, tc.field+": ") || !strings.Contains(p.Message, `Persona "alice"`) {
 				t.Errorf("PersonaFor(alice) = %v, want InvalidSurface naming spec.surfaces.search %s and the Persona", err, tc.field)
 			}

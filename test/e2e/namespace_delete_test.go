@@ -288,7 +288,7 @@ func nsDeleteObjects(ns string, method v1alpha1.RevocationMethod) []client.Objec
 		persona("alice", "alice@example.com"), persona("mallory", "mallory@example.com"),
 		&v1alpha1.RevocationCanary{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "canary",
-				Annotations: map[string]string{v1alpha1.RunNowAnnotation: "now"}},
+				Annotations: map[string]string{v1alpha1.AnnotationRunNow: "now"}},
 			Spec: v1alpha1.RevocationCanarySpec{
 				Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &hourly}},
 				CanarySpec: v1alpha1.CanarySpec{

@@ -246,8 +246,8 @@ func assertOneDocumentRemoved(t *testing.T, g *restartGate, drv *httpdriver.Driv
 	if lastDelete < 0 || lastDelete < lastRevoke {
 		t.Errorf("the canary document was not deleted after its grants were revoked (delete at %d, revoke at %d)", lastDelete, lastRevoke)
 	}
-	if c := meta.FindStatusCondition(run.Status.Conditions, controllers.ConditionCleanupPending); c == nil || c.Status != metav1.ConditionFalse || c.Reason != controllers.ReasonCleanedUp {
-		t.Errorf("CleanupPending condition %+v, want False/%s", c, controllers.ReasonCleanedUp)
+	if c := meta.FindStatusCondition(run.Status.Conditions, v1alpha1.ConditionCleanupPending); c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonCleanedUp {
+		t.Errorf("CleanupPending condition %+v, want False/%s", c, v1alpha1.ReasonCleanedUp)
 	}
 	// A grant on a document the source no longer has is refused: the
 	// document, and with it every grant, is gone.

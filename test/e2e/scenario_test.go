@@ -118,7 +118,7 @@ func scenarioObjects() []client.Object {
 		persona("alice", "alice@example.com"), persona("mallory", "mallory@example.com"),
 		&v1alpha1.RevocationCanary{
 			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "alice-grant",
-				Annotations: map[string]string{v1alpha1.RunNowAnnotation: "first"}},
+				Annotations: map[string]string{v1alpha1.AnnotationRunNow: "first"}},
 			Spec: v1alpha1.RevocationCanarySpec{
 				Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &every}},
 				CanarySpec: v1alpha1.CanarySpec{
@@ -155,7 +155,7 @@ func scenarioObjects() []client.Object {
 		},
 		&v1alpha1.EvalSuite{
 			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "isolation",
-				Annotations: map[string]string{v1alpha1.RunNowAnnotation: "first"}},
+				Annotations: map[string]string{v1alpha1.AnnotationRunNow: "first"}},
 			Spec: v1alpha1.EvalSuiteSpec{
 				CorpusRef: ref("kb"), K: 5,
 				Cases: []v1alpha1.EvalCase{{

@@ -95,7 +95,7 @@ func tailsObjects() []client.Object {
 	canary := func(name, corpus string, method v1alpha1.RevocationMethod, p v1alpha1.Probing) *v1alpha1.RevocationCanary {
 		return &v1alpha1.RevocationCanary{
 			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: name,
-				Annotations: map[string]string{v1alpha1.RunNowAnnotation: "first"}},
+				Annotations: map[string]string{v1alpha1.AnnotationRunNow: "first"}},
 			Spec: v1alpha1.RevocationCanarySpec{
 				Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &hourly}},
 				CanarySpec: v1alpha1.CanarySpec{CorpusRef: ref(corpus), PersonaRef: ref("alice"),

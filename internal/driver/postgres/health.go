@@ -5,24 +5,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ragcanary/ragcanary/internal/safetext"
-)
-
-// Reasons a check refuses the configuration; the Corpus controller reports
-// them as the Ready condition's reason.
-const (
-	// ReasonStatementInvalid: a statement does not prepare, takes more
-	// parameters than its operation passes, or search returns other columns.
-	ReasonStatementInvalid = "StatementInvalid"
-	// ReasonReaderBypassesRLS: the reader role is not filtered by row-level
-	// security, so every isolation result would be meaningless.
-	ReasonReaderBypassesRLS = "ReaderBypassesRLS"
-	// ReasonReaderNotCaughtUp: the reader is a standby that has not yet
-	// replayed the schema the writer holds; the check passes once it has.
-	ReasonReaderNotCaughtUp = "ReaderNotCaughtUp"
 )
 
 // CheckError is a configuration the user must fix, or (Wait) a reader that
@@ -145,11 +133,11 @@ func (d *Driver) prepareOn(ctx context.Context, pool *pgxpool.Pool, p *prepared,
 			return d.statementError(name, err)
 		}
 		if n := len(desc.ParamOIDs); n > maxParams[name] {
-			return &CheckError{Reason: ReasonStatementInvalid, Message: fmt.Sprintf(
+			return &CheckError{Reason: v1alpha1.ReasonStatementInvalid, Message: fmt.Sprintf(
 				"%s uses %d parameters; this operation passes at most %d", d.describeStatement(name), n, maxParams[name])}
 		}
 		if name == stmtSearch && len(desc.Fields) != 3 {
-			return &CheckError{Reason: ReasonStatementInvalid, Message: fmt.Sprintf(
+			return &CheckError{Reason: v1alpha1.ReasonStatementInvalid, Message: fmt.Sprintf(
 				"%s returns %d columns; it must return (chunk id, document id, score)", d.describeStatement(name), len(desc.Fields))}
 		}
 		p.params[name] = len(desc.ParamOIDs)
@@ -196,7 +184,7 @@ func (d *Driver) statementError(name string, err error) error {
 	if !aboutTheStatement(code) {
 		return classify("Prepare", err)
 	}
-	return &CheckError{Reason: ReasonStatementInvalid, Err: err, Message: fmt.Sprintf(
+	return &CheckError{Reason: v1alpha1.ReasonStatementInvalid, Err: err, Message: fmt.Sprintf(
 		"%s does not prepare: %s (SQLSTATE %s)", d.describeStatement(name), safetext.Clean(pgErr.Message, maxServerText), code)}
 }
 
@@ -237,10 +225,10 @@ func (d *Driver) checkReader(ctx context.Context) error {
 	role = safetext.Clean(role, maxRoleName)
 	switch {
 	case super:
-		return &CheckError{Reason: ReasonReaderBypassesRLS, Message: fmt.Sprintf(
+		return &CheckError{Reason: v1alpha1.ReasonReaderBypassesRLS, Message: fmt.Sprintf(
 			"the reader role %q is a superuser, which bypasses row-level security: every persona would read every row; use a role without SUPERUSER", role)}
 	case bypass:
-		return &CheckError{Reason: ReasonReaderBypassesRLS, Message: fmt.Sprintf(
+		return &CheckError{Reason: v1alpha1.ReasonReaderBypassesRLS, Message: fmt.Sprintf(
 			"the reader role %q has BYPASSRLS: every persona would read every row; use a role with NOBYPASSRLS", role)}
 	}
 	if !d.overrides.usesReferenceSearch() {
@@ -254,10 +242,10 @@ func (d *Driver) checkReader(ctx context.Context) error {
 	}
 	switch {
 	case !enabled:
-		return &CheckError{Reason: ReasonReaderBypassesRLS, Message: fmt.Sprintf(
+		return &CheckError{Reason: v1alpha1.ReasonReaderBypassesRLS, Message: fmt.Sprintf(
 			"row-level security is not enabled on %s.chunks: every persona would read every row", d.schema)}
 	case owner && !forced:
-		return &CheckError{Reason: ReasonReaderBypassesRLS, Message: fmt.Sprintf(
+		return &CheckError{Reason: v1alpha1.ReasonReaderBypassesRLS, Message: fmt.Sprintf(
 			"the reader role %q owns %s.chunks, and row-level security is not forced: owners bypass it", role, d.schema)}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ragcanary/ragcanary/internal/safetext"
@@ -40,6 +42,6 @@ func (d *Driver) readerBehind(ctx context.Context, p *prepared, err error) error
 	if d.reader.QueryRow(ctx, `select pg_is_in_recovery() and coalesce(pg_last_wal_replay_lsn() < $1::pg_lsn, true)`, lsn).Scan(&behind) != nil || !behind {
 		return err
 	}
-	return &CheckError{Reason: ReasonReaderNotCaughtUp, Wait: true, Err: err,
+	return &CheckError{Reason: v1alpha1.ReasonReaderNotCaughtUp, Wait: true, Err: err,
 		Message: "the reader is a standby that has not yet replayed the schema the writer holds (" + ce.Message + "); the check passes once it catches up"}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ragcanary/ragcanary/internal/conformance"
@@ -225,16 +227,16 @@ func TestReaderThatBypassesRLSIsRefused(t *testing.T) {
 	writer := s.DSN("writer", writerPassword)
 	healthy(t, newDriver(t, writer, "", postgres.Statements{}))
 	checkReason(t, newDriver(t, writer, s.DSN("bypasser", "bp"), postgres.Statements{}).HealthCheck(context.Background()),
-		postgres.ReasonReaderBypassesRLS, "BYPASSRLS")
+		v1alpha1.ReasonReaderBypassesRLS, "BYPASSRLS")
 	checkReason(t, newDriver(t, writer, s.SuperDSN(), postgres.Statements{}).HealthCheck(context.Background()),
-		postgres.ReasonReaderBypassesRLS, "superuser")
+		v1alpha1.ReasonReaderBypassesRLS, "superuser")
 	// Without manageSchema (which would force it again).
 	s.Exec(t, "alter table rag.chunks no force row level security")
 	w, _ := postgres.ParseDSN(writer)
 	d, err := postgres.New(postgres.Config{Writer: w, Schema: "rag", Timeout: 5 * time.Second})
 	must(t, err)
 	defer d.Close()
-	checkReason(t, d.HealthCheck(context.Background()), postgres.ReasonReaderBypassesRLS, "owns rag.chunks")
+	checkReason(t, d.HealthCheck(context.Background()), v1alpha1.ReasonReaderBypassesRLS, "owns rag.chunks")
 }
 
 // TestInvalidStatementIsNamed: a statement that does not prepare, one with
@@ -252,14 +254,14 @@ func TestInvalidStatementIsNamed(t *testing.T) {
 		{postgres.Statements{Revoke: "delete from rag.document_acl where document_id = $1 and principal = $2 and $3::int > 0"}, "statements.revoke uses 3 parameters"},
 		{postgres.Statements{Search: "select id, document_id from rag.chunks where content = $1 limit $2"}, "statements.search returns 2 columns"},
 	} {
-		checkReason(t, newDriver(t, writer, reader, c.st).HealthCheck(context.Background()), postgres.ReasonStatementInvalid, c.mention)
+		checkReason(t, newDriver(t, writer, reader, c.st).HealthCheck(context.Background()), v1alpha1.ReasonStatementInvalid, c.mention)
 	}
 	// Without manageSchema a missing reference schema names the statement.
 	w, _ := postgres.ParseDSN(writer)
 	d, err := postgres.New(postgres.Config{Writer: w, Schema: "elsewhere", Timeout: 5 * time.Second})
 	must(t, err)
 	defer d.Close()
-	checkReason(t, d.HealthCheck(context.Background()), postgres.ReasonStatementInvalid, "manageSchema")
+	checkReason(t, d.HealthCheck(context.Background()), v1alpha1.ReasonStatementInvalid, "manageSchema")
 }
 
 // TestErrorsAreClassifiedAndSanitized: a wrong password is Unauthorized, a

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // CanariesPerCorpus keeps each corpus's probes (two per canary per interval
@@ -100,7 +99,7 @@ func CreateFixture(ctx context.Context, c client.Client, urls []string, f Fleet)
 
 func secret(ns, name, token string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Labels: map[string]string{target.CredentialLabel: target.CredentialLabelValue}},
+		Labels: map[string]string{v1alpha1.LabelCredential: v1alpha1.LabelCredentialValue}},
 		Data: map[string][]byte{"token": []byte(token)}}
 }
 
@@ -170,7 +169,7 @@ func Canary(name, namespace string, f Fleet) *v1alpha1.RevocationCanary {
 	}
 	return &v1alpha1.RevocationCanary{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name,
-			Annotations: map[string]string{v1alpha1.RunNowAnnotation: "bench"}},
+			Annotations: map[string]string{v1alpha1.AnnotationRunNow: "bench"}},
 		Spec: v1alpha1.RevocationCanarySpec{
 			Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: 24 * time.Hour}}},
 			CanarySpec: spec,
