@@ -84,9 +84,15 @@ test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) gitea-tools promet
 
 # The chart installed on a real one-node Kubernetes built here (needs root:
 # network namespaces, cgroups, mounts). The cluster's tests carry the build
-# tag "cluster", so go test ./... leaves them to this target.
+# tag "cluster", so go test ./... leaves them to this target. Its images are
+# built from the work tree, uncommitted edits included, so the cluster runs
+# the change under test; their revision is marked -dirty when the tree
+# differs from HEAD, and make image-push refuses them (make image builds a
+# commit, reproducibly).
 .PHONY: test-cluster
-test-cluster: cluster-tools cluster-images prometheus-tools ## Install the chart on a one-node cluster (kubelet, containerd, kube-proxy, CoreDNS) from the images make image builds: restricted Pod, SLOMet, metrics via the Service, Pod death mid-run, leader handover, upgrade, uninstall, teardown.
+test-cluster: cluster-tools image-tools prometheus-tools ## Install the chart on a one-node cluster (kubelet, containerd, kube-proxy, CoreDNS) from images of the work tree: restricted Pod, SLOMet, metrics via the Service, Pod death mid-run, leader handover, upgrade, uninstall, teardown.
+	$(GO) run ./hack/image build --worktree --out $(IMAGE_DIR)
+	$(GO) run ./hack/image build --worktree --images pause --platforms linux/$$($(GO) env GOARCH) --out $(BIN)/cluster-images
 	$(GO) test -tags cluster ./test/cluster -count=1 -v -timeout 30m
 
 # Every parser of what a target or a tenant sends, fuzzed for a bounded

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -43,27 +42,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func build(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("build", flag.ContinueOnError)
-	r := image.Release{RepoDir: ".", Specs: []image.Spec{image.Manager, image.RagTarget}}
-	fs.StringVar(&r.OutDir, "out", "bin/images", "Output directory, replaced on every build.")
-	fs.StringVar(&r.Revision, "rev", "HEAD", "Commit to build (its tree, not the work tree's edits).")
-	fs.StringVar(&r.Version, "version", "", "Image version and tag (default: the chart's appVersion).")
-	fs.StringVar(&r.Source, "source", "https://github.com/ragcanary/ragcanary", "org.opencontainers.image.source.")
-	names := fs.String("images", "manager,ragtarget", "Images to build: manager, ragtarget, pause (the one-node cluster's sandbox).")
-	platforms := fs.String("platforms", "", "Platforms (default linux/amd64,linux/arm64).")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	r.Specs = nil
-	for _, n := range strings.Split(*names, ",") {
-		spec, ok := image.Specs[n]
-		if !ok {
-			return fmt.Errorf("unknown image %q (want manager, ragtarget or pause)", n)
-		}
-		r.Specs = append(r.Specs, spec)
-	}
-	var err error
-	if r.Platforms, err = image.ParsePlatforms(*platforms); err != nil {
+	r, err := image.ParseBuild(args)
+	if err != nil {
 		return err
 	}
 	built, err := r.Run(ctx)

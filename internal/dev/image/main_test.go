@@ -43,10 +43,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// repoRoot is the module root, two levels up.
+// repoRoot is the module root, three levels up (internal/dev/image).
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,9 @@ func Push(ctx context.Context, outDir, imageName string, ref name.Tag, opts ...r
 	if err != nil {
 		return Pushed{}, err
 	}
+	if err := fromACommit(idx); err != nil {
+		return Pushed{}, err
+	}
 	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
 	if err := remote.WriteIndex(ref, idx, opts...); err != nil {
 		return Pushed{}, fmt.Errorf("push %s: %w", ref, err)
@@ -53,6 +56,20 @@ func Push(ctx context.Context, outDir, imageName string, ref name.Tag, opts ...r
 		return Pushed{}, err
 	}
 	return Pushed{Reference: ref.Context().Digest(digest.String()), SBOM: sbomDigest}, nil
+}
+
+// fromACommit refuses an index built from a work tree that differed from
+// its commit (make test-cluster writes one to bin/images): a published image
+// must be one anyone can rebuild from its revision.
+func fromACommit(idx v1.ImageIndex) error {
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	if rev := m.Annotations[AnnotationRevision]; strings.HasSuffix(rev, DirtySuffix) {
+		return fmt.Errorf("the image was built from uncommitted changes (revision %s), as make test-cluster builds; run make image to build a commit", rev)
+	}
+	return nil
 }
 
 // LayoutIndex is the index named imageName in outDir's layout, found by the

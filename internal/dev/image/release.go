@@ -11,9 +11,11 @@ import (
 
 // Release is one make image run.
 type Release struct {
-	// RepoDir is the git repository; Revision is built from it.
+	// RepoDir is the git repository; Revision is built from it, or its
+	// work tree, uncommitted edits included, when WorkTree is set.
 	RepoDir  string
 	Revision string
+	WorkTree bool
 	// OutDir is replaced with the outputs (see Write).
 	OutDir string
 	// Version overrides the chart's appVersion.
@@ -24,15 +26,12 @@ type Release struct {
 	Platforms []v1.Platform
 }
 
-// Run exports the commit, builds every spec for every platform on the local
-// base and writes the outputs.
+// Run exports the commit (or the work tree), builds every spec for every
+// platform on the local base and writes the outputs.
 func (r Release) Run(ctx context.Context) ([]*Built, error) {
-	commit, err := ResolveCommit(ctx, r.RepoDir, r.Revision)
-	if err != nil {
-		return nil, err
-	}
 	// The binaries are built from the exported tree, so every path given
 	// relative to where we were called must be made absolute first.
+	var err error
 	if r.OutDir, err = filepath.Abs(r.OutDir); err != nil {
 		return nil, err
 	}
@@ -41,8 +40,12 @@ func (r Release) Run(ctx context.Context) ([]*Built, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(scratch)
+	commit, err := r.resolve(ctx, scratch)
+	if err != nil {
+		return nil, err
+	}
 	src := filepath.Join(scratch, "src")
-	if err := ExportCommit(ctx, r.RepoDir, commit.Revision, src); err != nil {
+	if err := ExportCommit(ctx, r.RepoDir, commit.Tree, src); err != nil {
 		return nil, err
 	}
 	in, err := r.inputs(commit, src, filepath.Join(scratch, "bin"))
@@ -58,6 +61,14 @@ func (r Release) Run(ctx context.Context) ([]*Built, error) {
 		built = append(built, b)
 	}
 	return built, Write(r.OutDir, built)
+}
+
+// resolve picks the source: the work tree, or the commit named.
+func (r Release) resolve(ctx context.Context, scratch string) (Commit, error) {
+	if r.WorkTree {
+		return ResolveWorkTree(ctx, r.RepoDir, scratch)
+	}
+	return ResolveCommit(ctx, r.RepoDir, r.Revision)
 }
 
 func (r Release) inputs(c Commit, src, work string) (Inputs, error) {

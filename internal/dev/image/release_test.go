@@ -14,17 +14,21 @@ import (
 // fixed time.
 func gitRepo(t *testing.T) (dir, revision string) {
 	t.Helper()
+	return gitRepoWith(t, map[string]string{"main.go": "package main\n\nfunc main() { println(\"committed\") }\n"})
+}
+
+// gitRepoWith makes a repository holding go.mod and files and commits them
+// at a fixed time.
+func gitRepoWith(t *testing.T, files map[string]string) (dir, revision string) {
+	t.Helper()
 	dir = t.TempDir()
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	write(t, dir, "go.mod", "module example.test/tiny\n\ngo 1.26\n")
+	for name, body := range files {
+		write(t, dir, name, body)
 	}
-	write("go.mod", "module example.test/tiny\n\ngo 1.26\n")
-	write("main.go", "package main\n\nfunc main() { println(\"committed\") }\n")
 	for _, args := range [][]string{
 		{"init", "-q"},
-		{"add", "go.mod", "main.go"},
+		{"add", "-A"},
 		{"-c", "user.name=t", "-c", "user.email=t@example.test", "commit", "-q", "-m", "tiny"},
 	} {
 		cmd := exec.Command("git", args...)
@@ -34,7 +38,7 @@ func gitRepo(t *testing.T) (dir, revision string) {
 			t.Fatalf("git %v: %v: %s", args, err, out)
 		}
 	}
-	out, err := git(context.Background(), dir, "rev-parse", "HEAD")
+	out, err := git(context.Background(), dir, nil, "rev-parse", "HEAD")
 	if err != nil {
 		t.Fatal(err)
 	}
