@@ -2,11 +2,11 @@ package probe
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/measure"
@@ -22,29 +22,13 @@ const (
 // planted for alice and indexed; syncs run only when the test calls them.
 func conversationTarget(t *testing.T, reusesHistory bool) (*ragtarget.Service, *httpdriver.Driver) {
 	t.Helper()
-	svc, err := ragtarget.New(ragtarget.Config{
-		SourceToken:               "conv-source-token",
+	tg := targettest.Start(t, ragtarget.Config{
 		Tokens:                    map[string]string{convAlice.Reveal(): "user:alice", convBob.Reveal(): "user:bob"},
 		ConversationReusesHistory: reusesHistory,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(svc.Handler())
-	t.Cleanup(func() { srv.Close(); _ = svc.Close() })
-	d, err := httpdriver.New(httpdriver.Config{BaseURL: srv.URL, SourceToken: "conv-source-token", Timeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	doc := driver.Document{ID: testTarget.DocumentID, Title: "canary", Body: testTarget.Handle + " holds " + testTarget.Payload, Principals: []string{"user:alice"}}
-	if err := d.CreateDocument(ctx, doc); err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.SyncNow(ragtarget.SyncContent); err != nil {
-		t.Fatal(err)
-	}
-	return svc, d
+	tg.Plant(t, driver.Document{ID: testTarget.DocumentID, Title: "canary", Body: testTarget.Handle + " holds " + testTarget.Payload,
+		Principals: []string{"user:alice"}})
+	return tg.Service, tg.Driver(t, 2*time.Second)
 }
 
 // revokeAndSync takes alice's grant away and lets the ACL sync apply it.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/measure"
@@ -133,7 +134,7 @@ func TestEchoedHandleIsNoIsolationViolation(t *testing.T) {
 	p.Surfaces = []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer}
 	p.Target = testTarget
 	st := e.Ensure(key, p)
-	waitFor(t, "five rounds", func() bool { return st.Snapshot().Rounds >= 5 })
+	testutil.EventuallyTrue(t, waitTimeout, "five rounds", func() bool { return st.Snapshot().Rounds >= 5 })
 	s := st.Snapshot()
 	if s.IsolationViolations != 0 {
 		t.Fatalf("%d isolation violations from answers that only echo the question", s.IsolationViolations)

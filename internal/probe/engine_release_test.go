@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
@@ -25,7 +26,7 @@ func TestLoopReleasesItsDriverWhenItEnds(t *testing.T) {
 	p := newPlan(StageVisibility, d)
 	p.Release = func() { first.Add(1) }
 	e.Ensure(key, p)
-	waitFor(t, "a probe", func() bool { return d.searches.Load() > 0 })
+	testutil.EventuallyTrue(t, waitTimeout, "a probe", func() bool { return d.searches.Load() > 0 })
 	if n := first.Load(); n != 0 {
 		t.Fatalf("a running loop released its driver %d times", n)
 	}

@@ -72,11 +72,8 @@ func newPlan(stage Stage, d driver.Driver) Plan {
 	}
 }
 
-// waitFor polls cond for a bounded time.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testutil.EventuallyTrue(t, 5*time.Second, what, cond)
-}
+// waitTimeout bounds each wait for the engine's background rounds.
+const waitTimeout = 5 * time.Second
 
 func TestEngineVisibilityAndIsolation(t *testing.T) {
 	f := &fakeTarget{visible: map[driver.Token]bool{}}
@@ -89,16 +86,16 @@ func TestEngineVisibilityAndIsolation(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "run"}
 
 	st := e.Ensure(key, newPlan(StageVisibility, f))
-	waitFor(t, "some rounds", func() bool { return st.Snapshot().Rounds >= 3 })
+	testutil.EventuallyTrue(t, waitTimeout, "some rounds", func() bool { return st.Snapshot().Rounds >= 3 })
 	if s := st.Snapshot(); s.AllVisible || s.IsolationViolations != 0 {
 		t.Fatalf("visible before sharing: %+v", s)
 	}
 	f.set(persona, true)
-	waitFor(t, "visibility", func() bool { return st.Snapshot().AllVisible })
-	waitFor(t, "a notification", func() bool { return notified.Load() >= 1 })
+	testutil.EventuallyTrue(t, waitTimeout, "visibility", func() bool { return st.Snapshot().AllVisible })
+	testutil.EventuallyTrue(t, waitTimeout, "a notification", func() bool { return notified.Load() >= 1 })
 
 	f.set(control, true)
-	waitFor(t, "an isolation violation", func() bool { return st.Snapshot().IsolationViolations > 0 })
+	testutil.EventuallyTrue(t, waitTimeout, "an isolation violation", func() bool { return st.Snapshot().IsolationViolations > 0 })
 
 	// Ensure at the same stage keeps the running loop and its state.
 	if again := e.Ensure(key, newPlan(StageVisibility, f)); again != st {
@@ -139,17 +136,17 @@ func TestEngineErrorsAreNeverAbsences(t *testing.T) {
 	p.Controls = nil
 	p.Resume = []v1alpha1.SurfaceMeasurement{{Surface: v1alpha1.SurfaceSearch, NegativeStreak: 1, Probes: v1alpha1.ProbeCounts{Negative: 1}}}
 	st := e.Ensure(key, p)
-	waitFor(t, "positive probes", func() bool { return st.Snapshot().Surfaces[0].Probes.Positive >= 2 })
+	testutil.EventuallyTrue(t, waitTimeout, "positive probes", func() bool { return st.Snapshot().Surfaces[0].Probes.Positive >= 2 })
 
 	f.set(persona, false) // revoked...
 	f.fail(true)          // ...but the target fails
-	waitFor(t, "errors", func() bool { return st.Snapshot().Surfaces[0].Probes.Errors >= 5 })
+	testutil.EventuallyTrue(t, waitTimeout, "errors", func() bool { return st.Snapshot().Surfaces[0].Probes.Errors >= 5 })
 	m := st.Snapshot().Surfaces[0]
 	if m.Excluded || measure.Classify(&m, measure.Revocation{}) == measure.Excluded {
 		t.Fatalf("errors established exclusion: %+v", m)
 	}
 	f.fail(false)
-	waitFor(t, "exclusion", func() bool { return st.Snapshot().Surfaces[0].Excluded })
+	testutil.EventuallyTrue(t, waitTimeout, "exclusion", func() bool { return st.Snapshot().Surfaces[0].Excluded })
 	m = st.Snapshot().Surfaces[0]
 	if m.Probes.Negative < 3 || m.LastPositiveStart == nil || m.FirstNegativeEnd.Before(m.LastPositiveStart) {
 		t.Fatalf("exclusion confirmed without two real negatives after the last positive: %+v", m)
@@ -168,7 +165,7 @@ func TestVisibilityErrorsAreNotAbsences(t *testing.T) {
 	go func() { _ = e.Start(ctx) }()
 	key := types.NamespacedName{Namespace: "ns", Name: "failing"}
 	st := e.Ensure(key, newPlan(StageVisibility, f))
-	waitFor(t, "some rounds", func() bool { return st.Snapshot().Rounds >= 3 })
+	testutil.EventuallyTrue(t, waitTimeout, "some rounds", func() bool { return st.Snapshot().Rounds >= 3 })
 	snap := e.Stop(key).Snapshot()
 	s, ok := snap.SurfaceWithoutReply()
 	if !ok || s != v1alpha1.SurfaceSearch || snap.VisibilityErrors < 3 {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"text/tabwriter"
@@ -17,8 +16,8 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/target"
@@ -141,21 +140,11 @@ func runLag(b *testing.B, lag, interval time.Duration, confirmations int32, slo 
 	)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	rtClock := testingclock.NewFakeClock(t0)
-	svc, err := ragtarget.New(ragtarget.Config{SourceToken: sourceToken, Tokens: map[string]string{alice.Reveal(): "alice"},
+	tg := targettest.Start(b, ragtarget.Config{SourceToken: sourceToken, Tokens: map[string]string{alice.Reveal(): "alice"},
 		ContentSyncInterval: lag, ACLSyncInterval: lag, Clock: rtClock})
-	if err != nil {
-		b.Fatal(err)
-	}
+	svc, drv := tg.Service, tg.Driver(b, 5*time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	svc.Start(ctx)
-	defer func() { _ = svc.Close() }()
-	srv := httptest.NewServer(svc.Handler())
-	defer srv.Close()
-	drv, err := httpdriver.New(httpdriver.Config{BaseURL: srv.URL, SourceToken: sourceToken, Timeout: 5 * time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
 	tgt := Target{DocumentID: doc, Handle: "rcbenchhandle", Payload: "rcbenchpayload"}
 	if err := drv.CreateDocument(ctx, driver.Document{ID: doc, Title: "canary",
 		Body: "Its handle is " + tgt.Handle + " and its payload is " + tgt.Payload, Principals: []string{"alice"}}); err != nil {

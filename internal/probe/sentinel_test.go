@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/target"
@@ -135,9 +136,9 @@ func TestEngineWatchProbesOnlyTheControls(t *testing.T) {
 	p := newPlan(StageWatch, f)
 	p.Schedule = Schedule{Adaptive: true, Precision: 0.1, MaxInterval: 20 * time.Millisecond}
 	st := e.Ensure(key, p)
-	waitFor(t, "control probes", func() bool { return f.searchesBy(control) >= 3 })
+	testutil.EventuallyTrue(t, waitTimeout, "control probes", func() bool { return f.searchesBy(control) >= 3 })
 	f.set(control, true)
-	waitFor(t, "a sighting", func() bool { return st.Snapshot().SightingTotal > 0 })
+	testutil.EventuallyTrue(t, waitTimeout, "a sighting", func() bool { return st.Snapshot().SightingTotal > 0 })
 	final := e.Stop(key).Snapshot()
 	if n := f.searchesBy(persona); n != 0 {
 		t.Fatalf("the owner was probed %d times while watching", n)
