@@ -105,11 +105,11 @@ func createSecret(t *testing.T, ns, name, value string) *corev1.Secret {
 // inMetaCache waits until the metadata cache shows s at its version.
 func inMetaCache(t *testing.T, s *corev1.Secret) {
 	t.Helper()
-	eventually(t, func() bool {
+	testutil.EventuallyTrue(t, waitTimeout, "the metadata cache to show Secret "+s.Name+" at "+s.ResourceVersion, func() bool {
 		var m metav1.PartialObjectMetadata
 		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		return meta.Get(context.Background(), client.ObjectKeyFromObject(s), &m) == nil && m.ResourceVersion == s.ResourceVersion
-	}, "the metadata cache to show Secret "+s.Name+" at "+s.ResourceVersion)
+	})
 }
 
 // rotate gives s a new token value, as another writer would, and waits
@@ -131,10 +131,8 @@ func wantToken(t *testing.T, r client.Reader, key types.NamespacedName, want, wh
 	}
 }
 
-func eventually(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	testutil.EventuallyTrue(t, 20*time.Second, what, cond)
-}
+// waitTimeout bounds each wait for the API server's watch to reach a cache.
+const waitTimeout = 20 * time.Second
 
 func get(t *testing.T, r client.Reader, key types.NamespacedName) *corev1.Secret {
 	t.Helper()
@@ -192,10 +190,10 @@ func TestRecreatedSecretIsNotServedFromTheOldOne(t *testing.T) {
 	if err := admin.Delete(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() bool {
+	testutil.EventuallyTrue(t, waitTimeout, "the deleted Secret to read as NotFound", func() bool {
 		var got corev1.Secret
 		return apierrors.IsNotFound(r.Get(context.Background(), key, &got))
-	}, "the deleted Secret to read as NotFound")
+	})
 	again := createSecret(t, watched, "recreated", "second")
 	inMetaCache(t, again)
 	if got := get(t, r, key); string(got.Data["token"]) != "second" || got.UID != again.UID {
