@@ -34,6 +34,7 @@ import (
 	"github.com/ragcanary/ragcanary/internal/dev/demo"
 	"github.com/ragcanary/ragcanary/internal/dev/image"
 	"github.com/ragcanary/ragcanary/internal/dev/nodecluster"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // Where things are installed.
@@ -231,24 +232,10 @@ func helm(t *testing.T, args ...string) string {
 	return out
 }
 
-// eventually polls cond until it holds or timeout passes; the cluster's
-// clocks are real, so every wait is bounded and none is a fixed sleep.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		<-tick.C
-	}
-}
+// clusterPoll spaces re-checks of a real cluster's state: each asks the
+// API server (or runs a command), so they are further apart than
+// testutil.PollInterval.
+const clusterPoll = 200 * time.Millisecond
 
 // managerPods are the manager's Pods, running or not.
 func managerPods(t *testing.T) []corev1.Pod {
@@ -277,7 +264,7 @@ func podReady(p *corev1.Pod) bool {
 func readyManagers(t *testing.T, want int, timeout time.Duration) []corev1.Pod {
 	t.Helper()
 	var ready []corev1.Pod
-	eventually(t, timeout, fmt.Sprintf("%d Ready manager Pods", want), func() error {
+	testutil.EventuallyEvery(t, timeout, clusterPoll, fmt.Sprintf("%d Ready manager Pods", want), func() error {
 		ready = ready[:0]
 		pods := managerPods(t)
 		for i := range pods {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/nodecluster"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 )
@@ -72,7 +73,7 @@ func TestManagerPodRunsRestricted(t *testing.T) {
 // lag ragtarget is configured with.
 func TestCanaryReachesSLOMet(t *testing.T) {
 	var canary v1alpha1.RevocationCanary
-	eventually(t, runTimeout, "the sample canary's first verdict", func() error {
+	testutil.EventuallyEvery(t, runTimeout, clusterPoll, "the sample canary's first verdict", func() error {
 		if err := env.client.Get(context.Background(), client.ObjectKey{Namespace: canaryNamespace, Name: sampleCanary}, &canary); err != nil {
 			return err
 		}
@@ -104,7 +105,7 @@ func TestMetricsThroughTheService(t *testing.T) {
 	target := net.JoinHostPort(svc.Spec.ClusterIP, fmt.Sprint(svc.Spec.Ports[0].Port))
 	prom := startPrometheus(t, target, token)
 	query := fmt.Sprintf(`ragcanary_runs_total{namespace=%q,canary=%q}`, canaryNamespace, sampleCanary)
-	eventually(t, 2*time.Minute, "the run's series scraped through the Service", func() error {
+	testutil.EventuallyEvery(t, 2*time.Minute, clusterPoll, "the run's series scraped through the Service", func() error {
 		n, err := promCount(prom, query)
 		if err != nil {
 			return err
@@ -142,7 +143,7 @@ func TestPodDeathMidRun(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eventually(t, time.Minute, "the killed manager process gone", func() error {
+			testutil.EventuallyEvery(t, time.Minute, clusterPoll, "the killed manager process gone", func() error {
 				if syscall.Kill(pid, 0) == nil {
 					return fmt.Errorf("pid %d still alive", pid)
 				}
@@ -150,7 +151,7 @@ func TestPodDeathMidRun(t *testing.T) {
 			})
 			before := getRun(t, canaryNamespace, run).ResourceVersion
 			var resumed time.Duration
-			eventually(t, 2*time.Minute, "the run written by the replacement manager", func() error {
+			testutil.EventuallyEvery(t, 2*time.Minute, clusterPoll, "the run written by the replacement manager", func() error {
 				if getRun(t, canaryNamespace, run).ResourceVersion == before {
 					return fmt.Errorf("not yet")
 				}
@@ -177,7 +178,7 @@ func TestLeaderElectionHandover(t *testing.T) {
 	helm(t, "upgrade", releaseName, filepath.Join(env.root, "charts", "ragcanary"), "-n", releaseNamespace, "--reuse-values", "--set", "replicaCount=2")
 	pods := readyManagers(t, 2, 3*time.Minute)
 	var old string
-	eventually(t, time.Minute, "a leader among the two Pods", func() error {
+	testutil.EventuallyEvery(t, time.Minute, clusterPoll, "a leader among the two Pods", func() error {
 		name, _ := leader(t)
 		for _, p := range pods {
 			if p.Name == name {
@@ -197,7 +198,7 @@ func TestLeaderElectionHandover(t *testing.T) {
 	kubectl(t, "-n", releaseNamespace, "delete", "pod", old, "--grace-period=0", "--force")
 	var gap time.Duration
 	var next string
-	eventually(t, time.Minute, "another Pod holding the lease", func() error {
+	testutil.EventuallyEvery(t, time.Minute, clusterPoll, "another Pod holding the lease", func() error {
 		name, _ := leader(t)
 		if name == "" || name == old {
 			return fmt.Errorf("lease held by %q", name)
@@ -271,7 +272,7 @@ func TestUpgradeKeepsTheRun(t *testing.T) {
 	created := time.Now()
 	waitPhase(t, run, v1alpha1.PhaseAwaitingExclusion)
 	helm(t, "upgrade", releaseName, filepath.Join(env.root, "charts", "ragcanary"), "-n", releaseNamespace, "--reuse-values", "--set", "operator.logLevel=debug")
-	eventually(t, 3*time.Minute, "the upgraded Deployment rolled out", func() error {
+	testutil.EventuallyEvery(t, 3*time.Minute, clusterPoll, "the upgraded Deployment rolled out", func() error {
 		d := deployment(t)
 		if d.Generation == before || d.Status.ObservedGeneration < d.Generation {
 			return fmt.Errorf("generation %d observed %d", d.Generation, d.Status.ObservedGeneration)
@@ -339,7 +340,7 @@ func TestUninstall(t *testing.T) {
 	// first, then the release, then the namespace.
 	kubectl(t, "-n", canaryNamespace, "delete", "revocationcanaries,canaryruns,suiteruns,evalsuites", "--all", "--wait=true", "--timeout=180s")
 	helm(t, "uninstall", releaseName, "-n", releaseNamespace, "--wait", "--timeout=120s")
-	eventually(t, time.Minute, "the manager Pods gone", func() error {
+	testutil.EventuallyEvery(t, time.Minute, clusterPoll, "the manager Pods gone", func() error {
 		if n := len(managerPods(t)); n > 0 {
 			return fmt.Errorf("%d left", n)
 		}
@@ -350,7 +351,7 @@ func TestUninstall(t *testing.T) {
 
 	// The operator gone first: the namespace with a live run is held.
 	kubectl(t, "delete", "namespace", orphans, "--wait=false")
-	eventually(t, 2*time.Minute, "the orphaned namespace held by finalizers", func() error {
+	testutil.EventuallyEvery(t, 2*time.Minute, clusterPoll, "the orphaned namespace held by finalizers", func() error {
 		var ns corev1.Namespace
 		if err := env.client.Get(context.Background(), client.ObjectKey{Name: orphans}, &ns); err != nil {
 			return err
@@ -413,7 +414,7 @@ func TestNoImageWasPulled(t *testing.T) {
 	kubectl(t, "create", "namespace", ns)
 	t.Cleanup(func() { _, _ = kubectlErr("delete", "namespace", ns, "--wait=false") })
 	kubectl(t, "-n", ns, "run", "absent", "--image=registry.invalid/absent:1", "--image-pull-policy=IfNotPresent", "--restart=Never")
-	eventually(t, time.Minute, "the absent image's pull refused", func() error {
+	testutil.EventuallyEvery(t, time.Minute, clusterPoll, "the absent image's pull refused", func() error {
 		var pod corev1.Pod
 		if err := env.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "absent"}, &pod); err != nil {
 			return err
@@ -527,7 +528,7 @@ func waitPhase(t *testing.T, run string, phases ...v1alpha1.CanaryPhase) {
 
 func waitPhaseIn(t *testing.T, ns, run string, phases ...v1alpha1.CanaryPhase) {
 	t.Helper()
-	eventually(t, 2*time.Minute, fmt.Sprintf("run %s in %v", run, phases), func() error {
+	testutil.EventuallyEvery(t, 2*time.Minute, clusterPoll, fmt.Sprintf("run %s in %v", run, phases), func() error {
 		got := getRun(t, ns, run).Status.Phase
 		for _, p := range phases {
 			if got == p {
@@ -544,7 +545,7 @@ func waitPhaseIn(t *testing.T, ns, run string, phases ...v1alpha1.CanaryPhase) {
 func waitRunDone(t *testing.T, run string) *v1alpha1.CanaryRun {
 	t.Helper()
 	var got *v1alpha1.CanaryRun
-	eventually(t, runTimeout, "run "+run+" finished", func() error {
+	testutil.EventuallyEvery(t, runTimeout, clusterPoll, "run "+run+" finished", func() error {
 		got = getRun(t, canaryNamespace, run)
 		if got.Status.Phase != v1alpha1.PhaseSucceeded && got.Status.Phase != v1alpha1.PhaseFailed {
 			return fmt.Errorf("phase %s", got.Status.Phase)
@@ -620,7 +621,7 @@ func sourceDriver(t *testing.T) *httpdriver.Driver {
 
 func waitNamespaceGone(t *testing.T, name string) {
 	t.Helper()
-	eventually(t, 3*time.Minute, "namespace "+name+" deleted", func() error {
+	testutil.EventuallyEvery(t, 3*time.Minute, clusterPoll, "namespace "+name+" deleted", func() error {
 		var ns corev1.Namespace
 		err := env.client.Get(context.Background(), client.ObjectKey{Name: name}, &ns)
 		if apierrors.IsNotFound(err) {
@@ -728,7 +729,7 @@ scrape_configs:
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	u := "http://" + addr
-	eventually(t, time.Minute, "prometheus ready", func() error {
+	testutil.EventuallyEvery(t, time.Minute, clusterPoll, "prometheus ready", func() error {
 		resp, err := http.Get(u + "/-/ready")
 		if err != nil {
 			return err
