@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,32 +10,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
 // serveRagtarget runs ragtarget with real tickers and short intervals.
 func serveRagtarget(t *testing.T, mode ragtarget.FilterMode) string {
 	t.Helper()
-	svc, err := ragtarget.New(ragtarget.Config{
+	return targettest.Start(t, ragtarget.Config{
 		SourceToken:         "conf-source",
 		Tokens:              map[string]string{"conf-persona": "user:alice"},
 		ContentSyncInterval: 50 * time.Millisecond,
 		ACLSyncInterval:     100 * time.Millisecond,
 		AnswerCacheTTL:      time.Minute,
 		FilterMode:          mode,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	srv := httptest.NewServer(svc.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		_ = svc.Close()
-	})
-	return srv.URL
+	}).URL
 }
 
 func runConformanceAgainst(t *testing.T, url string, extra ...string) (int, string, string) {

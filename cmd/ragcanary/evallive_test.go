@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/manifests"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
@@ -30,42 +27,16 @@ func startLiveTarget(t *testing.T, cfg ragtarget.Config) string {
 	t.Helper()
 	cfg.SourceToken = liveSourceToken
 	cfg.Tokens = map[string]string{liveAliceToken: "user:alice", liveBobToken: "user:bob"}
-	cfg.ContentSyncInterval, cfg.ACLSyncInterval = time.Hour, time.Hour
-	svc, err := ragtarget.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	srv := httptest.NewServer(svc.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		_ = svc.Close()
-	})
-	d, err := httpdriver.New(httpdriver.Config{BaseURL: srv.URL, SourceToken: liveSourceToken, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := targettest.Start(t, cfg)
 	alice, both := []string{"user:alice"}, []string{"user:alice", "user:bob"}
-	docs := []driver.Document{
-		{ID: "forecast-0", Title: "Forecast", Body: "Quarterly revenue forecast for the north region.", Principals: alice},
-		{ID: "forecast-1", Title: "Forecast", Body: "Quarterly revenue forecast for the south region, figures attached.", Principals: alice},
-		{ID: "memo-0", Title: "Team memo", Body: "Parking rules, printer queue, badge renewal; the quarterly revenue forecast is due.", Principals: both},
-		{ID: "memo-1", Title: "Team memo", Body: "Coffee supply, desk booking, fire drills; also the quarterly revenue forecast review.", Principals: both},
-		{ID: "salary", Title: "Salary bands", Body: "Salary bands for engineers range from 100k to 200k.", Principals: alice},
-	}
-	for _, doc := range docs {
-		if err := d.CreateDocument(context.Background(), doc); err != nil {
-			t.Fatalf("planting %s: %v", doc.ID, err)
-		}
-	}
-	for _, kind := range []ragtarget.SyncKind{ragtarget.SyncContent, ragtarget.SyncACL} {
-		if err := svc.SyncNow(kind); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return srv.URL
+	tg.Plant(t,
+		driver.Document{ID: "forecast-0", Title: "Forecast", Body: "Quarterly revenue forecast for the north region.", Principals: alice},
+		driver.Document{ID: "forecast-1", Title: "Forecast", Body: "Quarterly revenue forecast for the south region, figures attached.", Principals: alice},
+		driver.Document{ID: "memo-0", Title: "Team memo", Body: "Parking rules, printer queue, badge renewal; the quarterly revenue forecast is due.", Principals: both},
+		driver.Document{ID: "memo-1", Title: "Team memo", Body: "Coffee supply, desk booking, fire drills; also the quarterly revenue forecast review.", Principals: both},
+		driver.Document{ID: "salary", Title: "Salary bands", Body: "Salary bands for engineers range from 100k to 200k.", Principals: alice},
+	)
+	return tg.URL
 }
 
 // liveFiles copies testdata/live into a temporary directory with the
