@@ -32,26 +32,35 @@ func TestAgainstSLO(t *testing.T) {
 	}
 }
 
-// TestSurfaceSLO follows the controller's rule: canary override, else the
-// corpus, and the corpus's cache-invalidation SLO for answers.
-func TestSurfaceSLO(t *testing.T) {
+// TestRunSLO: what the plugin adds to measure's SLO rule. A run is shown
+// against the SLO its status kept with the verdict, not whatever the spec
+// and corpus say today; a run still measuring falls back to the judged rule,
+// which for an UpdateContent canary is the content-freshness SLO, not the
+// exclusion SLO. The rule's own precedence is measure's to test.
+func TestRunSLO(t *testing.T) {
 	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
-	corpus := &v1alpha1.Corpus{Spec: v1alpha1.CorpusSpec{Freshness: v1alpha1.Freshness{ExclusionSLO: d(time.Minute), CacheInvalidationSLO: d(2 * time.Minute)}}}
-	override := &v1alpha1.CanarySpec{ExclusionSLO: d(10 * time.Second)}
-	plain := &v1alpha1.CanarySpec{}
+	corpus := &v1alpha1.Corpus{Spec: v1alpha1.CorpusSpec{Freshness: v1alpha1.Freshness{
+		ExclusionSLO: d(time.Minute), ContentFreshnessSLO: d(7 * time.Second)}}}
+	run := func(m v1alpha1.RevocationMethod) *v1alpha1.CanaryRun {
+		r := &v1alpha1.CanaryRun{}
+		r.Spec.Revocation.Method = m
+		return r
+	}
 	for _, tc := range []struct {
-		name   string
-		spec   *v1alpha1.CanarySpec
-		corpus *v1alpha1.Corpus
-		s      v1alpha1.Surface
-		want   time.Duration
+		name string
+		run  *v1alpha1.CanaryRun
+		// m is the run's measurement of the surface shown.
+		m    *v1alpha1.SurfaceMeasurement
+		want time.Duration
 	}{
-		{"corpus gone: the CRD default", plain, nil, v1alpha1.SurfaceSearch, 5 * time.Minute},
-		{"corpus", plain, corpus, v1alpha1.SurfaceSearch, time.Minute},
-		{"canary override", override, corpus, v1alpha1.SurfaceSearch, 10 * time.Second},
-		{"answers: cache invalidation SLO", override, corpus, v1alpha1.SurfaceAnswer, 2 * time.Minute},
+		{"judged: the SLO kept in status, though the corpus now says 1m", run(v1alpha1.RevokeRemoveGrant),
+			&v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceSearch, SLO: d(30 * time.Second)}, 30 * time.Second},
+		{"measuring: the corpus's exclusion SLO", run(v1alpha1.RevokeRemoveGrant),
+			&v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceSearch}, time.Minute},
+		{"measuring an UpdateContent run: the content-freshness SLO", run(v1alpha1.RevokeUpdateContent),
+			&v1alpha1.SurfaceMeasurement{Surface: v1alpha1.SurfaceSearch}, 7 * time.Second},
 	} {
-		if got := SurfaceSLO(tc.spec, tc.corpus, tc.s); got != tc.want {
+		if got := RunSLO(tc.run, corpus, tc.m); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
