@@ -2,35 +2,22 @@ package conformance_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/ragcanary/ragcanary/internal/conformance"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
 func run(t *testing.T, cfg ragtarget.Config, principal string) conformance.Report {
 	t.Helper()
-	cfg.SourceToken = "src"
 	cfg.Tokens = map[string]string{"persona": "user:alice"}
-	svc, err := ragtarget.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	srv := httptest.NewServer(svc.Handler())
-	t.Cleanup(func() { srv.Close(); cancel(); _ = svc.Close() })
-	drv, err := httpdriver.New(httpdriver.Config{BaseURL: srv.URL, SourceToken: "src", Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tg := targettest.Start(t, cfg)
 	return conformance.Run(context.Background(), conformance.Config{
-		Driver: drv, PersonaToken: driver.Token("persona"), PersonaPrincipal: principal,
+		Driver: tg.Driver(t, time.Second), PersonaToken: driver.Token("persona"), PersonaPrincipal: principal,
 		Timeout: 500 * time.Millisecond, PollInterval: 10 * time.Millisecond,
 	})
 }

@@ -2,11 +2,11 @@ package suite_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
@@ -33,41 +33,15 @@ type liveTarget struct {
 	drv *httpdriver.Driver
 }
 
-// startLiveTarget serves cfg (tokens filled in) and plants docs. Sync
-// intervals are long: SyncNow makes the planted documents visible at once.
+// startLiveTarget serves cfg (tokens filled in) and plants docs. Syncs are
+// manual: Plant makes the planted documents visible at once.
 func startLiveTarget(tb testing.TB, cfg ragtarget.Config, docs []driver.Document) *liveTarget {
 	tb.Helper()
 	cfg.SourceToken = sourceToken
 	cfg.Tokens = map[string]string{aliceToken.Reveal(): alicePrinc, bobToken.Reveal(): bobPrinc}
-	cfg.ContentSyncInterval, cfg.ACLSyncInterval = time.Hour, time.Hour
-	svc, err := ragtarget.New(cfg)
-	if err != nil {
-		tb.Fatalf("ragtarget.New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	srv := httptest.NewServer(svc.Handler())
-	tb.Cleanup(func() {
-		srv.Close()
-		cancel()
-		_ = svc.Close()
-	})
-	drv, err := httpdriver.New(httpdriver.Config{BaseURL: srv.URL, SourceToken: sourceToken, Timeout: callDeadline,
-		HTTPClient: srv.Client()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, d := range docs {
-		if err := drv.CreateDocument(context.Background(), d); err != nil {
-			tb.Fatalf("planting %s: %v", d.ID, err)
-		}
-	}
-	for _, kind := range []ragtarget.SyncKind{ragtarget.SyncContent, ragtarget.SyncACL} {
-		if err := svc.SyncNow(kind); err != nil {
-			tb.Fatalf("sync %s: %v", kind, err)
-		}
-	}
-	return &liveTarget{svc: svc, url: srv.URL, drv: drv}
+	tg := targettest.Start(tb, cfg)
+	tg.Plant(tb, docs...)
+	return &liveTarget{svc: tg.Service, url: tg.URL, drv: tg.Driver(tb, callDeadline)}
 }
 
 // target is an execution target over the driver; wait is the rate limiter.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"maps"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,8 +12,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/manifests"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/scoring"
@@ -31,39 +30,14 @@ var samples = filepath.Join("..", "..", "config", "samples")
 // at once.
 func demoTarget(t *testing.T, mode ragtarget.FilterMode) string {
 	t.Helper()
-	svc, err := ragtarget.New(ragtarget.Config{
+	tg := targettest.Start(t, ragtarget.Config{
 		SourceToken:         "demo-source-token",
 		Tokens:              map[string]string{"demo-alice-token": "alice@example.com", "demo-mallory-token": "mallory@example.com"},
 		ContentSyncInterval: 2 * time.Second, ACLSyncInterval: 10 * time.Second, AnswerCacheTTL: 20 * time.Second,
 		FilterMode: mode,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	srv := httptest.NewServer(svc.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		_ = svc.Close()
-	})
-	drv, err := httpdriver.New(httpdriver.Config{BaseURL: srv.URL, SourceToken: "demo-source-token", Timeout: callDeadline,
-		HTTPClient: srv.Client()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range sampleDocuments(t) {
-		if err := drv.CreateDocument(context.Background(), d); err != nil {
-			t.Fatalf("planting %s: %v", d.ID, err)
-		}
-	}
-	for _, kind := range []ragtarget.SyncKind{ragtarget.SyncContent, ragtarget.SyncACL} {
-		if err := svc.SyncNow(kind); err != nil {
-			t.Fatalf("sync %s: %v", kind, err)
-		}
-	}
-	return srv.URL
+	tg.Plant(t, sampleDocuments(t)...)
+	return tg.URL
 }
 
 func sampleDocuments(t *testing.T) []driver.Document {
