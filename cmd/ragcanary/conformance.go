@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,7 +112,7 @@ func (o conformanceOptions) config() (conformance.Config, error) {
 	}
 	allowed := o.allowedURLs
 	if allowed == "" {
-		allowed = strings.Join(append([]string{o.url}, surfaceURLs(declared)...), ",")
+		allowed = strings.Join(append([]string{o.url}, declared.URLs()...), ",")
 	}
 	allow, err := target.AllowlistFromFlags(allowed, false)
 	if err != nil {
@@ -136,10 +137,10 @@ func (o conformanceOptions) config() (conformance.Config, error) {
 			return conformance.Config{}, err
 		}
 	}
-	chat := declared != nil && declared.Chat != nil
+	serves := declared.Serves()
 	return conformance.Config{
-		Chat:             chat,
-		Stream:           chat && declared.Chat.Stream,
+		Chat:             slices.Contains(serves, v1alpha1.SurfaceAnswer),
+		Stream:           slices.Contains(serves, v1alpha1.SurfaceStream),
 		Driver:           drv,
 		PersonaToken:     driver.Token(persona),
 		PersonaPrincipal: o.personaPrincipal,
@@ -185,17 +186,4 @@ func readSurfaces(path string) (*v1alpha1.CorpusSurfaces, error) {
 		return nil, fmt.Errorf("--surfaces: %s declares no surfaces", path)
 	}
 	return block.Surfaces, nil
-}
-
-// surfaceURLs are the declared surfaces' URLs, allowed by default: the
-// user named them in the file.
-func surfaceURLs(s *v1alpha1.CorpusSurfaces) []string {
-	var out []string
-	if s != nil && s.Chat != nil {
-		out = append(out, s.Chat.URL)
-	}
-	if s != nil && s.Search != nil {
-		out = append(out, s.Search.URL)
-	}
-	return out
 }

@@ -123,7 +123,7 @@ func restURLs(c *v1alpha1.Corpus) []string {
 	if r.Auth != nil && r.Auth.Type == v1alpha1.RESTAuthOAuth2ClientCredentials {
 		out = append(out, r.Auth.TokenURL)
 	}
-	return append(out, surfaceURLs(c.Spec.Surfaces)...)
+	return append(out, c.Spec.Surfaces.URLs()...)
 }
 
 // loadRESTCorpus reads the one Corpus of path, which must be a REST

@@ -15,7 +15,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/manifests"
 	"github.com/ragcanary/ragcanary/internal/scoring"
 	"github.com/ragcanary/ragcanary/internal/suite"
@@ -283,14 +282,9 @@ func problemError(err error) error {
 func liveTarget(ctx context.Context, m *manifests.Set, allow target.Allowlist, plan *suite.Plan, def *suite.Definition) (suite.Target, *target.Corpus, error) {
 	c := def.Corpus
 	// Checked here for a message that names the environment variable too.
-	if h := c.Spec.Driver.HTTP; c.Spec.Driver.Type == v1alpha1.DriverHTTP && h != nil {
-		if _, err := m.Credential(c.Namespace, h.CredentialSecretRef); err != nil {
-			return suite.Target{}, nil, inputError("Corpus %q: %v", c.Name, err)
-		}
-	}
-	if r := c.Spec.Driver.REST; c.Spec.Driver.Type == v1alpha1.DriverREST && r != nil && r.Auth != nil {
-		if _, err := m.Credential(c.Namespace, r.Auth.SecretRef); err != nil {
-			return suite.Target{}, nil, inputError("Corpus %q: %v", c.Name, err)
+	for _, r := range c.Spec.SecretRefs() {
+		if _, err := m.Credential(c.Namespace, r.Ref); err != nil {
+			return suite.Target{}, nil, inputError("Corpus %q: %s: %v", c.Name, r.Field, err)
 		}
 	}
 	for name, p := range def.Personas {

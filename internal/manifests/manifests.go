@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // SecretEnvPrefix starts the environment variable holding a Secret key.
@@ -229,7 +228,7 @@ func (m *Set) OverlayEnv(env func(string) (string, bool)) {
 		if sec.Labels == nil {
 			sec.Labels = map[string]string{}
 		}
-		sec.Labels[target.CredentialLabel] = target.CredentialLabelValue
+		sec.Labels[v1alpha1.LabelCredential] = v1alpha1.LabelCredentialValue
 	}
 }
 
@@ -240,18 +239,8 @@ func (m *Set) secretRefs() []secretRef {
 	for _, key := range m.order {
 		switch o := m.objs[key].(type) {
 		case *v1alpha1.Corpus:
-			if h := o.Spec.Driver.HTTP; h != nil {
-				refs = append(refs, secretRef{o.Namespace, h.CredentialSecretRef.Name, h.CredentialSecretRef.Key})
-			}
-			if p := o.Spec.Driver.Postgres; p != nil {
-				refs = append(refs, secretRef{o.Namespace, p.DSNSecretRef.Name, p.DSNSecretRef.Key})
-			}
-			if r := o.Spec.Driver.REST; r != nil && r.Auth != nil {
-				refs = append(refs, secretRef{o.Namespace, r.Auth.SecretRef.Name, r.Auth.SecretRef.Key})
-			}
-			if p := o.Spec.Permissions; p != nil && p.SpiceDB != nil {
-				ref := p.SpiceDB.PresharedKeySecretRef
-				refs = append(refs, secretRef{o.Namespace, ref.Name, ref.Key})
+			for _, r := range o.Spec.SecretRefs() {
+				refs = append(refs, secretRef{o.Namespace, r.Ref.Name, r.Ref.Key})
 			}
 		case *v1alpha1.Persona:
 			refs = append(refs, secretRef{o.Namespace, o.Spec.CredentialSecretRef.Name, o.Spec.CredentialSecretRef.Key})

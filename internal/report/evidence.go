@@ -197,19 +197,14 @@ type SecretName struct {
 	Key  string `json:"key,omitempty"`
 }
 
+// corpusSecrets are every Secret the corpus reads (CorpusSpec.SecretRefs).
 func corpusSecrets(c *v1alpha1.CorpusSpec) []SecretName {
 	if c == nil {
 		return nil
 	}
 	var out []SecretName
-	if h := c.Driver.HTTP; h != nil {
-		out = append(out, SecretName{Use: "corpus driver credential", Name: h.CredentialSecretRef.Name, Key: h.CredentialSecretRef.Key})
-	}
-	if p := c.Driver.Postgres; p != nil {
-		out = append(out, SecretName{Use: "corpus connection string", Name: p.DSNSecretRef.Name, Key: p.DSNSecretRef.Key})
-	}
-	if r := c.Driver.REST; r != nil && r.Auth != nil {
-		out = append(out, SecretName{Use: "corpus REST source credential", Name: r.Auth.SecretRef.Name, Key: r.Auth.SecretRef.Key})
+	for _, r := range c.SecretRefs() {
+		out = append(out, SecretName{Use: r.Use, Name: r.Ref.Name, Key: r.Ref.Key})
 	}
 	return out
 }

@@ -143,37 +143,34 @@ func statementsSum(s *v1alpha1.PostgresStatements) (string, error) {
 	return hex.EncodeToString(sum[:8]), nil
 }
 
-// permissionsIdentity is a backend's type and endpoint (lower-cased), and
-// the types and relations grants are written as.
+// permissionsIdentity is a backend's type and endpoint (lower-cased), the
+// place within it (an OpenFGA store and model), and the types and
+// relations grants are written as.
 func permissionsIdentity(p *v1alpha1.Permissions) (string, error) {
 	if p == nil {
 		return "", nil
 	}
-	kind, ok := permissionsKinds[p.Type]
-	if !ok {
+	if _, known := backendOpeners[p.Type]; !known {
 		return "", Stall(v1alpha1.ReasonDriverUnsupported, "permissions backend %q is not available in this version of ragcanary", safetext.Clean(string(p.Type), 32))
 	}
-	endpoint := kind.endpoint(p)
-	if endpoint == "" {
-		return "", Stall(v1alpha1.ReasonDriverUnsupported, "%s is required for type %s", kind.field, p.Type)
+	b, ok := p.Backend()
+	if !ok {
+		return "", Stall(v1alpha1.ReasonDriverUnsupported, "spec.permissions.%s is required for type %s", strings.ToLower(string(p.Type)), p.Type)
 	}
-	u, err := normalize(endpoint)
+	u, err := normalize(b.Endpoint)
 	if err != nil {
-		return "", Stall(v1alpha1.ReasonInvalidURL, "%s: %v", kind.field, err)
+		return "", Stall(v1alpha1.ReasonInvalidURL, "%s: %v", b.Field, err)
 	}
-	id := string(p.Type) + " " + u.String()
-	if s := p.SpiceDB; s != nil {
-		id += " " + mappingIdentity(s.PermissionsMapping)
-	}
-	if s := p.OpenFGA; s != nil {
+	parts := []string{string(p.Type), u.String()}
+	if b.Store != "" {
 		// One server holds many stores; a store name and an ID name
 		// different things until resolved, so both stay apart. What a
 		// name resolved to is no part of the identity: a run pins it in
 		// its kept recipe (OpenFGAStoreID) and sends the live Corpus
 		// there while the two identities are equal (Corpus.PinTo).
-		id += " store=" + s.StoreID + " name=" + s.StoreName + " model=" + s.AuthorizationModelID + " " + mappingIdentity(s.PermissionsMapping)
+		parts = append(parts, b.Store)
 	}
-	return id, nil
+	return strings.Join(append(parts, mappingIdentity(b.Mapping)), " "), nil
 }
 
 // mappingIdentity is the part of a backend's identity its mapping gives.

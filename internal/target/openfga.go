@@ -9,19 +9,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/openfga"
 )
 
-// openfgaKind is OpenFGA as a permissions backend type.
-var openfgaKind = permissionsKind{
-	field: "spec.permissions.openfga",
-	endpoint: func(p *v1alpha1.Permissions) string {
-		if p.OpenFGA == nil {
-			return ""
-		}
-		return p.OpenFGA.APIURL
-	},
-	keyRef: func(p *v1alpha1.Permissions) v1alpha1.SecretKeyReference { return p.OpenFGA.APITokenSecretRef },
-	open:   openOpenFGABackend,
-}
-
 // openfgaBackend is OpenFGA as a PermissionsBackend. The store a name
 // resolves to is looked up once, by the first call that needs it, and every
 // later write through this backend goes to that store; a run resolves it

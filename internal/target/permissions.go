@@ -26,33 +26,17 @@ type PermissionsBackend interface {
 	CheckSchema(ctx context.Context) error
 }
 
-// permissionsKind is one backend type: where its settings live in the
-// spec, the endpoint the allowlist must admit, its credential, and how to
-// open it.
-type permissionsKind struct {
-	// field is the spec field holding the type's settings, for messages.
-	field string
-	// endpoint is the URL the allowlist checks, "" when the settings are missing.
-	endpoint func(p *v1alpha1.Permissions) string
-	keyRef   func(p *v1alpha1.Permissions) v1alpha1.SecretKeyReference
-	// open builds the backend; the connection it uses is held by h.
-	// Its replies draw on replies, the corpus's reply budget.
-	open func(d *Door, corpus string, p *v1alpha1.Permissions, key []byte, timeout time.Duration, replies *ReplyBudget, h *holds) (PermissionsBackend, error)
-}
+// openBackend builds a backend of one type; the connection it uses is
+// held by h, and its replies draw on replies, the corpus's reply budget.
+type openBackend func(d *Door, corpus string, p *v1alpha1.Permissions, key []byte, timeout time.Duration, replies *ReplyBudget, h *holds) (PermissionsBackend, error)
 
-var permissionsKinds = map[v1alpha1.PermissionsType]permissionsKind{
-	v1alpha1.PermissionsSpiceDB: {
-		field: "spec.permissions.spicedb",
-		endpoint: func(p *v1alpha1.Permissions) string {
-			if p.SpiceDB == nil {
-				return ""
-			}
-			return "grpc://" + p.SpiceDB.Endpoint
-		},
-		keyRef: func(p *v1alpha1.Permissions) v1alpha1.SecretKeyReference { return p.SpiceDB.PresharedKeySecretRef },
-		open:   openSpiceDBBackend,
-	},
-	v1alpha1.PermissionsOpenFGA: openfgaKind,
+// backendOpeners are the backend types this build can open. What a type's
+// settings are (their field, endpoint, key and mapping) is the API's
+// (v1alpha1.Permissions.Backend), read alike by the controllers, live mode
+// and the door.
+var backendOpeners = map[v1alpha1.PermissionsType]openBackend{
+	v1alpha1.PermissionsSpiceDB: openSpiceDBBackend,
+	v1alpha1.PermissionsOpenFGA: openOpenFGABackend,
 }
 
 // resolvingBackend is a backend whose check resolves names the spec left
@@ -117,24 +101,25 @@ func (w *withPermissions) FollowUp(ctx context.Context, persona driver.Token, id
 // capabilities say so too, and runs refuse the surface before probing).
 var errNoConversations = driver.NewError(driver.Permanent, "Conversation", 0, "the driver has no conversation API", nil)
 
-// permissionsKind returns the kind of a corpus's backend after checking it
-// against the door's rules (a known type with its settings, an allowed
-// endpoint). Nothing is sent before it passes.
-func (d *Door) permissionsKind(p *v1alpha1.Permissions) (permissionsKind, error) {
-	kind, ok := permissionsKinds[p.Type]
-	if !ok || kind.endpoint(p) == "" {
-		return permissionsKind{}, Stall(v1alpha1.ReasonDriverUnsupported, "spec.permissions: type %q is not available or its settings are missing; use %s",
+// permissionsBackend returns a corpus's backend and its opener after
+// checking it against the door's rules (a type this build opens, with its
+// settings, at an allowed endpoint). Nothing is sent before it passes.
+func (d *Door) permissionsBackend(p *v1alpha1.Permissions) (v1alpha1.PermissionsBackend, openBackend, error) {
+	b, ok := p.Backend()
+	open, known := backendOpeners[p.Type]
+	if !ok || !known {
+		return b, nil, Stall(v1alpha1.ReasonDriverUnsupported, "spec.permissions: type %q is not available or its settings are missing; use %s",
 			p.Type, knownPermissionsTypes())
 	}
-	if _, err := d.Allow.Check(kind.field+".endpoint", kind.endpoint(p)); err != nil {
-		return permissionsKind{}, err
+	if _, err := d.Allow.Check(b.EndpointField, b.Endpoint); err != nil {
+		return b, nil, err
 	}
-	return kind, nil
+	return b, open, nil
 }
 
 func knownPermissionsTypes() string {
-	names := make([]string, 0, len(permissionsKinds))
-	for t := range permissionsKinds {
+	names := make([]string, 0, len(backendOpeners))
+	for t := range backendOpeners {
 		names = append(names, string(t))
 	}
 	slices.Sort(names)
@@ -144,21 +129,21 @@ func knownPermissionsTypes() string {
 // permissionsKey checks a corpus's permissions backend and returns its key
 // (a labelled credential).
 func (d *Door) permissionsKey(ctx context.Context, namespace string, p *v1alpha1.Permissions) ([]byte, error) {
-	kind, err := d.permissionsKind(p)
+	b, _, err := d.permissionsBackend(p)
 	if err != nil {
 		return nil, err
 	}
-	return Credential(ctx, d.Reader, namespace, kind.keyRef(p))
+	return Credential(ctx, d.Reader, namespace, b.KeyRef)
 }
 
 // attachPermissions wraps c's driver with the recipe's permissions backend
 // and sets the check the Corpus controller runs on it.
 func (d *Door) attachPermissions(c *Corpus, corpus string, r Recipe) error {
-	kind, err := d.permissionsKind(r.Permissions)
+	_, open, err := d.permissionsBackend(r.Permissions)
 	if err != nil {
 		return err
 	}
-	backend, err := kind.open(d, corpus, r.Permissions, r.PermissionsKey, c.Timeout, c.limiters.Replies(c.Key), c.holds)
+	backend, err := open(d, corpus, r.Permissions, r.PermissionsKey, c.Timeout, c.limiters.Replies(c.Key), c.holds)
 	if err != nil {
 		return err
 	}

@@ -10,19 +10,32 @@ import (
 
 // MeasurableSurfaces are the surfaces canaries on a corpus can probe: what
 // its driver serves (caps, as the target reported them; nil when not yet
-// known) and what spec.surfaces declares. Search is always measurable: every
-// driver searches.
+// known) and what spec.surfaces declares (CorpusSurfaces.Serves), in the
+// Surface enum's order. Search is always measurable: every driver searches.
 func MeasurableSurfaces(declared *v1alpha1.CorpusSurfaces, caps *v1alpha1.CorpusCapabilities) []v1alpha1.Surface {
+	can := append(driverSurfaces(caps), declared.Serves()...)
+	var out []v1alpha1.Surface
+	for _, s := range surfaceOrder {
+		if slices.Contains(can, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// surfaceOrder is the Surface enum's order, which status lists keep.
+var surfaceOrder = []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation,
+	v1alpha1.SurfaceStream, v1alpha1.SurfaceInFlight}
+
+// driverSurfaces are what the driver serves: Search, and what its
+// capabilities report.
+func driverSurfaces(caps *v1alpha1.CorpusCapabilities) []v1alpha1.Surface {
 	out := []v1alpha1.Surface{v1alpha1.SurfaceSearch}
-	chat := declared != nil && declared.Chat != nil
-	if chat || (caps != nil && caps.AnswerSurface) {
+	if caps != nil && caps.AnswerSurface {
 		out = append(out, v1alpha1.SurfaceAnswer)
 	}
-	if chat || (caps != nil && caps.ConversationSurface) {
+	if caps != nil && caps.ConversationSurface {
 		out = append(out, v1alpha1.SurfaceConversation)
-	}
-	if chat && declared.Chat.Stream {
-		out = append(out, v1alpha1.SurfaceStream, v1alpha1.SurfaceInFlight)
 	}
 	return out
 }
