@@ -2,10 +2,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -53,31 +54,35 @@ func TestAdaptiveScheduleBracketsLag(t *testing.T) {
 			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
 		}
 	}
-	var wg sync.WaitGroup
-	for _, lt := range []*lagTarget{fixedTarget, adaptiveTarget} {
-		wg.Go(func() { lt.drive(ctx, ns, "run-"+lt.name) })
-	}
-	defer wg.Wait()
+	defer func() {
+		if t.Failed() {
+			t.Logf("the manager's log about %s:\n%s", ns, managerLogAbout(ns, 30))
+		}
+	}()
+	// The targets' syncs are played here, one poll at a time, so the ACL
+	// sync runs aclLag after each run's revocation request.
+	testutil.Eventually(t, 3*time.Minute, "both targets' revocations applied", func() error {
+		return errors.Join(fixedTarget.step(ctx, ns, "run-fixed"), adaptiveTarget.step(ctx, ns, "run-adaptive"))
+	})
 
 	runs := map[string]*v1alpha1.CanaryRun{}
 	for _, name := range []string{"fixed", "adaptive"} {
 		var run v1alpha1.CanaryRun
-		if err := waitFor(3*time.Minute, "the "+name+" run's verdict", func() (bool, error) {
-			err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-" + name}, &run)
-			return err == nil && run.Status.Verdict != "" && len(run.Status.Surfaces) == 1, err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		testutil.EventuallyEvery(t, 3*time.Minute, time.Second/2, "the "+name+" run's verdict", func() error {
+			if err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-" + name}, &run); err != nil {
+				return err
+			}
+			if run.Status.Verdict == "" || len(run.Status.Surfaces) != 1 {
+				return fmt.Errorf("phase %s, verdict %q, %d surfaces", run.Status.Phase, run.Status.Verdict, len(run.Status.Surfaces))
+			}
+			return nil
+		})
 		runs[name] = &run
 	}
 
 	probes := map[string]int32{}
 	for name, lt := range map[string]*lagTarget{"fixed": fixedTarget, "adaptive": adaptiveTarget} {
 		run := runs[name]
-		if err := lt.failure(); err != nil {
-			t.Fatalf("%s target: %v; the run: phase %s, verdict %s (%s), conditions %+v; the manager's log about it:\n%s",
-				name, err, run.Status.Phase, run.Status.Verdict, run.Status.Message, run.Status.Conditions, managerLogAbout(ns, 30))
-		}
 		m := run.Status.Surfaces[0]
 		if run.Status.Verdict != v1alpha1.VerdictSLOMet || m.Bounds == nil || m.Bounds.Lower == nil || m.Bounds.Upper == nil {
 			t.Fatalf("%s run: verdict %s (%s), bounds %+v; want SLOMet with both bounds", name, run.Status.Verdict, run.Status.Message, m.Bounds)
@@ -87,7 +92,7 @@ func TestAdaptiveScheduleBracketsLag(t *testing.T) {
 		// The index dropped the grant between the sync's tick and its end:
 		// the last sighting started before the end, the first absence of
 		// the streak ended after the tick.
-		tick, done := lt.applied()
+		tick, done := lt.aclTick, lt.aclDone
 		if lower > done.Sub(ack) || upper < tick.Sub(req) {
 			t.Fatalf("%s run: bounds [%s, %s] miss the revocation applied %s–%s after the request",
 				name, lower, upper, tick.Sub(req), done.Sub(req))
@@ -145,11 +150,15 @@ func lagObjects(ns string, interval time.Duration, precision string) []client.Ob
 // together), the run could see the canary and revoke it between two looks
 // at the source, and the test would miss the share.
 type lagTarget struct {
-	name       string
-	svc        *ragtarget.Service
-	mu         sync.Mutex
-	tick, done time.Time
-	err        error
+	name string
+	svc  *ragtarget.Service
+	// indexed: the content sync indexed the shared canary.
+	indexed bool
+	// requested is the run's revocation request, once read.
+	requested time.Time
+	// aclTick and aclDone are when the ACL sync applying the revocation
+	// began and ended: the index dropped the grant in between.
+	aclTick, aclDone time.Time
 }
 
 func newLagTarget(t *testing.T, name string) *lagTarget {
@@ -173,50 +182,53 @@ func newLagTarget(t *testing.T, name string) *lagTarget {
 	return lt
 }
 
-// drive plays the ragtarget's syncs for run: a content sync once the
-// persona holds a grant at the source, which indexes the canary with it,
-// and an ACL sync aclLag after the run's revocation request. It records
-// the ACL sync's start and end.
-func (lt *lagTarget) drive(ctx context.Context, ns, run string) {
-	fail := func(err error) {
-		lt.mu.Lock()
-		defer lt.mu.Unlock()
-		lt.err = err
-	}
-	if err := waitFor(time.Minute, "the canary shared at the source", func() (bool, error) {
-		for id, principals := range lt.svc.SourceDocuments() {
-			if id != "" && slices.Contains(principals, "alice@example.com") {
-				return true, nil
-			}
+// step plays the target's next sync for run, if it is due: the content
+// sync once the persona holds a grant at the source, which indexes the
+// canary with it, then the ACL sync once aclLag has passed since the run's
+// revocation request (the system under test's lag, in real time). It
+// returns nil once the ACL sync has run, and what it waits for until then.
+func (lt *lagTarget) step(ctx context.Context, ns, run string) error {
+	switch {
+	case !lt.aclDone.IsZero():
+		return nil
+	case !lt.indexed:
+		if !lt.sharedAtSource() {
+			return fmt.Errorf("%s: the canary is not shared at the source yet", lt.name)
 		}
-		return false, nil
-	}); err != nil {
-		fail(err)
-		return
-	}
-	if _, _, err := lt.sync(ragtarget.SyncContent); err != nil {
-		fail(err)
-		return
-	}
-	var requested time.Time
-	if err := waitFor(time.Minute, "the revocation request", func() (bool, error) {
+		if _, _, err := lt.sync(ragtarget.SyncContent); err != nil {
+			return fmt.Errorf("%s: content sync: %w", lt.name, err)
+		}
+		lt.indexed = true
+		return fmt.Errorf("%s: the canary is indexed, its revocation not requested yet", lt.name)
+	case lt.requested.IsZero():
 		var r v1alpha1.CanaryRun
-		err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: run}, &r)
-		if err == nil && r.Status.RevokeRequestedTime != nil {
-			requested = r.Status.RevokeRequestedTime.Time
+		if err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: run}, &r); err != nil {
+			return err
 		}
-		return !requested.IsZero(), err
-	}); err != nil {
-		fail(err)
-		return
+		if r.Status.RevokeRequestedTime == nil {
+			return fmt.Errorf("%s: the revocation is not requested yet (phase %s)", lt.name, r.Status.Phase)
+		}
+		lt.requested = r.Status.RevokeRequestedTime.Time
+		return fmt.Errorf("%s: the ACL sync is due at %s", lt.name, lt.requested.Add(aclLag))
+	case time.Now().Before(lt.requested.Add(aclLag)):
+		return fmt.Errorf("%s: the ACL sync is due at %s", lt.name, lt.requested.Add(aclLag))
 	}
-	// The system under test's lag, in real time: the sync that applies
-	// the revocation runs aclLag after it was requested.
-	<-time.After(time.Until(requested.Add(aclLag)))
 	tick, done, err := lt.sync(ragtarget.SyncACL)
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	lt.tick, lt.done, lt.err = tick, done, err
+	if err != nil {
+		return fmt.Errorf("%s: ACL sync: %w", lt.name, err)
+	}
+	lt.aclTick, lt.aclDone = tick, done
+	return nil
+}
+
+// sharedAtSource: the persona holds a grant on a document at the source.
+func (lt *lagTarget) sharedAtSource() bool {
+	for id, principals := range lt.svc.SourceDocuments() {
+		if id != "" && slices.Contains(principals, "alice@example.com") {
+			return true
+		}
+	}
+	return false
 }
 
 // sync runs one sync of kind and returns when it started and ended: the
@@ -225,19 +237,4 @@ func (lt *lagTarget) sync(kind ragtarget.SyncKind) (time.Time, time.Time, error)
 	tick := time.Now()
 	err := lt.svc.SyncNow(kind)
 	return tick, time.Now(), err
-}
-
-func (lt *lagTarget) applied() (time.Time, time.Time) {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	return lt.tick, lt.done
-}
-
-func (lt *lagTarget) failure() error {
-	lt.mu.Lock()
-	defer lt.mu.Unlock()
-	if lt.err == nil && lt.tick.IsZero() {
-		return fmt.Errorf("the revocation's ACL sync never ran")
-	}
-	return lt.err
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -42,12 +44,15 @@ func TestConversationSurface(t *testing.T) {
 	runs := map[string]*v1alpha1.CanaryRun{}
 	for _, name := range []string{"reauth", "history"} {
 		var run v1alpha1.CanaryRun
-		if err := waitFor(2*time.Minute, "the "+name+" run's verdict", func() (bool, error) {
-			err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-" + name}, &run)
-			return err == nil && run.Status.Phase == v1alpha1.PhaseSucceeded, err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		testutil.EventuallyEvery(t, 2*time.Minute, time.Second/2, "the "+name+" run's verdict", func() error {
+			if err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "run-" + name}, &run); err != nil {
+				return err
+			}
+			if run.Status.Phase != v1alpha1.PhaseSucceeded {
+				return fmt.Errorf("phase %s", run.Status.Phase)
+			}
+			return nil
+		})
 		runs[name] = &run
 	}
 

@@ -649,6 +649,8 @@ type hostileSample struct {
 // or timeout passes (false).
 func (w *hostileWatch) until(timeout time.Duration, cond func(hostileSample) bool) bool {
 	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(memPollInterval)
+	defer tick.Stop()
 	for {
 		if !w.m.running() {
 			w.exited = true
@@ -674,7 +676,7 @@ func (w *hostileWatch) until(timeout time.Duration, cond func(hostileSample) boo
 		if time.Now().After(deadline) {
 			return false
 		}
-		<-time.After(memPollInterval)
+		w.m.nextSample(tick)
 	}
 }
 

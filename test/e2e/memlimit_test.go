@@ -181,6 +181,8 @@ func runMemPhase(t *testing.T, ns string, limit int64, withGoLimit bool) memPhas
 	}()
 	deadline := start.Add(memPhaseTimeout)
 	gcAtWork := -1.0 // GC cycles when the first run finished
+	tick := time.NewTicker(memPollInterval)
+	defer tick.Stop()
 	for {
 		if !m.running() {
 			res.exited = true
@@ -207,7 +209,7 @@ func runMemPhase(t *testing.T, ns string, limit int64, withGoLimit bool) memPhas
 		if time.Now().After(deadline) {
 			break
 		}
-		<-time.After(memPollInterval)
+		m.nextSample(tick)
 	}
 	// Read while the workload's process is still there: the stop is not
 	// part of it.
@@ -320,6 +322,15 @@ func (m *groupManager) running() bool {
 		return false
 	default:
 		return true
+	}
+}
+
+// nextSample waits for tick, or for the manager's exit if that comes
+// first, so a sampling loop sees an exit at once.
+func (m *groupManager) nextSample(tick *time.Ticker) {
+	select {
+	case <-tick.C:
+	case <-m.done:
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
@@ -70,7 +71,7 @@ func runNamespaceDelete(t *testing.T, method v1alpha1.RevocationMethod, managerD
 	}
 
 	var run v1alpha1.CanaryRun
-	poll(t, 2*time.Minute, "a run awaiting exclusion", func() error {
+	testutil.Eventually(t, 2*time.Minute, "a run awaiting exclusion", func() error {
 		var runs v1alpha1.CanaryRunList
 		if err := env.client.List(ctx, &runs, client.InNamespace(ns)); err != nil {
 			return err
@@ -105,7 +106,7 @@ func runNamespaceDelete(t *testing.T, method v1alpha1.RevocationMethod, managerD
 		t.Fatalf("deleting the namespace: %v", err)
 	}
 	if managerDown {
-		poll(t, 2*time.Minute, "the run's corpus, personas and secrets gone", func() error { return userObjectsGone(ctx, ns) })
+		testutil.Eventually(t, 2*time.Minute, "the run's corpus, personas and secrets gone", func() error { return userObjectsGone(ctx, ns) })
 		if err := env.manager.restart(); err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +135,7 @@ func runNamespaceDelete(t *testing.T, method v1alpha1.RevocationMethod, managerD
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, 10*time.Second, "the canary document gone from the persona's search", func() error {
+	testutil.Eventually(t, 10*time.Second, "the canary document gone from the persona's search", func() error {
 		hits, err := drv.Search(ctx, driver.Token(aliceToken), handle, 10)
 		if err != nil {
 			return err
@@ -222,8 +223,7 @@ func watchUntilNamespaceGone(t *testing.T, ns, runName string, timeout time.Dura
 	describe := func() string {
 		return fmt.Sprintf("run's last status: %s\nrun's events:\n  %s", lastStatus, strings.Join(order, "\n  "))
 	}
-	deadline := time.Now().Add(timeout)
-	for {
+	testutil.Eventually(t, timeout, "namespace "+ns+" gone", func() error {
 		var run v1alpha1.CanaryRun
 		if err := env.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: runName}, &run); err == nil {
 			lastStatus = fmt.Sprintf("phase %s verdict %q message %q deleting %v conditions %s",
@@ -244,13 +244,11 @@ func watchUntilNamespaceGone(t *testing.T, ns, runName string, timeout time.Dura
 		}
 		err := env.client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 		if apierrors.IsNotFound(err) {
-			return describe()
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("namespace %s not gone within %s (last read: %v)\n%s", ns, timeout, err, describe())
-		}
-		<-time.After(50 * time.Millisecond)
-	}
+		return fmt.Errorf("last read: %v\n%s", err, describe())
+	})
+	return describe()
 }
 
 func conditionSummary(cs []metav1.Condition) string {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"sigs.k8s.io/yaml"
 )
 
@@ -139,22 +141,28 @@ func checkQueries(t *testing.T, queries map[string]string) {
 			}
 		}
 	}
-	var missing []string
-	_ = waitFor(30*time.Second, "every referenced metric scraped", func() (bool, error) {
+	testutil.EventuallyEvery(t, 30*time.Second, time.Second/2, "every referenced metric scraped", func() error {
 		emitted, err := emittedNames()
 		if err != nil {
-			return false, err
+			return err
 		}
-		missing = missing[:0]
-		for n := range names {
-			if !emitted[n] {
-				missing = append(missing, n)
-			}
-		}
-		return len(missing) == 0, nil
+		return neverEmitted(names, emitted, queries)
 	})
-	sort.Strings(missing)
-	for _, n := range missing {
+	for name, q := range queries {
+		if err := promQuery(q); err != nil {
+			t.Errorf("%s: %v\n  query: %s", name, err, q)
+		}
+	}
+}
+
+// neverEmitted names each referenced metric Prometheus has not scraped and
+// the queries that use it.
+func neverEmitted(names, emitted map[string]bool, queries map[string]string) error {
+	var missing []string
+	for n := range names {
+		if emitted[n] {
+			continue
+		}
 		var users []string
 		for name, q := range queries {
 			if strings.Contains(q, n) {
@@ -162,13 +170,13 @@ func checkQueries(t *testing.T, queries map[string]string) {
 			}
 		}
 		sort.Strings(users)
-		t.Errorf("metric %s is never emitted by the operator; used by %s", n, strings.Join(users, ", "))
+		missing = append(missing, fmt.Sprintf("metric %s is never emitted by the operator; used by %s", n, strings.Join(users, ", ")))
 	}
-	for name, q := range queries {
-		if err := promQuery(q); err != nil {
-			t.Errorf("%s: %v\n  query: %s", name, err, q)
-		}
+	if len(missing) == 0 {
+		return nil
 	}
+	sort.Strings(missing)
+	return errors.New(strings.Join(missing, "\n"))
 }
 
 // emittedNames lists metric names Prometheus scraped from the operator.

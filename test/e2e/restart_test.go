@@ -23,6 +23,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/controllers"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
@@ -145,7 +146,7 @@ func runKillPlan(t *testing.T, g *restartGate, drv *httpdriver.Driver, p killPla
 		waitClosed(t, h.handled, 10*time.Second, "the held request handled")
 		if p.syncOnRelease {
 			g.letSync()
-			poll(t, 10*time.Second, "the revocation applied while no manager runs", func() error {
+			testutil.Eventually(t, 10*time.Second, "the revocation applied while no manager runs", func() error {
 				if s, _ := g.truth(); s.IsZero() {
 					return fmt.Errorf("not yet")
 				}
@@ -159,7 +160,7 @@ func runKillPlan(t *testing.T, g *restartGate, drv *httpdriver.Driver, p killPla
 		downtime = restartedAt.Sub(h.arrivedAt)
 		// Start-up lasts until the new manager acts on the run again: its
 		// first request for the canary at the target.
-		poll(t, 30*time.Second, "the new manager's first request for the canary", func() error {
+		testutil.Eventually(t, 30*time.Second, "the new manager's first request for the canary", func() error {
 			first, ok := g.firstCanaryRequestAfter(restartedAt)
 			if !ok {
 				return fmt.Errorf("none yet")
@@ -270,7 +271,7 @@ func assertTokenGone(t *testing.T, drv *httpdriver.Driver, run *v1alpha1.CanaryR
 	if token == "" {
 		t.Fatal("the token Secret holds no canary handle")
 	}
-	poll(t, 5*time.Second, "the token gone from the persona's search", func() error {
+	testutil.Eventually(t, 5*time.Second, "the token gone from the persona's search", func() error {
 		hits, err := drv.Search(context.Background(), driver.Token(aliceToken), token, 10)
 		if err != nil {
 			return err
@@ -350,7 +351,7 @@ func getRun(t *testing.T, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
 func waitRunDone(t *testing.T, run *v1alpha1.CanaryRun, timeout time.Duration) *v1alpha1.CanaryRun {
 	t.Helper()
 	var got *v1alpha1.CanaryRun
-	poll(t, timeout, "the run finished", func() error {
+	testutil.Eventually(t, timeout, "the run finished", func() error {
 		got = getRun(t, run)
 		if got.Status.Phase != v1alpha1.PhaseSucceeded && got.Status.Phase != v1alpha1.PhaseFailed {
 			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
@@ -361,23 +362,6 @@ func waitRunDone(t *testing.T, run *v1alpha1.CanaryRun, timeout time.Duration) *
 		return nil
 	})
 	return got
-}
-
-// poll checks cond every 50ms until it returns nil, failing the test after
-// timeout with the last error.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s: %v", what, timeout, err)
-		}
-		<-time.After(50 * time.Millisecond)
-	}
 }
 
 func waitClosed(t *testing.T, ch <-chan struct{}, timeout time.Duration, what string) {

@@ -53,14 +53,14 @@ func runScenario() error {
 			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
-	if err := waitFor(4*time.Minute, "a finished canary run", func() (bool, error) {
+	if err := waitFor(4*time.Minute, time.Second/2, "a finished canary run", func() (bool, error) {
 		var c v1alpha1.RevocationCanary
 		err := env.client.Get(ctx, client.ObjectKey{Namespace: scenarioNamespace, Name: "alice-grant"}, &c)
 		return err == nil && c.Status.LastRun != nil && c.Status.LastRun.Verdict != "", err
 	}); err != nil {
 		return err
 	}
-	if err := waitFor(2*time.Minute, "a finished suite run", func() (bool, error) {
+	if err := waitFor(2*time.Minute, time.Second/2, "a finished suite run", func() (bool, error) {
 		var s v1alpha1.EvalSuite
 		err := env.client.Get(ctx, client.ObjectKey{Namespace: scenarioNamespace, Name: "isolation"}, &s)
 		return err == nil && s.Status.LastRun != nil, err
@@ -170,17 +170,21 @@ func scenarioObjects() []client.Object {
 	}
 }
 
-// waitFor polls cond until it holds or the bounded timeout passes.
-func waitFor(timeout time.Duration, what string, cond func() (bool, error)) error {
+// waitFor checks cond every interval until it holds, and fails once
+// timeout has passed. It is for the suite's setup (TestMain), which has no
+// testing.TB to fail; tests wait with testutil.Eventually.
+func waitFor(timeout, interval time.Duration, what string, cond func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
 		ok, err := cond()
 		if ok {
 			return nil
 		}
-		last = err
-		<-time.After(500 * time.Millisecond)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not reached within %s (last error: %v)", what, timeout, err)
+		}
+		<-tick.C
 	}
-	return fmt.Errorf("%s not reached within %s (last error: %v)", what, timeout, last)
 }

@@ -141,17 +141,13 @@ func waitListening(rawURL string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(timeout)
-	for {
+	return waitFor(timeout, setupPollInterval, u.Host+" listening", func() (bool, error) {
 		conn, err := net.DialTimeout("tcp", u.Host, time.Second)
-		if err == nil {
-			return conn.Close()
+		if err != nil {
+			return false, err
 		}
-		if !time.Now().Before(deadline) {
-			return fmt.Errorf("%s: %v", u.Host, err)
-		}
-		<-time.After(50 * time.Millisecond)
-	}
+		return true, conn.Close()
+	})
 }
 
 // startPrometheus runs Debian's prometheus scraping the manager every
@@ -201,19 +197,19 @@ scrape_configs:
 
 // waitHTTP polls url until it answers 200 or the bounded timeout passes.
 func waitHTTP(url string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
+	return waitFor(timeout, setupPollInterval, url+" answering 200", func() (bool, error) {
 		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("status %d", resp.StatusCode)
+		if err != nil {
+			return false, err
 		}
-		last = err
-		<-time.After(50 * time.Millisecond)
-	}
-	return fmt.Errorf("%s: %v", url, last)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return true, nil
+	})
 }
+
+// setupPollInterval spaces the setup's checks of a process it started:
+// they are cheap, and every restart test waits on them.
+const setupPollInterval = 50 * time.Millisecond

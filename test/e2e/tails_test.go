@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -134,7 +135,7 @@ func tailsObjects() []client.Object {
 // first; the scenario's censored run ends seconds after its canary's
 // counters are created at zero, so scraping must already be running.
 func waitScraping() error {
-	return waitFor(60*time.Second, "Prometheus scraping the manager", func() (bool, error) {
+	return waitFor(time.Minute, time.Second/2, "Prometheus scraping the manager", func() (bool, error) {
 		got, err := promVector(`up{job="ragcanary"} == 1`)
 		return len(got) > 0, err
 	})
@@ -143,7 +144,7 @@ func waitScraping() error {
 // waitTailsScenario waits until both tails canaries finished their run.
 func waitTailsScenario(ctx context.Context) error {
 	for _, name := range []string{"alice-stuck", "alice-edit", "alice-in-flight"} {
-		if err := waitFor(2*time.Minute, "a finished run of "+name, func() (bool, error) {
+		if err := waitFor(2*time.Minute, time.Second/2, "a finished run of "+name, func() (bool, error) {
 			var c v1alpha1.RevocationCanary
 			err := env.client.Get(ctx, client.ObjectKey{Namespace: scenarioNamespace, Name: name}, &c)
 			return err == nil && c.Status.LastRun != nil && c.Status.LastRun.Verdict != "", err
@@ -177,14 +178,17 @@ func TestCensoredRunsReachPrometheus(t *testing.T) {
 
 	alert := alertExpr(t, "RagcanaryCanaryRunsCensored")
 	var firing []promSample
-	if err := waitFor(60*time.Second, "the censored-runs alert firing for alice-stuck", func() (bool, error) {
+	testutil.EventuallyEvery(t, time.Minute, time.Second/2, "the censored-runs alert firing for alice-stuck", func() error {
 		var err error
-		firing, err = promVector(alert)
-		return hasSample(firing, map[string]string{"canary": "alice-stuck", "surface": "Search"}, 1), err
-	}); err != nil {
-		raw, qerr := promVector(`ragcanary_canary_censored_runs_total{canary="alice-stuck",surface="Search"}[10m]`)
-		t.Fatalf("%v\n  alert samples: %v\n  counter samples: %v (%v)", err, firing, raw, qerr)
-	}
+		if firing, err = promVector(alert); err != nil {
+			return err
+		}
+		if !hasSample(firing, map[string]string{"canary": "alice-stuck", "surface": "Search"}, 1) {
+			raw, qerr := promVector(`ragcanary_canary_censored_runs_total{canary="alice-stuck",surface="Search"}[10m]`)
+			return fmt.Errorf("alert samples: %v\n  counter samples: %v (%v)", firing, raw, qerr)
+		}
+		return nil
+	})
 	// Other tests' runs end censored on purpose (the conversation test's
 	// hand-made history run is NotExcluded by design), so "only for it"
 	// is a claim about this scenario's namespace.
@@ -215,12 +219,16 @@ func TestCensoredRunsReachPrometheus(t *testing.T) {
 			t.Errorf("dashboard has no panel %q", tc.panel)
 			continue
 		}
-		if err := waitFor(60*time.Second, "panel "+tc.panel, func() (bool, error) {
+		testutil.EventuallyEvery(t, time.Minute, time.Second/2, "panel "+tc.panel, func() error {
 			got, err := promVector(expr)
-			return hasSample(got, tc.labels, tc.min), err
-		}); err != nil {
-			t.Errorf("%v\n  query: %s", err, expr)
-		}
+			if err != nil {
+				return err
+			}
+			if !hasSample(got, tc.labels, tc.min) {
+				return fmt.Errorf("samples %v, want %v at least %v\n  query: %s", got, tc.labels, tc.min, expr)
+			}
+			return nil
+		})
 	}
 	// Met its SLO: the content-freshness alert stays silent for it.
 	got, err := promVector(alertExpr(t, "RagcanaryContentFreshnessSLOBreached"))
@@ -341,12 +349,14 @@ func TestInFlightDeliveryReachesPrometheus(t *testing.T) {
 		t.Fatalf("last run %s (%s): in-flight %+v, want canary content delivered after the request", c.Status.LastRun.Verdict, c.Status.LastRun.Name, m)
 	}
 	want := m.PostRevocationDelivery.Seconds()
-	var got []promSample
-	if err := waitFor(60*time.Second, "the delivery gauge scraped", func() (bool, error) {
-		var err error
-		got, err = promVector(`ragcanary_last_run_post_revocation_delivery_seconds{canary="alice-in-flight"}`)
-		return hasSample(got, map[string]string{"canary": "alice-in-flight"}, want), err
-	}); err != nil {
-		t.Fatalf("%v: samples %v, want %v", err, got, want)
-	}
+	testutil.EventuallyEvery(t, time.Minute, time.Second/2, "the delivery gauge scraped", func() error {
+		got, err := promVector(`ragcanary_last_run_post_revocation_delivery_seconds{canary="alice-in-flight"}`)
+		if err != nil {
+			return err
+		}
+		if !hasSample(got, map[string]string{"canary": "alice-in-flight"}, want) {
+			return fmt.Errorf("samples %v, want %v", got, want)
+		}
+		return nil
+	})
 }
