@@ -124,3 +124,11 @@ func Sentinel(lifetime time.Duration) CanaryOption {
 		s.Revocation = v1alpha1.Revocation{Method: v1alpha1.RevokeRemoveGrant}
 	}
 }
+
+// Adaptive spaces probes geometrically, aiming for precision ("10%"), never
+// more than maxInterval apart.
+func Adaptive(precision string, maxInterval time.Duration) CanaryOption {
+	return func(s *v1alpha1.CanarySpec) {
+		s.Probing.Schedule, s.Probing.Precision, s.Probing.MaxInterval = v1alpha1.ScheduleAdaptive, precision, Duration(maxInterval)
+	}
+}

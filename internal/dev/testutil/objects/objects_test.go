@@ -94,3 +94,11 @@ func TestCanaryOptions(t *testing.T) {
 		t.Fatalf("spec fields = %v, want %v", got, want)
 	}
 }
+
+// Adaptive sets the schedule, its precision and its longest gap together.
+func TestAdaptiveOption(t *testing.T) {
+	p := objects.CanarySpec(objects.Adaptive("5%", time.Minute)).Probing
+	if p.Schedule != v1alpha1.ScheduleAdaptive || p.Precision != "5%" || p.MaxInterval.Duration != time.Minute {
+		t.Fatalf("probing = %s %q %s, want Adaptive 5%% 1m", p.Schedule, p.Precision, p.MaxInterval.Duration)
+	}
+}
