@@ -13,14 +13,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/kubetest"
 )
 
 // The plugin's tests run its commands, as a user would, against a real
@@ -44,24 +43,10 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) int {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		fmt.Fprintln(os.Stderr, "KUBEBUILDER_ASSETS is not set: run with 'make test', which builds kube-apiserver and etcd into bin/")
-		return 1
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			panic(err)
-		}
-	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                scheme,
-	}
-	cfg, err := env.Start()
+	scheme := kubetest.NewScheme()
+	env, err := kubetest.Start(filepath.Join("..", ".."), scheme)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() {
@@ -69,7 +54,7 @@ func runSuite(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
 		}
 	}()
-	if k8sClient, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	if k8sClient, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintf(os.Stderr, "creating client: %v\n", err)
 		return 1
 	}
@@ -79,7 +64,7 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if adminKubeconfig, err = writeKubeconfig(env, dir, envtest.User{Name: "admin", Groups: []string{"system:masters"}}); err != nil {
+	if adminKubeconfig, err = writeKubeconfig(env.Environment, dir, envtest.User{Name: "admin", Groups: []string{"system:masters"}}); err != nil {
 		fmt.Fprintf(os.Stderr, "admin kubeconfig: %v\n", err)
 		return 1
 	}
@@ -87,7 +72,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "granting the reader role: %v\n", err)
 		return 1
 	}
-	if readerKubeconfig, err = writeKubeconfig(env, dir, envtest.User{Name: "ragcanary-reader"}); err != nil {
+	if readerKubeconfig, err = writeKubeconfig(env.Environment, dir, envtest.User{Name: "ragcanary-reader"}); err != nil {
 		fmt.Fprintf(os.Stderr, "reader kubeconfig: %v\n", err)
 		return 1
 	}
@@ -186,11 +171,8 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-// eventually waits, bounded, for cond.
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	testutil.Eventually(t, 20*time.Second, what, cond)
-}
+// waitTimeout bounds each wait for the API server or a command's output.
+const waitTimeout = 20 * time.Second
 
 // containsAll fails unless s contains every want.
 func containsAll(t *testing.T, what, s string, want ...string) {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
 
@@ -88,7 +89,7 @@ func startFollowing(t *testing.T, args ...string) *follower {
 // waitFor waits until the output holds s.
 func (f *follower) waitFor(s string) {
 	f.t.Helper()
-	eventually(f.t, "output shows "+s, func() error {
+	testutil.Eventually(f.t, waitTimeout, "output shows "+s, func() error {
 		if strings.Contains(f.in.stdout.String(), s) {
 			return nil
 		}

@@ -14,6 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // Leader election and shard Lease timings for the handover test: short,
@@ -131,7 +132,7 @@ func (r *replicaManager) leading() bool {
 // waitLeader waits until exactly one of the replicas runs its sharder.
 func waitLeader(t *testing.T, replicas ...*replicaManager) (leader, follower *replicaManager) {
 	t.Helper()
-	eventually(t, "one replica elected", func() error {
+	testutil.Eventually(t, waitTimeout, "one replica elected", func() error {
 		var leaders []*replicaManager
 		for _, r := range replicas {
 			if r.leading() {
@@ -184,7 +185,7 @@ func TestSharderLeaderHandover(t *testing.T) {
 	if len(moving) == 0 {
 		t.Fatal("no canary moves to r-c: pick other names")
 	}
-	eventually(t, "drains asked for everything moving to r-c", func() error {
+	testutil.Eventually(t, waitTimeout, "drains asked for everything moving to r-c", func() error {
 		return drainsAsked(ns, moving)
 	})
 
@@ -203,7 +204,7 @@ func TestSharderLeaderHandover(t *testing.T) {
 	}
 	// The surviving owner lets go of what it was asked to drain, as its
 	// reconcilers would; the dead one cannot.
-	eventually(t, "the survivor released its drained objects", func() error {
+	testutil.Eventually(t, waitTimeout, "the survivor released its drained objects", func() error {
 		return releaseDrained(ns, follower.name)
 	})
 	all := append(append([]string{}, names...), later...)

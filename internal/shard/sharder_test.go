@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 var testKinds = []Kind{{
@@ -134,7 +135,7 @@ func owners(t *testing.T, ns string) (canaries, runs map[string]string) {
 // ring over replicas gives the canary.
 func assignedAsRing(t *testing.T, ns string, names, replicas []string) {
 	t.Helper()
-	eventually(t, "every canary and its run owned as the ring says", func() error {
+	testutil.Eventually(t, waitTimeout, "every canary and its run owned as the ring says", func() error {
 		canaries, runs := owners(t, ns)
 		for _, n := range names {
 			want := Assign(ns+"/"+n, replicas)
@@ -234,7 +235,7 @@ func TestSharderDrainsBeforeMoving(t *testing.T) {
 	}
 	// r-a sees the drain on a canary and its run; until it releases them,
 	// they stay its own.
-	eventually(t, "moving canaries and their runs asked to drain", func() error {
+	testutil.Eventually(t, waitTimeout, "moving canaries and their runs asked to drain", func() error {
 		for _, n := range moving {
 			for _, obj := range []client.Object{&v1alpha1.RevocationCanary{}, &v1alpha1.CanaryRun{}} {
 				name := n
@@ -436,7 +437,7 @@ func TestKeeperRenews(t *testing.T) {
 		ptr.Deref(first.Spec.LeaseDurationSeconds, 0) != 15 {
 		t.Fatalf("lease %v / %+v: want the shard label, holder r-a and 15s", first.Labels, first.Spec)
 	}
-	eventually(t, "renew time moves forward", func() error {
+	testutil.Eventually(t, waitTimeout, "renew time moves forward", func() error {
 		renew(t, ns, "r-a", 15*time.Second)
 		if l := get(); !l.Spec.RenewTime.After(first.Spec.RenewTime.Time) {
 			return errors.New("renew time unchanged")

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil/kubetest"
 )
 
@@ -52,9 +51,4 @@ func newNamespace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return ns.Name
-}
-
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	testutil.Eventually(t, waitTimeout, what, cond)
 }

@@ -13,6 +13,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 )
 
@@ -76,7 +77,7 @@ func unownedSeries(ns string) (canaries []string, found bool, err error) {
 
 func waitUnowned(t *testing.T, ns string, want ...string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("unowned series for %v", want), func() error {
+	testutil.Eventually(t, waitTimeout, fmt.Sprintf("unowned series for %v", want), func() error {
 		got, found, err := unownedSeries(ns)
 		if err != nil {
 			return err
