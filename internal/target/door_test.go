@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 	"github.com/ragcanary/ragcanary/internal/driver"
 )
 
@@ -39,11 +40,7 @@ func (r *recorder) seen() []string {
 }
 
 func corpusFor(url string) *v1alpha1.Corpus {
-	c := &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}}
-	c.Spec.Driver = v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{URL: url,
-		CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "src", Key: "token"}}}
-	c.Spec.Driver.Timeout = &metav1.Duration{Duration: 2 * time.Second}
-	return c
+	return objects.Corpus("ns", "c", url, objects.SourceSecret("src", "token"), objects.CallTimeout(2*time.Second))
 }
 
 func secretsReader(t *testing.T, secrets ...*corev1.Secret) client.Reader {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 )
 
 const (
@@ -66,12 +67,9 @@ func (f *renamingOpenFGA) lastWrite(t *testing.T) string {
 }
 
 func openfgaByName(url, name string) *v1alpha1.Corpus {
-	c := &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fga"}}
-	c.Spec.Driver = v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{URL: "http://127.0.0.1:1/",
-		CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "src", Key: "token"}}}
-	c.Spec.Permissions = &v1alpha1.Permissions{Type: v1alpha1.PermissionsOpenFGA, OpenFGA: &v1alpha1.OpenFGAPermissions{
-		APIURL: url, StoreName: name, APITokenSecretRef: v1alpha1.SecretKeyReference{Name: "fga", Key: "key"}}}
-	return c
+	return objects.Corpus("ns", "fga", "http://127.0.0.1:1/", objects.SourceSecret("src", "token"),
+		objects.Permissions(v1alpha1.Permissions{Type: v1alpha1.PermissionsOpenFGA, OpenFGA: &v1alpha1.OpenFGAPermissions{
+			APIURL: url, StoreName: name, APITokenSecretRef: v1alpha1.SecretKeyReference{Name: "fga", Key: "key"}}}))
 }
 
 func openfgaKey() *corev1.Secret {

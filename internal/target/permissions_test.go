@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 )
 
 // closed reports whether cl was already closed: grpc refuses a second Close.
@@ -18,14 +19,11 @@ import (
 func closed(cl *authzed.Client) bool { return errors.Is(cl.Close(), grpc.ErrClientConnClosing) }
 
 func spicedbCorpus() *v1alpha1.Corpus {
-	c := &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "authz"}}
-	c.Spec.Driver = v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{URL: "http://127.0.0.1:1/",
-		CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "src", Key: "token"}}}
-	c.Spec.Permissions = &v1alpha1.Permissions{Type: v1alpha1.PermissionsSpiceDB, SpiceDB: &v1alpha1.SpiceDBPermissions{
-		// Dialling is lazy: nothing listens on the endpoint, nothing is sent.
-		Endpoint: "127.0.0.1:1", Insecure: true,
-		PresharedKeySecretRef: v1alpha1.SecretKeyReference{Name: "spicedb", Key: "key"}}}
-	return c
+	return objects.Corpus("ns", "authz", "http://127.0.0.1:1/", objects.SourceSecret("src", "token"),
+		objects.Permissions(v1alpha1.Permissions{Type: v1alpha1.PermissionsSpiceDB, SpiceDB: &v1alpha1.SpiceDBPermissions{
+			// Dialling is lazy: nothing listens on the endpoint, nothing is sent.
+			Endpoint: "127.0.0.1:1", Insecure: true,
+			PresharedKeySecretRef: v1alpha1.SecretKeyReference{Name: "spicedb", Key: "key"}}}))
 }
 
 func spicedbKey(value string) *corev1.Secret {

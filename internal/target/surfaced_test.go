@@ -2,14 +2,13 @@ package target
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
@@ -21,28 +20,13 @@ const (
 
 // surfacedTarget is ragtarget serving the contract, its chat completions
 // and its foreign search, with one document alice may read.
-func surfacedTarget(t *testing.T) *httptest.Server {
+func surfacedTarget(t *testing.T) *targettest.Target {
 	t.Helper()
-	svc, err := ragtarget.New(ragtarget.Config{SourceToken: surfacedSource,
-		Tokens:              map[string]string{surfacedAlice.Reveal(): "alice@example.com"},
-		ContentSyncInterval: time.Hour, ACLSyncInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(svc.Handler())
-	t.Cleanup(func() { srv.Close(); _ = svc.Close() })
-	d, err := (&Door{Allow: AllowAny()}).HTTPDriver(srv.URL, surfacedSource, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.CreateDocument(context.Background(), driver.Document{ID: "doc-1", Title: "Quarterly plan",
-		Body: "The quarterly plan mentions quokkalantern twice.", Principals: []string{"alice@example.com"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.SyncNow(ragtarget.SyncContent); err != nil {
-		t.Fatal(err)
-	}
-	return srv
+	tg := targettest.Start(t, ragtarget.Config{SourceToken: surfacedSource,
+		Tokens: map[string]string{surfacedAlice.Reveal(): "alice@example.com"}})
+	tg.Plant(t, driver.Document{ID: "doc-1", Title: "Quarterly plan",
+		Body: "The quarterly plan mentions quokkalantern twice.", Principals: []string{"alice@example.com"}})
+	return tg
 }
 
 func surfacedCorpus(url string) *v1alpha1.Corpus {

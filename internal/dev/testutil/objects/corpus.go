@@ -51,6 +51,17 @@ func Surfaces(s v1alpha1.CorpusSurfaces) CorpusOption {
 	return func(c *v1alpha1.Corpus) { c.Spec.Surfaces = &s }
 }
 
+// Permissions sends permission changes to the authorization engine p
+// names instead of the driver.
+func Permissions(p v1alpha1.Permissions) CorpusOption {
+	return func(c *v1alpha1.Corpus) { c.Spec.Permissions = &p }
+}
+
+// HealthCheck re-checks the driver's capabilities every d.
+func HealthCheck(d time.Duration) CorpusOption {
+	return func(c *v1alpha1.Corpus) { c.Spec.HealthCheckInterval = DurationPtr(d) }
+}
+
 // PersonaOption adjusts a Persona the builder made.
 type PersonaOption func(*v1alpha1.Persona)
 
