@@ -80,7 +80,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }
 
-// DefaultImages are the archives make cluster-images writes.
+// defaultImages are the archives make cluster-images writes from HEAD, and
+// make test-cluster from the work tree, so the last of the two wins.
 func defaultImages(bin string) []string {
 	return []string{
 		filepath.Join(bin, "images", image.Manager.Name+".oci.tar"),
