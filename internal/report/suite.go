@@ -9,7 +9,6 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/scoring"
-	"github.com/ragcanary/ragcanary/internal/suite"
 )
 
 // conditionPassed is the SuiteRun condition holding the verdict and its
@@ -361,16 +360,16 @@ func failingCases(ev *SuiteEvidence, in SuiteInput) error {
 		return nil
 	}
 	ev.FailingCasesSource = "report ConfigMap " + ev.ReportConfigMap
-	ev.Truncated = in.ReportData[suite.TruncatedKey]
+	ev.Truncated = in.ReportData[v1alpha1.ReportKeyTruncated]
 	var rep scoring.Report
-	if err := json.Unmarshal([]byte(in.ReportData[suite.ReportKey]), &rep); err != nil {
-		return fmt.Errorf("decoding %s of report ConfigMap %s: %w", suite.ReportKey, ev.ReportConfigMap, err)
+	if err := json.Unmarshal([]byte(in.ReportData[v1alpha1.ReportKeyReport]), &rep); err != nil {
+		return fmt.Errorf("decoding %s of report ConfigMap %s: %w", v1alpha1.ReportKeyReport, ev.ReportConfigMap, err)
 	}
 	ev.K = ptrTo(rep.K)
-	var errs []suite.ProbeError
-	if raw, ok := in.ReportData[suite.ProbeErrorsKey]; ok {
+	var errs []v1alpha1.ReportProbeError
+	if raw, ok := in.ReportData[v1alpha1.ReportKeyProbeErrors]; ok {
 		if err := json.Unmarshal([]byte(raw), &errs); err != nil {
-			return fmt.Errorf("decoding %s of report ConfigMap %s: %w", suite.ProbeErrorsKey, ev.ReportConfigMap, err)
+			return fmt.Errorf("decoding %s of report ConfigMap %s: %w", v1alpha1.ReportKeyProbeErrors, ev.ReportConfigMap, err)
 		}
 	}
 	ev.FailingCases = orderFailing(rep.Cases, errs)
@@ -380,7 +379,7 @@ func failingCases(ev *SuiteEvidence, in SuiteInput) error {
 // orderFailing puts executions that failed a zero-tolerance gate (anything
 // forbidden exposed, an answer where policy requires a refusal, no reply)
 // first, then the others, each in case order, as status.failingCases does.
-func orderFailing(cases []scoring.CaseScore, errs []suite.ProbeError) []CaseRow {
+func orderFailing(cases []scoring.CaseScore, errs []v1alpha1.ReportProbeError) []CaseRow {
 	gate, other := []CaseRow{}, []CaseRow{}
 	for _, s := range cases {
 		if !s.Failing() {
@@ -396,7 +395,7 @@ func orderFailing(cases []scoring.CaseScore, errs []suite.ProbeError) []CaseRow 
 		}
 	}
 	for _, e := range errs {
-		gate = append(gate, CaseRow{CaseID: e.CaseID, Persona: e.Persona, Outcome: suite.OutcomeProbeError,
+		gate = append(gate, CaseRow{CaseID: e.CaseID, Persona: e.Persona, Outcome: v1alpha1.OutcomeProbeError,
 			ForbiddenIDs: []string{}, Error: e.Error})
 	}
 	return append(gate, other...)

@@ -6,38 +6,26 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/scoring"
 )
 
-// Keys of the report ConfigMap.
+// Keys of the report ConfigMap, under the names the suite's callers use;
+// the API defines them (v1alpha1.ReportKey*).
 const (
-	// ReportKey holds the scoring report, the same JSON schema as
-	// `ragcanary eval --format json`.
-	ReportKey = "report.json"
-	// ProbeErrorsKey lists the executions that got no reply, which the
-	// report cannot hold because they were never scored.
-	ProbeErrorsKey = "probe-errors.json"
-	// TruncatedKey is present only when the report was cut to fit, and says
-	// how many cases it still lists.
-	TruncatedKey = "truncated"
-	// EvidenceKey holds the frozen evidence (scoring.Evidence), the file
-	// `ragcanary eval --replay` reads as stored.
-	EvidenceKey = "evidence.json"
-	// PlanKey holds the run's plan, written before anything is planted or
-	// asked, so a resumed or deleted run works from what it started with.
-	PlanKey = "plan.json"
+	ReportKey      = v1alpha1.ReportKeyReport
+	ProbeErrorsKey = v1alpha1.ReportKeyProbeErrors
+	TruncatedKey   = v1alpha1.ReportKeyTruncated
+	EvidenceKey    = v1alpha1.ReportKeyEvidence
+	PlanKey        = v1alpha1.ReportKeyPlan
 )
 
 // MaxReportBytes keeps the ConfigMap under the API server's 1 MiB object
 // limit with room for metadata.
 const MaxReportBytes = 900 * 1024
 
-// ProbeError is one execution without a reply, as listed in the report.
-type ProbeError struct {
-	CaseID  string `json:"case_id"`
-	Persona string `json:"persona"`
-	Error   string `json:"error"`
-}
+// ProbeError is one execution without a reply, as the report lists it.
+type ProbeError = v1alpha1.ReportProbeError
 
 // FinalReport is the report that decided the run: the scoring engine's
 // gates followed by GateProbeErrors, and Passed equal to the run's verdict.

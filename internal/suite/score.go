@@ -12,9 +12,9 @@ import (
 	"github.com/ragcanary/ragcanary/internal/scoring"
 )
 
-// OutcomeProbeError marks a failing execution that got no usable reply. It
-// is not a scoring outcome: such executions are never scored.
-const OutcomeProbeError = "probe_error"
+// OutcomeProbeError marks a failing execution that got no usable reply
+// (v1alpha1.OutcomeProbeError).
+const OutcomeProbeError = v1alpha1.OutcomeProbeError
 
 // Gates are a suite's gates in scoring's terms.
 type Gates struct {
