@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 )
 
 // testNow is the clock of every invocation: output is reproducible.
@@ -70,14 +71,8 @@ func createSecrets(t *testing.T, ns string) {
 
 func createCorpus(t *testing.T, ns, name string, slo, cacheSLO time.Duration, conds []metav1.Condition) {
 	t.Helper()
-	corpus := &v1alpha1.Corpus{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.CorpusSpec{
-			Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
-				URL: "https://" + name + ".rag.example.com", CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source-cred", Key: "token"}}},
-			Freshness: v1alpha1.Freshness{ExclusionSLO: dur(slo)},
-		},
-	}
+	corpus := objects.Corpus(ns, name, "https://"+name+".rag.example.com", objects.SourceSecret("source-cred", "token"),
+		objects.ExclusionSLO(slo))
 	if cacheSLO > 0 {
 		corpus.Spec.Freshness.CacheInvalidationSLO = dur(cacheSLO)
 	}
@@ -87,41 +82,23 @@ func createCorpus(t *testing.T, ns, name string, slo, cacheSLO time.Duration, co
 func createPersonas(t *testing.T, ns string) {
 	t.Helper()
 	for _, p := range []struct{ name, subject string }{{"alice", "alice@example.com"}, {"mallory", "mallory@example.com"}} {
-		createWithStatus(t, &v1alpha1.Persona{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name},
-			Spec: v1alpha1.PersonaSpec{Subject: p.subject,
-				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: p.name + "-cred", Key: "token"}},
-		}, func(o *v1alpha1.Persona) {
+		createWithStatus(t, objects.Persona(ns, p.name, p.subject), func(o *v1alpha1.Persona) {
 			o.Status.Conditions = ready(metav1.ConditionTrue, v1alpha1.ReasonSecretFound, "")
 		})
 	}
 }
 
 // canarySpec probes the given surfaces of corpus as alice, with mallory as
-// the control persona.
+// the control persona, judged by the corpus's SLO.
 func canarySpec(corpus string, surfaces ...v1alpha1.Surface) v1alpha1.CanarySpec {
-	return v1alpha1.CanarySpec{
-		CorpusRef:          v1alpha1.LocalObjectReference{Name: corpus},
-		PersonaRef:         v1alpha1.LocalObjectReference{Name: "alice"},
-		ControlPersonaRefs: []v1alpha1.LocalObjectReference{{Name: "mallory"}},
-		Revocation:         v1alpha1.Revocation{Method: v1alpha1.RevokeRemoveGrant},
-		Probing: v1alpha1.Probing{
-			Interval: metav1.Duration{Duration: time.Second}, Confirmations: 3,
-			VisibilityTimeout: metav1.Duration{Duration: time.Minute}, ExclusionTimeout: metav1.Duration{Duration: 2 * time.Minute},
-			Surfaces: surfaces,
-		},
-	}
+	return objects.CanarySpec(objects.OnCorpus(corpus), objects.SLO(0), objects.Every(time.Second, 3),
+		objects.Timeouts(time.Minute, 2*time.Minute), objects.Probe(surfaces...))
 }
 
 func createCanary(t *testing.T, ns, name string, spec v1alpha1.CanarySpec) *v1alpha1.RevocationCanary {
 	t.Helper()
-	canary := &v1alpha1.RevocationCanary{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.RevocationCanarySpec{
-			Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: dur(10 * time.Minute)}, ConcurrencyPolicy: v1alpha1.ForbidConcurrent},
-			CanarySpec: spec,
-		},
-	}
+	canary := objects.RevocationCanary(ns, name, 10*time.Minute)
+	canary.Spec.CanarySpec = spec
 	create(t, canary)
 	return canary
 }
@@ -203,24 +180,18 @@ func setCanaryStatus(t *testing.T, canary *v1alpha1.RevocationCanary, set func(*
 
 func createSuite(t *testing.T, ns, name, corpus string, setStatus func(*v1alpha1.EvalSuite)) *v1alpha1.EvalSuite {
 	t.Helper()
-	return createWithStatus(t, &v1alpha1.EvalSuite{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.EvalSuiteSpec{
-			CorpusRef: v1alpha1.LocalObjectReference{Name: corpus}, K: 5, Parallelism: 4,
-			Cases: []v1alpha1.EvalCase{{ID: "salary-bands", Question: "What are the salary bands?", Stratum: "hr",
-				Expectations: []v1alpha1.Expectation{{Persona: "mallory", MustAbstain: true}}}},
-		},
-	}, setStatus)
+	cases := []v1alpha1.EvalCase{{ID: "salary-bands", Question: "What are the salary bands?", Stratum: "hr",
+		Expectations: []v1alpha1.Expectation{{Persona: "mallory", MustAbstain: true}}}}
+	return createWithStatus(t, objects.EvalSuite(ns, name, cases, objects.SuiteOnCorpus(corpus), objects.TopK(5, 4)), setStatus)
 }
 
 func createSuiteRun(t *testing.T, suite *v1alpha1.EvalSuite, name string, setStatus func(*v1alpha1.SuiteRun)) *v1alpha1.SuiteRun {
 	t.Helper()
-	return createWithStatus(t, &v1alpha1.SuiteRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: suite.Namespace, Name: name, Labels: map[string]string{v1alpha1.LabelSuite: suite.Name},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "EvalSuite",
-				Name: suite.Name, UID: suite.UID, Controller: ptr.To(true)}}},
-		Spec: v1alpha1.SuiteRunSpec{SuiteRef: v1alpha1.LocalObjectReference{Name: suite.Name}},
-	}, setStatus)
+	run := objects.SuiteRun(suite.Namespace, name, suite.Name)
+	run.Labels = map[string]string{v1alpha1.LabelSuite: suite.Name}
+	run.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "EvalSuite",
+		Name: suite.Name, UID: suite.UID, Controller: ptr.To(true)}}
+	return createWithStatus(t, run, setStatus)
 }
 
 // fixtureNamespace is a namespace with the credential Secrets and the

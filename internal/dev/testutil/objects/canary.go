@@ -111,9 +111,15 @@ func Timeouts(visibility, exclusion time.Duration) CanaryOption {
 	}
 }
 
-// SLO is the canary's exclusion SLO, overriding the corpus's.
+// SLO is the canary's exclusion SLO, overriding the corpus's; zero sets
+// none, so the corpus's SLO judges the canary.
 func SLO(d time.Duration) CanaryOption {
-	return func(s *v1alpha1.CanarySpec) { s.ExclusionSLO = DurationPtr(d) }
+	return func(s *v1alpha1.CanarySpec) {
+		s.ExclusionSLO = nil
+		if d > 0 {
+			s.ExclusionSLO = DurationPtr(d)
+		}
+	}
 }
 
 // Sentinel makes the canary a sentinel watched for lifetime; nothing is

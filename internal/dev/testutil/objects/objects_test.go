@@ -95,6 +95,13 @@ func TestCanaryOptions(t *testing.T) {
 	}
 }
 
+// SLO(0) leaves the judging to the corpus's SLO.
+func TestZeroSLOSetsNone(t *testing.T) {
+	if s := objects.CanarySpec(objects.SLO(0)); s.ExclusionSLO != nil {
+		t.Fatalf("exclusionSLO = %s, want none", s.ExclusionSLO.Duration)
+	}
+}
+
 // Adaptive sets the schedule, its precision and its longest gap together.
 func TestAdaptiveOption(t *testing.T) {
 	p := objects.CanarySpec(objects.Adaptive("5%", time.Minute)).Probing
