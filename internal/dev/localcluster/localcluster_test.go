@@ -22,6 +22,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 )
 
 // gcTimeout bounds how long the garbage collector and the namespace
@@ -35,7 +36,7 @@ const gcTimeout = 90 * time.Second
 // custom resource in it is emptied and ends, and Stop leaves no
 // kube-controller-manager behind.
 func TestControlPlaneBehavesAsACluster(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +141,8 @@ func testGarbageCollection(t *testing.T, cl client.Client) {
 		},
 		{
 			name:      "CustomResource",
-			owner:     corpus(ns, "owner"),
-			dependent: persona(ns, "dependent"),
+			owner:     objects.Corpus(ns, "owner", "http://127.0.0.1:1/"),
+			dependent: objects.Persona(ns, "dependent", "alice@example.com"),
 			ownerKind: "Corpus", ownerAPIVersion: v1alpha1.GroupVersion.String(),
 		},
 	}
@@ -170,7 +171,7 @@ func testNamespaceDeletion(t *testing.T, cl client.Client) {
 	const ns = "doomed"
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	mustCreate(t, cl, nsObj)
-	cr := corpus(ns, "kb")
+	cr := objects.Corpus(ns, "kb", "http://127.0.0.1:1/")
 	mustCreate(t, cl, cr)
 	if err := cl.Delete(ctx, nsObj); err != nil {
 		t.Fatal(err)
@@ -187,21 +188,6 @@ func testNamespaceDeletion(t *testing.T, cl client.Client) {
 	})
 	if err := gone(ctx, cl, cr); err != nil {
 		t.Errorf("the corpus in the deleted namespace: %v", err)
-	}
-}
-
-func corpus(ns, name string) *v1alpha1.Corpus {
-	return &v1alpha1.Corpus{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.CorpusSpec{Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
-			URL: "http://127.0.0.1:1/", CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}}},
-	}
-}
-
-func persona(ns, name string) *v1alpha1.Persona {
-	return &v1alpha1.Persona{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       v1alpha1.PersonaSpec{Subject: "alice@example.com", CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "alice", Key: "token"}},
 	}
 }
 
