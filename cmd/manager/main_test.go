@@ -43,10 +43,7 @@ func TestAllowlistIsRequired(t *testing.T) {
 // TestDeniedTargetCIDRsDefault: the flag's default is the door's list, so
 // a manager started without it denies the metadata ranges.
 func TestDeniedTargetCIDRsDefault(t *testing.T) {
-	s, err := parseFlags([]string{"--allowed-target-urls=https://rag.internal/"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := defaultSettings(t)
 	if s.deniedCIDRs != strings.Join(target.DefaultDeniedCIDRs, ",") {
 		t.Errorf("--denied-target-cidrs defaults to %q", s.deniedCIDRs)
 	}
