@@ -452,7 +452,7 @@ spec:
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"documentID":".."}}`))
 	err := k8sClient.Status().Patch(context.Background(), run, patch)
 	if err == nil || !strings.Contains(err.Error(), "status.documentID") || !strings.Contains(err.Error(), "should match") {
-		t.Fatalf("writing documentID '..': got %v, want a 'status.documentID ... should match' rejection", err)
+		t.Fatalf("writing canaryrun.DocumentID '..': got %v, want a 'status.documentID ... should match' rejection", err)
 	}
 }
 

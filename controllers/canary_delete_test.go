@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/canaryrun"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,7 +69,7 @@ func TestRevocationCanaryDeletedMidRunLeavesNothing(t *testing.T) {
 				if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(run), &got); err != nil {
 					return err
 				}
-				if got.Status.Phase != tc.phase || !controllerutil.ContainsFinalizer(&got, CanaryRunFinalizer) {
+				if got.Status.Phase != tc.phase || !controllerutil.ContainsFinalizer(&got, v1alpha1.FinalizerCanaryRun) {
 					return fmt.Errorf("phase %q finalizers %v (%s)", got.Status.Phase, got.Finalizers, got.Status.Message)
 				}
 				doc = got.Status.DocumentID
@@ -75,8 +77,8 @@ func TestRevocationCanaryDeletedMidRunLeavesNothing(t *testing.T) {
 				return nil
 			})
 			token := crToken(t, run)
-			if got := canaryGet(t, canary); !controllerutil.ContainsFinalizer(got, CanaryFinalizer) {
-				t.Fatalf("canary finalizers %v, want %s", got.Finalizers, CanaryFinalizer)
+			if got := canaryGet(t, canary); !controllerutil.ContainsFinalizer(got, v1alpha1.FinalizerRevocationCanary) {
+				t.Fatalf("canary finalizers %v, want %s", got.Finalizers, v1alpha1.FinalizerRevocationCanary)
 			}
 			acl, planted := tg.svc.SourceDocuments()[doc]
 			if !planted || slices.Contains(acl, "alice@example.com") != tc.grantedAtSource {
@@ -96,7 +98,7 @@ func TestRevocationCanaryDeletedMidRunLeavesNothing(t *testing.T) {
 				})
 			}
 			for id, acl := range tg.svc.SourceDocuments() {
-				if strings.HasPrefix(id, documentIDPrefix) {
+				if strings.HasPrefix(id, canaryrun.DocumentIDPrefix) {
 					t.Errorf("canary document %s remains at the source with grants %v", id, acl)
 				}
 				if slices.Contains(acl, "alice@example.com") {

@@ -13,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/canaryrun"
+	"github.com/ragcanary/ragcanary/controllers/shared"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -81,7 +84,7 @@ func countEffects(t *testing.T, tg *crTarget) *effectCounter {
 }
 
 func effectOf(r *http.Request) (sideEffect, bool) {
-	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/documents/"+documentIDPrefix)
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/documents/"+canaryrun.DocumentIDPrefix)
 	if !ok {
 		return "", false
 	}
@@ -253,7 +256,7 @@ func startConflictOperator(t *testing.T, cfg *rest.Config, replica shard.Replica
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  ShardedCache(CacheOptions(""), replica),
+		Cache:                  shared.ShardedCache(shared.CacheOptions(""), replica),
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
@@ -269,7 +272,7 @@ func startConflictOperator(t *testing.T, cfg *rest.Config, replica shard.Replica
 	if funcs != nil {
 		c = interceptor.NewClient(noWatch{c}, *funcs)
 	}
-	r := &CanaryRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Secrets: mgr.GetAPIReader(),
+	r := &canaryrun.CanaryRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Secrets: mgr.GetAPIReader(),
 		Door: testDoor(mgr.GetAPIReader(), engine.Limiters()), Clock: clk, Probes: engine,
 		Checkpoint: time.Minute, Recorder: mgr.GetEventRecorder("canaryrun-controller"), Shard: replica}
 	if err := r.SetupWithManager(mgr); err != nil {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/canaryrun"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -206,7 +208,7 @@ func (tg *crTarget) isRevocation(r *http.Request) bool {
 	path := r.URL.Path
 	return strings.Contains(path, "/grants/") ||
 		(strings.HasPrefix(path, "/v1/groups/") && strings.Contains(path, "/members/")) ||
-		strings.HasPrefix(path, "/v1/documents/"+documentIDPrefix)
+		strings.HasPrefix(path, "/v1/documents/"+canaryrun.DocumentIDPrefix)
 }
 
 // driveSync syncs ACLs (and content, when a content sync applies the
@@ -380,7 +382,7 @@ func crWaitDoneIn(t *testing.T, c client.Client, run *v1alpha1.CanaryRun) *v1alp
 		}
 		// The terminal status is written before the finalizer is removed,
 		// in a second request: wait for both.
-		if controllerutil.ContainsFinalizer(got, CanaryRunFinalizer) {
+		if controllerutil.ContainsFinalizer(got, v1alpha1.FinalizerCanaryRun) {
 			return fmt.Errorf("phase %q but the finalizer is still set", got.Status.Phase)
 		}
 		return nil
@@ -404,7 +406,7 @@ func crToken(t *testing.T, run *v1alpha1.CanaryRun) string {
 }
 
 // crTokenPair reads the canary handle and payload from the run's Secret.
-func crTokenPair(t *testing.T, run *v1alpha1.CanaryRun) canaryToken {
+func crTokenPair(t *testing.T, run *v1alpha1.CanaryRun) canaryrun.CanaryToken {
 	t.Helper()
 	var s corev1.Secret
 	key := client.ObjectKey{Namespace: run.Namespace, Name: run.Status.TokenSecretName}
@@ -414,7 +416,7 @@ func crTokenPair(t *testing.T, run *v1alpha1.CanaryRun) canaryToken {
 	if !metav1.IsControlledBy(&s, run) {
 		t.Errorf("token Secret is not owned by the run")
 	}
-	return canaryToken{Handle: string(s.Data[handleSecretKey]), Payload: string(s.Data[payloadSecretKey])}
+	return canaryrun.CanaryToken{Handle: string(s.Data[canaryrun.HandleSecretKey]), Payload: string(s.Data[canaryrun.PayloadSecretKey])}
 }
 
 // crAssertNoToken checks the handle and the payload appear neither in
@@ -507,7 +509,7 @@ func TestCanaryRunMeasuresExclusion(t *testing.T) {
 			t.Errorf("%s: probe counts %+v reappearances %d", surface, m.Probes, m.Reappearances)
 		}
 	}
-	if controllerutil.ContainsFinalizer(got, CanaryRunFinalizer) {
+	if controllerutil.ContainsFinalizer(got, v1alpha1.FinalizerCanaryRun) {
 		t.Error("finalizer kept after cleanup")
 	}
 	if !tg.deleted(got.Status.DocumentID) {
@@ -577,7 +579,7 @@ func TestCanaryRunDeletedMidFlightRemovesDocument(t *testing.T) {
 	var doc string
 	eventually(t, "awaiting visibility with a finalizer", func() error {
 		got := crGet(t, run)
-		if got.Status.Phase != v1alpha1.PhaseAwaitingVisibility || !controllerutil.ContainsFinalizer(got, CanaryRunFinalizer) {
+		if got.Status.Phase != v1alpha1.PhaseAwaitingVisibility || !controllerutil.ContainsFinalizer(got, v1alpha1.FinalizerCanaryRun) {
 			return fmt.Errorf("phase %q finalizers %v", got.Status.Phase, got.Finalizers)
 		}
 		doc = got.Status.DocumentID

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/revocationcanary"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -195,7 +197,7 @@ func TestSummariseCarriesConversationText(t *testing.T) {
 			{Surface: v1alpha1.SurfaceSearch, Bounds: &v1alpha1.ExclusionBounds{Lower: d(time.Second), Upper: d(2 * time.Second)}},
 			{Surface: v1alpha1.SurfaceConversation, Bounds: &v1alpha1.ExclusionBounds{Lower: d(30 * time.Second)}},
 		}}}
-	s := summarise(run)
+	s := revocationcanary.Summarise(run)
 	search, conv := s.Surface(v1alpha1.SurfaceSearch), s.Surface(v1alpha1.SurfaceConversation)
 	if search == nil || conv == nil || search.Exclusion != "1s–2s" || conv.Exclusion != ">30s" {
 		t.Fatalf("summary surfaces %+v, want search 1s–2s and conversation >30s", s.Surfaces)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/canaryrun"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -53,7 +55,7 @@ func startFreshTarget(t *testing.T, lag time.Duration) *freshTarget {
 	svc.Start(ctx)
 	ft := &freshTarget{svc: svc, lag: lag}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/documents/"+documentIDPrefix) &&
+		if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/documents/"+canaryrun.DocumentIDPrefix) &&
 			!strings.Contains(strings.TrimPrefix(r.URL.Path, "/v1/documents/"), "/") {
 			ft.mu.Lock()
 			if ft.puts++; ft.puts == 2 {
@@ -175,8 +177,8 @@ func TestCanaryRunUpdateContent(t *testing.T) {
 	// The second payload is in the run's Secret, never in status.
 	var secret corev1.Secret
 	crGetObject(t, types.NamespacedName{Namespace: ns, Name: got.Status.TokenSecretName}, &secret)
-	updated := string(secret.Data[updatedPayloadSecretKey])
-	if !strings.HasPrefix(updated, updatedPrefix) {
+	updated := string(secret.Data[canaryrun.UpdatedPayloadSecretKey])
+	if !strings.HasPrefix(updated, canaryrun.UpdatedPrefix) {
 		t.Fatalf("Secret has no updated payload: keys %v", secretKeys(secret.Data))
 	}
 	if strings.Contains(mustJSON(t, got.Status), updated) {

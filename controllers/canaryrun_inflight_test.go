@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/shared"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -155,7 +157,7 @@ func TestInFlightDeliveredThenCutIsABreach(t *testing.T) {
 	if got.Status.Verdict != v1alpha1.VerdictSLOBreached {
 		t.Errorf("verdict %s (%s), want SLOBreached by the delivery before the cut", got.Status.Verdict, got.Status.Message)
 	}
-	if sum := inFlightSummary(got.Status.InFlight); sum == nil || sum.Outcomes != "DeliveredThenCut=1" {
+	if sum := shared.InFlightSummary(got.Status.InFlight); sum == nil || sum.Outcomes != "DeliveredThenCut=1" {
 		t.Errorf("summary %+v, want outcomes DeliveredThenCut=1", sum)
 	}
 }

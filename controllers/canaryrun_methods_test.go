@@ -172,7 +172,7 @@ func TestCanaryRunUnsupportedByTarget(t *testing.T) {
 				}
 			}
 			if got.Status.DocumentID != "" || got.Status.TokenSecretName != "" || got.Status.ShareRequestedTime != nil {
-				t.Errorf("the run went past setup: documentID %q tokenSecret %q", got.Status.DocumentID, got.Status.TokenSecretName)
+				t.Errorf("the run went past setup: canaryrun.DocumentID %q tokenSecret %q", got.Status.DocumentID, got.Status.TokenSecretName)
 			}
 		})
 	}

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/canaryrun"
+	"github.com/ragcanary/ragcanary/controllers/shared"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,7 +88,7 @@ func startOperatorWith(t *testing.T, cfg *rest.Config, heartbeat time.Duration,
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  CacheOptions(""),
+		Cache:                  shared.CacheOptions(""),
 		// The suite's manager already registered the controller name.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -97,7 +100,7 @@ func startOperatorWith(t *testing.T, cfg *rest.Config, heartbeat time.Duration,
 	if err := mgr.Add(engine); err != nil {
 		t.Fatal(err)
 	}
-	r := &CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Secrets: mgr.GetAPIReader(),
+	r := &canaryrun.CanaryRunReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Secrets: mgr.GetAPIReader(),
 		Door: door(mgr.GetAPIReader(), engine.Limiters()), Clock: clk, Probes: engine,
 		Checkpoint: heartbeat, Recorder: mgr.GetEventRecorder("canaryrun-controller")}
 	if err := r.SetupWithManager(mgr); err != nil {
@@ -270,12 +273,12 @@ func TestDeletedBeforeFirstWriteRemovesPlantedDocument(t *testing.T) {
 		})
 	}
 	run := crRunSpec(ns.Name, 20*time.Second, v1alpha1.SurfaceSearch)
-	run.Finalizers = []string{CanaryRunFinalizer}
+	run.Finalizers = []string{v1alpha1.FinalizerCanaryRun}
 	crCreateIn(t, c, run)
 	startTestOperator(t, failing, time.Minute)
 
 	created := crGetIn(t, c, run)
-	doc := documentID(created)
+	doc := canaryrun.DocumentID(created)
 	eventually(t, "the document planted while no status write succeeds", func() error {
 		if _, ok := tg.svc.SourceDocuments()[doc]; !ok {
 			return fmt.Errorf("document %s not at the source yet (%d status writes refused)", doc, refused.Load())

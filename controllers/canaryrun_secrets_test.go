@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragcanary/ragcanary/controllers/canaryrun"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +22,6 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
-	"github.com/ragcanary/ragcanary/internal/schedule"
 )
 
 // secretsDoc documents the Secrets a run creates and how to release their
@@ -34,50 +34,6 @@ const (
 	releaseCleanupCommand     = `kubectl patch secret <run>-cleanup -n <namespace> --type=merge -p '{"metadata":{"finalizers":null}}'`
 	listOperatorSecretCommand = `kubectl get secrets -n <namespace> -l app.kubernetes.io/managed-by=ragcanary -o name`
 )
-
-func TestWithRunSecretLabels(t *testing.T) {
-	run := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Name: "nightly-1767225600"}}
-	long := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 100)}}
-	tests := []struct {
-		name string
-		// run the Secret belongs to.
-		run *v1alpha1.CanaryRun
-		// labels the Secret has.
-		labels map[string]string
-		// want is the labels after; wantChanged whether they changed.
-		want        map[string]string
-		wantChanged bool
-	}{
-		{name: "no labels", run: run, labels: nil, wantChanged: true,
-			want: map[string]string{v1alpha1.LabelManagedBy: "ragcanary", v1alpha1.LabelRun: "nightly-1767225600"}},
-		{name: "the user's labels are kept", run: run, labels: map[string]string{"team": "search"}, wantChanged: true,
-			want: map[string]string{"team": "search", v1alpha1.LabelManagedBy: "ragcanary", v1alpha1.LabelRun: "nightly-1767225600"}},
-		{name: "already labelled", run: run,
-			labels: map[string]string{v1alpha1.LabelManagedBy: "ragcanary", v1alpha1.LabelRun: "nightly-1767225600"},
-			want:   map[string]string{v1alpha1.LabelManagedBy: "ragcanary", v1alpha1.LabelRun: "nightly-1767225600"}},
-		{name: "another manager's label is corrected", run: run, wantChanged: true,
-			labels: map[string]string{v1alpha1.LabelManagedBy: "helm", v1alpha1.LabelRun: "nightly-1767225600"},
-			want:   map[string]string{v1alpha1.LabelManagedBy: "ragcanary", v1alpha1.LabelRun: "nightly-1767225600"}},
-		// Label values are at most 63 characters; run names up to 253.
-		{name: "a long run name is shortened", run: long, wantChanged: true,
-			want: map[string]string{v1alpha1.LabelManagedBy: "ragcanary", v1alpha1.LabelRun: schedule.LabelValue(long.Name)}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			before := maps.Clone(tc.labels)
-			got, changed := withRunSecretLabels(tc.labels, tc.run)
-			if !maps.Equal(got, tc.want) || changed != tc.wantChanged {
-				t.Errorf("labels %v changed %v, want %v changed %v", got, changed, tc.want, tc.wantChanged)
-			}
-			if len(got[v1alpha1.LabelRun]) > 63 {
-				t.Errorf("run label %d characters, more than a label value may hold", len(got[v1alpha1.LabelRun]))
-			}
-			if !maps.Equal(tc.labels, before) {
-				t.Error("the Secret's own label map was modified")
-			}
-		})
-	}
-}
 
 // startOwnControlPlane is startOwnAPIServer with a kubectl for an admin
 // user: the test runs the documented commands as a person would.
@@ -172,7 +128,7 @@ func TestRunSecretsAreLabelledAndTheirFinalizersReleasedByHand(t *testing.T) {
 	})
 	got := crGetIn(t, c, run)
 	tokenKey := client.ObjectKey{Namespace: ns.Name, Name: got.Status.TokenSecretName}
-	cleanupKey := client.ObjectKey{Namespace: ns.Name, Name: recipeSecretName(got)}
+	cleanupKey := client.ObjectKey{Namespace: ns.Name, Name: canaryrun.RecipeSecretName(got)}
 	for _, key := range []client.ObjectKey{tokenKey, cleanupKey} {
 		var s corev1.Secret
 		if err := c.Get(context.Background(), key, &s); err != nil {
@@ -209,11 +165,11 @@ func TestRunSecretsAreLabelledAndTheirFinalizersReleasedByHand(t *testing.T) {
 	if err := c.Get(context.Background(), cleanupKey, &heldSecret); err != nil {
 		t.Fatalf("the cleanup Secret went without its finalizer released: %v", err)
 	}
-	if heldRun.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(heldRun, CanaryRunFinalizer) {
-		t.Errorf("run deletionTimestamp %v finalizers %v: want held by %s", heldRun.DeletionTimestamp, heldRun.Finalizers, CanaryRunFinalizer)
+	if heldRun.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(heldRun, v1alpha1.FinalizerCanaryRun) {
+		t.Errorf("run deletionTimestamp %v finalizers %v: want held by %s", heldRun.DeletionTimestamp, heldRun.Finalizers, v1alpha1.FinalizerCanaryRun)
 	}
-	if heldSecret.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(&heldSecret, RecipeFinalizer) {
-		t.Errorf("cleanup Secret deletionTimestamp %v finalizers %v: want held by %s", heldSecret.DeletionTimestamp, heldSecret.Finalizers, RecipeFinalizer)
+	if heldSecret.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(&heldSecret, canaryrun.RecipeFinalizer) {
+		t.Errorf("cleanup Secret deletionTimestamp %v finalizers %v: want held by %s", heldSecret.DeletionTimestamp, heldSecret.Finalizers, canaryrun.RecipeFinalizer)
 	}
 
 	for _, command := range []string{releaseRunCommand, releaseCleanupCommand} {

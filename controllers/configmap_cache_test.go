@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ragcanary/ragcanary/controllers/shared"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,7 +42,7 @@ func TestConfigMapsCachedAsMetadataOnly(t *testing.T) {
 	s := cp.createSuiteWithCaseSource(t, ns, cases.Name)
 
 	seen := &cacheEntries{}
-	opts := CacheOptions("")
+	opts := shared.CacheOptions("")
 	opts.DefaultTransform = seen.recording(opts.DefaultTransform)
 	runReconcilers(t, cp.config, opts)
 
@@ -155,7 +157,7 @@ func (cp *controlPlane) runSuiteNow(t *testing.T, s *v1alpha1.EvalSuite, token s
 		if err := cp.admin.Get(context.Background(), client.ObjectKey{Namespace: s.Namespace, Name: name}, &run); err != nil {
 			return err
 		}
-		if !suiteRunFinished(&run) {
+		if !shared.SuiteRunFinished(&run) {
 			return fmt.Errorf("phase is %q", run.Status.Phase)
 		}
 		return nil

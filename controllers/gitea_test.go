@@ -167,7 +167,7 @@ func giteaWaitDone(t *testing.T, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
 	var got *v1alpha1.CanaryRun
 	testutil.Eventually(t, giteaWait, "gitea run finished", func() error {
 		got = crGet(t, run)
-		if !isTerminal(got.Status.Phase) || controllerutil.ContainsFinalizer(got, CanaryRunFinalizer) {
+		if !isTerminal(got.Status.Phase) || controllerutil.ContainsFinalizer(got, v1alpha1.FinalizerCanaryRun) {
 			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
 		}
 		return nil

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/canaryrun"
+	"github.com/ragcanary/ragcanary/controllers/revocationcanary"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,7 +87,7 @@ func startGatedTarget(t *testing.T, cfg ragtarget.Config, intercept func(http.Re
 // isCanaryDocCall: a call on a canary document itself, not on its grants.
 func isCanaryDocCall(r *http.Request) bool {
 	id, ok := strings.CutPrefix(r.URL.Path, "/v1/documents/")
-	return ok && strings.HasPrefix(id, documentIDPrefix) && !strings.Contains(id, "/")
+	return ok && strings.HasPrefix(id, canaryrun.DocumentIDPrefix) && !strings.Contains(id, "/")
 }
 
 func (g *gatedTarget) calls(method string) int {
@@ -216,7 +219,7 @@ func newHardCanary(ns string, policy v1alpha1.ConcurrencyPolicy, every time.Dura
 // TestHardeningActiveRunCap: a canary with concurrencyPolicy Allow every
 // second, whose runs never become visible (the target never syncs), would
 // otherwise create a run, two Secrets and a probe loop every second. At
-// most maxActiveRuns are unfinished at any step of the schedule; the hold
+// most revocationcanary.MaxActiveRuns are unfinished at any step of the schedule; the hold
 // shows as Ready reason TooManyActiveRuns with one Warning event, and a run
 // finishing lets the held time run.
 func TestHardeningActiveRunCap(t *testing.T) {
@@ -240,17 +243,17 @@ func TestHardeningActiveRunCap(t *testing.T) {
 		f.at(time.Duration(k)*time.Second + 500*time.Millisecond)
 		f.poke()
 		f.waitNext(f.created.Add(time.Duration(k+1) * time.Second))
-		if active := unfinished(listRuns(t, ns)); len(active) > maxActiveRuns {
-			t.Fatalf("after %d due times: %d unfinished runs %v, want at most %d", k, len(active), active, maxActiveRuns)
+		if active := unfinished(listRuns(t, ns)); len(active) > revocationcanary.MaxActiveRuns {
+			t.Fatalf("after %d due times: %d unfinished runs %v, want at most %d", k, len(active), active, revocationcanary.MaxActiveRuns)
 		}
 	}
 	runs := listRuns(t, ns)
 	var want []string
-	for k := 1; k <= maxActiveRuns; k++ {
+	for k := 1; k <= revocationcanary.MaxActiveRuns; k++ {
 		want = append(want, f.scheduledName(time.Duration(k)*time.Second))
 	}
-	if got := unfinished(runs); len(runs) != maxActiveRuns || strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("runs %d, unfinished %v; want exactly the first %d scheduled runs %v", len(runs), got, maxActiveRuns, want)
+	if got := unfinished(runs); len(runs) != revocationcanary.MaxActiveRuns || strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("runs %d, unfinished %v; want exactly the first %d scheduled runs %v", len(runs), got, revocationcanary.MaxActiveRuns, want)
 	}
 	got := f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonTooManyActiveRuns)
 	t.Logf("Ready while held: %s", got.Message)
@@ -267,8 +270,8 @@ func TestHardeningActiveRunCap(t *testing.T) {
 	held := f.scheduledName(steps * time.Second)
 	eventually(t, "the held time runs once a run is gone", func() error {
 		active := unfinished(listRuns(t, ns))
-		if len(active) > maxActiveRuns {
-			t.Fatalf("%d unfinished runs %v, want at most %d", len(active), active, maxActiveRuns)
+		if len(active) > revocationcanary.MaxActiveRuns {
+			t.Fatalf("%d unfinished runs %v, want at most %d", len(active), active, revocationcanary.MaxActiveRuns)
 		}
 		if !strings.Contains(strings.Join(active, ","), held) {
 			return fmt.Errorf("unfinished runs %v, want %s among them", active, held)
@@ -278,8 +281,8 @@ func TestHardeningActiveRunCap(t *testing.T) {
 	f.at((steps+1)*time.Second + 500*time.Millisecond)
 	f.poke()
 	f.waitNext(f.created.Add((steps + 2) * time.Second))
-	if active := unfinished(listRuns(t, ns)); len(active) != maxActiveRuns {
-		t.Errorf("after the freed place was used: %d unfinished runs %v, want %d", len(active), active, maxActiveRuns)
+	if active := unfinished(listRuns(t, ns)); len(active) != revocationcanary.MaxActiveRuns {
+		t.Errorf("after the freed place was used: %d unfinished runs %v, want %d", len(active), active, revocationcanary.MaxActiveRuns)
 	}
 }
 
@@ -433,18 +436,18 @@ func TestHardeningSetupDeadline(t *testing.T) {
 		return false
 	})
 	ns := hardFixture(t, tg.url, testMalloryToken)
-	// Retries come every sourceRetry (2s) and the deadline counts from the
+	// Retries come every canaryrun.SourceRetry (2s) and the deadline counts from the
 	// creation timestamp, which has whole seconds: it can fall up to 1s
 	// early. With 3s, a first PUT half a second in left no room for a
 	// retry (CI saw one PUT): leave room for a slow first PUT and a retry.
-	const setupDeadline = 3*sourceRetry + 2*time.Second
+	const setupDeadline = 3*canaryrun.SourceRetry + 2*time.Second
 	run := crRunSpec(ns, 10*time.Second, v1alpha1.SurfaceSearch)
 	run.Spec.Probing.VisibilityTimeout = metav1.Duration{Duration: setupDeadline}
 	crCreate(t, run)
 
 	got := crWaitDone(t, run)
-	if got.Status.Verdict != v1alpha1.VerdictSetupFailed || got.Status.Phase != phaseFor(v1alpha1.VerdictSetupFailed) {
-		t.Fatalf("phase %s verdict %s (%s), want %s SetupFailed", got.Status.Phase, got.Status.Verdict, got.Status.Message, phaseFor(v1alpha1.VerdictSetupFailed))
+	if got.Status.Verdict != v1alpha1.VerdictSetupFailed || got.Status.Phase != canaryrun.PhaseFor(v1alpha1.VerdictSetupFailed) {
+		t.Fatalf("phase %s verdict %s (%s), want %s SetupFailed", got.Status.Phase, got.Status.Verdict, got.Status.Message, canaryrun.PhaseFor(v1alpha1.VerdictSetupFailed))
 	}
 	if !strings.Contains(got.Status.Message, "planting") {
 		t.Errorf("message %q does not name the step that kept failing", got.Status.Message)
@@ -519,7 +522,7 @@ func TestHardeningCleanupRejectedIsACondition(t *testing.T) {
 		}
 		return nil
 	})
-	if got.Status.Phase != v1alpha1.PhaseCleaningUp || !controllerutil.ContainsFinalizer(got, CanaryRunFinalizer) {
+	if got.Status.Phase != v1alpha1.PhaseCleaningUp || !controllerutil.ContainsFinalizer(got, v1alpha1.FinalizerCanaryRun) {
 		t.Errorf("phase %s finalizers %v: a run whose document is still at the target must keep cleaning up", got.Status.Phase, got.Finalizers)
 	}
 	start := tg.calls(http.MethodDelete)
@@ -576,11 +579,11 @@ func TestHardeningCleanupWithoutCorpusOrSecret(t *testing.T) {
 	if _, planted := tg.svc.SourceDocuments()[doc]; !planted {
 		t.Fatalf("canary document %s is not at the target", doc)
 	}
-	recipe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: recipeSecretName(&run)}}
+	recipe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: canaryrun.RecipeSecretName(&run)}}
 	if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(recipe), recipe); err != nil {
 		t.Fatalf("reading the cleanup Secret: %v", err)
 	}
-	if !controllerutil.ContainsFinalizer(recipe, RecipeFinalizer) || !metav1.IsControlledBy(recipe, &run) {
+	if !controllerutil.ContainsFinalizer(recipe, canaryrun.RecipeFinalizer) || !metav1.IsControlledBy(recipe, &run) {
 		t.Fatalf("cleanup Secret finalizers %v, owners %v", recipe.Finalizers, recipe.OwnerReferences)
 	}
 

@@ -76,3 +76,8 @@ func createSecret(t *testing.T, ns, name, key, value string) {
 		t.Fatalf("creating secret %s: %v", name, err)
 	}
 }
+
+// isTerminal reports whether a run reached a phase it never leaves.
+func isTerminal(p v1alpha1.CanaryPhase) bool {
+	return p == v1alpha1.PhaseSucceeded || p == v1alpha1.PhaseFailed
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragcanary/ragcanary/controllers/shared"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -53,7 +55,7 @@ func TestSecretAccessScopedToSecretNamespaces(t *testing.T) {
 	if !ok || scope != granted {
 		t.Fatalf("the chart passes --secret-namespaces=%q (present: %v), want %q", scope, ok, granted)
 	}
-	cacheOpts, err := ScopeSecrets(CacheOptions(""), strings.Split(scope, ","))
+	cacheOpts, err := shared.ScopeSecrets(shared.CacheOptions(""), strings.Split(scope, ","))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestSecretAccessScopedToSecretNamespaces(t *testing.T) {
 // are cached only where both allow, and a scope that leaves none is refused
 // rather than watching no Secret at all.
 func TestScopeSecretsWithinWatchedNamespace(t *testing.T) {
-	opts, err := ScopeSecrets(CacheOptions("team-a"), []string{"team-a", "team-b"})
+	opts, err := shared.ScopeSecrets(shared.CacheOptions("team-a"), []string{"team-a", "team-b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,13 +114,13 @@ func TestScopeSecretsWithinWatchedNamespace(t *testing.T) {
 	if !slices.Equal(got, []string{"team-a"}) {
 		t.Errorf("Secret cache namespaces = %v, want [team-a]", got)
 	}
-	if _, err := ScopeSecrets(CacheOptions("team-c"), []string{"team-a"}); err == nil {
+	if _, err := shared.ScopeSecrets(shared.CacheOptions("team-c"), []string{"team-a"}); err == nil {
 		t.Error("a Secret scope outside the watched namespace was accepted")
 	}
-	if _, err := ScopeSecrets(CacheOptions(""), []string{"Team_A"}); err == nil {
+	if _, err := shared.ScopeSecrets(shared.CacheOptions(""), []string{"Team_A"}); err == nil {
 		t.Error("an invalid namespace name was accepted")
 	}
-	if opts, err := ScopeSecrets(CacheOptions(""), nil); err != nil || len(opts.ByObject) != 0 {
+	if opts, err := shared.ScopeSecrets(shared.CacheOptions(""), nil); err != nil || len(opts.ByObject) != 0 {
 		t.Errorf("no Secret scope: ByObject = %v, err = %v; want the options unchanged", opts.ByObject, err)
 	}
 }
@@ -302,7 +304,7 @@ func runReconcilers(t *testing.T, cfg *rest.Config, cacheOpts cache.Options) <-c
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := completeOptions(mgr, Options{Door: testDoor(mgr.GetAPIReader(), nil)})
+	opts, err := completeOptions(mgr, shared.Options{Door: testDoor(mgr.GetAPIReader(), nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ragcanary/ragcanary/controllers/canaryrun"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
@@ -99,7 +101,7 @@ spec:
 	if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Spec.Sentinel == nil || got.Spec.Sentinel.Lifetime.Duration != defaultSentinelLifetime {
-		t.Fatalf("sentinel %+v, want lifetime %s", got.Spec.Sentinel, defaultSentinelLifetime)
+	if got.Spec.Sentinel == nil || got.Spec.Sentinel.Lifetime.Duration != canaryrun.DefaultSentinelLifetime {
+		t.Fatalf("sentinel %+v, want lifetime %s", got.Spec.Sentinel, canaryrun.DefaultSentinelLifetime)
 	}
 }

@@ -2,8 +2,15 @@ package controllers
 
 import (
 	"errors"
-	"sync"
-	"time"
+
+	"github.com/ragcanary/ragcanary/controllers/canaryrun"
+	"github.com/ragcanary/ragcanary/controllers/corpus"
+	"github.com/ragcanary/ragcanary/controllers/evalsuite"
+	"github.com/ragcanary/ragcanary/controllers/persona"
+	"github.com/ragcanary/ragcanary/controllers/revocationcanary"
+	"github.com/ragcanary/ragcanary/controllers/suiterun"
+
+	"github.com/ragcanary/ragcanary/controllers/shared"
 
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,92 +20,18 @@ import (
 	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/secretcache"
-	"github.com/ragcanary/ragcanary/internal/shard"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
-
-// Options are the dependencies and operator settings shared by the reconcilers.
-type Options struct {
-	// Door is how every reconciler reaches a system under test. SetupAll
-	// fills in its rate limiters (shared with the probe engine) and default
-	// rate limit.
-	Door *target.Door
-	// Clock drives lifecycle steps and probes. Tests keep it real: probes
-	// measure real latency against a real target.
-	Clock clock.WithTicker
-	// ScheduleClock decides when scheduled runs are due. Tests replace it with
-	// a fake clock to step through schedules without waiting.
-	ScheduleClock clock.Clock
-	// Probes runs canary probe loops. SetupAll creates one and adds it to
-	// the manager when nil; a caller passing one (to share its per-corpus
-	// rate limiters) adds it to the manager itself.
-	Probes *probe.Engine
-	// StatusCheckpoint is how often probe results reach CanaryRun status
-	// between transitions; DefaultStatusCheckpointInterval when zero.
-	StatusCheckpoint time.Duration
-	// Defaults apply where an object leaves a setting unset; the operator's
-	// flags set them, so platform teams tune them once for the fleet.
-	Defaults Defaults
-	// Shard is this replica's place among the replicas; the zero value is
-	// one replica doing everything (with leader election).
-	Shard shard.Replica
-	// ForgetCanary and ForgetSuite drop a canary's or suite's metric series
-	// when it leaves this replica; metrics.Forget and metrics.ForgetSuite
-	// when nil.
-	ForgetCanary, ForgetSuite func(namespace, name string)
-	// SecretCache bounds the memory cache of credential and run token
-	// Secret values (package secretcache); its defaults when nil, none
-	// when MaxEntries ≤ 0.
-	SecretCache *secretcache.Limits
-	// secrets is the Door's Secret reader, which the Persona and
-	// CanaryRun reconcilers share (completeOptions).
-	secrets client.Reader
-}
-
-// Defaults are the operator-wide values for settings objects may leave unset.
-type Defaults struct {
-	// RateLimit applies to a Corpus without spec.rateLimit values.
-	RateLimit target.Limit
-	// SuccessfulRunsHistoryLimit and FailedRunsHistoryLimit apply to
-	// canaries and suites without their own limits.
-	SuccessfulRunsHistoryLimit int32
-	FailedRunsHistoryLimit     int32
-}
-
-// DefaultSettings are the Defaults when the operator is not configured.
-func DefaultSettings() Defaults {
-	return Defaults{
-		RateLimit:                  target.DefaultLimit,
-		SuccessfulRunsHistoryLimit: 3,
-		FailedRunsHistoryLimit:     3,
-	}
-}
-
-// withFallbacks treats an all-zero Defaults (as in tests) as an unconfigured
-// operator, and never lets a rate limit be zero.
-func (d Defaults) withFallbacks() Defaults {
-	if d == (Defaults{}) {
-		return DefaultSettings()
-	}
-	def := DefaultSettings()
-	if d.RateLimit.RequestsPerSecond <= 0 {
-		d.RateLimit.RequestsPerSecond = def.RateLimit.RequestsPerSecond
-	}
-	if d.RateLimit.Burst <= 0 {
-		d.RateLimit.Burst = def.RateLimit.Burst
-	}
-	return d
-}
 
 // SetupAll registers every reconciler and the object collector with the
 // manager. Both the manager binary and the envtest suite call it, so tests
 // exercise the same wiring.
-func SetupAll(mgr ctrl.Manager, opts Options) error {
+func SetupAll(mgr ctrl.Manager, opts shared.Options) error {
 	opts, err := completeOptions(mgr, opts)
 	if err != nil {
 		return err
 	}
-	if err := addRunnable(mgr, opts, newObjectCollector(mgr, opts)); err != nil {
+	if err := shared.AddRunnable(mgr, opts, shared.NewObjectCollector(mgr, opts)); err != nil {
 		return err
 	}
 	return setupReconcilers(mgr, opts)
@@ -106,7 +39,7 @@ func SetupAll(mgr ctrl.Manager, opts Options) error {
 
 // completeOptions fills in what SetupAll's callers may leave unset, adding
 // a probe engine to the manager when opts has none.
-func completeOptions(mgr ctrl.Manager, opts Options) (Options, error) {
+func completeOptions(mgr ctrl.Manager, opts shared.Options) (shared.Options, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -116,7 +49,7 @@ func completeOptions(mgr ctrl.Manager, opts Options) (Options, error) {
 	if opts.ScheduleClock == nil {
 		opts.ScheduleClock = opts.Clock
 	}
-	opts.Defaults = opts.Defaults.withFallbacks()
+	opts.Defaults = opts.Defaults.WithFallbacks()
 	if opts.ForgetCanary == nil {
 		opts.ForgetCanary = metrics.Forget
 	}
@@ -125,16 +58,16 @@ func completeOptions(mgr ctrl.Manager, opts Options) (Options, error) {
 	}
 	if opts.Probes == nil {
 		opts.Probes = probe.NewEngine(opts.Clock, target.NewLimiters(opts.Clock))
-		if err := addRunnable(mgr, opts, opts.Probes); err != nil {
+		if err := shared.AddRunnable(mgr, opts, opts.Probes); err != nil {
 			return opts, err
 		}
 	}
 	if opts.Door == nil {
-		return opts, errors.New("controllers: Options.Door is required")
+		return opts, errors.New("controllers: shared.Options.Door is required")
 	}
 	door := *opts.Door
 	door.Reader = secretReader(mgr, door.Reader, opts.SecretCache)
-	opts.secrets = door.Reader
+	opts.Secrets = door.Reader
 	door.Limiters = opts.Probes.Limiters()
 	door.DefaultLimit = opts.Defaults.RateLimit
 	opts.Door = &door
@@ -163,29 +96,29 @@ func secretReader(mgr ctrl.Manager, api client.Reader, limits *secretcache.Limit
 // collector: that one registers on the process-wide metrics registry, so a
 // test running a second manager in the process sets up only these. Every
 // reconciler reads ConfigMaps from the API server (see uncachedConfigMaps).
-func setupReconcilers(mgr ctrl.Manager, opts Options) error {
-	c := newUncachedConfigMaps(mgr.GetClient(), mgr.GetAPIReader())
+func setupReconcilers(mgr ctrl.Manager, opts shared.Options) error {
+	c := shared.NewUncachedConfigMaps(mgr.GetClient(), mgr.GetAPIReader())
 	setups := []func() error{
 		func() error {
-			return (&PersonaReconciler{Client: c, Secrets: opts.secrets}).SetupWithManager(mgr)
+			return (&persona.PersonaReconciler{Client: c, Secrets: opts.Secrets}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&RevocationCanaryReconciler{newParentReconciler(mgr, c, opts, "revocationcanary-controller")}).SetupWithManager(mgr)
+			return (&revocationcanary.RevocationCanaryReconciler{ParentReconciler: shared.NewParentReconciler(mgr, c, opts, "revocationcanary-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&CorpusReconciler{Client: c, Door: opts.Door, Clock: opts.Clock}).SetupWithManager(mgr)
+			return (&corpus.CorpusReconciler{Client: c, Door: opts.Door, Clock: opts.Clock}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&CanaryRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Secrets: opts.secrets, Door: opts.Door,
+			return (&canaryrun.CanaryRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Secrets: opts.Secrets, Door: opts.Door,
 				Clock: opts.Clock, Probes: opts.Probes, Checkpoint: opts.StatusCheckpoint, Shard: opts.Shard,
 				Recorder: mgr.GetEventRecorder("canaryrun-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
-			return (&EvalSuiteReconciler{newParentReconciler(mgr, c, opts, "evalsuite-controller")}).SetupWithManager(mgr)
+			return (&evalsuite.EvalSuiteReconciler{ParentReconciler: shared.NewParentReconciler(mgr, c, opts, "evalsuite-controller")}).SetupWithManager(mgr)
 		},
 		func() error {
 			// Suites draw from the same per-corpus limiters as the canary probes.
-			return (&SuiteRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Door: opts.Door, Clock: opts.Clock,
+			return (&suiterun.SuiteRunReconciler{Client: c, APIReader: mgr.GetAPIReader(), Door: opts.Door, Clock: opts.Clock,
 				Shard: opts.Shard, Recorder: mgr.GetEventRecorder("suiterun-controller")}).SetupWithManager(mgr)
 		},
 	}
@@ -195,16 +128,4 @@ func setupReconcilers(mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	return nil
-}
-
-// newParentReconciler wires a scheduling reconciler: schedules run on the
-// schedule clock, history limits default to the operator's.
-func newParentReconciler(mgr ctrl.Manager, c client.Client, opts Options, recorderName string) parentReconciler {
-	return parentReconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: opts.ScheduleClock,
-		Recorder: mgr.GetEventRecorder(recorderName), History: opts.Defaults.history(), held: &sync.Map{},
-		created: newCreatedRuns(), Shard: opts.Shard, forgetCanary: opts.ForgetCanary, forgetSuite: opts.ForgetSuite}
-}
-
-func (d Defaults) history() historyDefaults {
-	return historyDefaults{successful: d.SuccessfulRunsHistoryLimit, failed: d.FailedRunsHistoryLimit}
 }

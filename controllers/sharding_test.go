@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/shared"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -119,7 +121,7 @@ func startReplica(t *testing.T, name string, forgets *forgetLog) {
 func startReplicaIn(t *testing.T, ns, name string, forgets *forgetLog, clk *clocktesting.FakeClock) (stop func()) {
 	t.Helper()
 	replica := shard.Replica{Name: name, Sharded: true}
-	cacheOpts := CacheOptions("")
+	cacheOpts := shared.CacheOptions("")
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{ns: {}}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                  testScheme,
@@ -128,7 +130,7 @@ func startReplicaIn(t *testing.T, ns, name string, forgets *forgetLog, clk *cloc
 		LeaderElection:          true,
 		LeaderElectionID:        "ragcanary-shard-test",
 		LeaderElectionNamespace: ns,
-		Cache:                   ShardedCache(cacheOpts, replica),
+		Cache:                   shared.ShardedCache(cacheOpts, replica),
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
@@ -136,7 +138,7 @@ func startReplicaIn(t *testing.T, ns, name string, forgets *forgetLog, clk *cloc
 	}
 	door := testDoor(mgr.GetAPIReader(), nil)
 	door.UserAgent = target.UserAgent(name)
-	opts, err := completeOptions(mgr, Options{
+	opts, err := completeOptions(mgr, shared.Options{
 		Door: door, Shard: replica,
 		ScheduleClock: clk,
 		ForgetCanary: func(ns, canary string) {
@@ -152,7 +154,7 @@ func startReplicaIn(t *testing.T, ns, name string, forgets *forgetLog, clk *cloc
 	if err := setupReconcilers(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetupSharding(mgr, ShardingOptions{Replica: replica, Namespace: ns,
+	if err := shared.SetupSharding(mgr, shared.ShardingOptions{Replica: replica, Namespace: ns,
 		WatchNamespace: ns, LeaseDuration: 3 * time.Second, RenewInterval: time.Second}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/shared"
+
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,12 +89,12 @@ func startManager(ctx context.Context, cfg *rest.Config) (<-chan struct{}, error
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  withoutShardTestNamespace(CacheOptions("")),
+		Cache:                  withoutShardTestNamespace(shared.CacheOptions("")),
 	})
 	if err != nil {
 		return nil, err
 	}
-	opts := Options{
+	opts := shared.Options{
 		Door:          testDoor(mgr.GetAPIReader(), nil),
 		ScheduleClock: scheduleClock,
 	}

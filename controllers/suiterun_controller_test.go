@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/shared"
+
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -216,7 +218,7 @@ func (f *suiteFixture) waitFinishedRun(name string) *v1alpha1.SuiteRun {
 		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: name}, &run); err != nil {
 			return err
 		}
-		if !suiteRunFinished(&run) {
+		if !shared.SuiteRunFinished(&run) {
 			return fmt.Errorf("phase is %q", run.Status.Phase)
 		}
 		return nil
@@ -286,7 +288,7 @@ func TestSuiteRunPassesWhenEveryPersonaSeesItsEvidence(t *testing.T) {
 		t.Fatalf("phase = %s, want Succeeded; status %+v", run.Status.Phase, run.Status)
 	}
 	requireCondition(t, run.Status.Conditions, v1alpha1.ConditionPassed, metav1.ConditionTrue, v1alpha1.ReasonSuitePassed)
-	requireCondition(t, run.Status.Conditions, conditionRunComplete, metav1.ConditionTrue, v1alpha1.ReasonFinished)
+	requireCondition(t, run.Status.Conditions, v1alpha1.ConditionComplete, metav1.ConditionTrue, v1alpha1.ReasonFinished)
 	if ptr.Deref(run.Status.Executions, -1) != 4 || ptr.Deref(run.Status.Disclosures, -1) != 0 || ptr.Deref(run.Status.ProbeErrors, -1) != 0 {
 		t.Errorf("executions/disclosures/probeErrors = %d/%d/%d, want 4/0/0",
 			ptr.Deref(run.Status.Executions, -1), ptr.Deref(run.Status.Disclosures, -1), ptr.Deref(run.Status.ProbeErrors, -1))

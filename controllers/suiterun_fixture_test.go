@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/shared"
+	"github.com/ragcanary/ragcanary/controllers/suiterun"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -235,10 +238,10 @@ func waitRunReleased(t *testing.T, key client.ObjectKey) *v1alpha1.SuiteRun {
 		if err := k8sClient.Get(context.Background(), key, run); err != nil {
 			return err
 		}
-		if !suiteRunFinished(run) {
+		if !shared.SuiteRunFinished(run) {
 			return fmt.Errorf("phase %q", run.Status.Phase)
 		}
-		if controllerutil.ContainsFinalizer(run, SuiteRunFinalizer) {
+		if controllerutil.ContainsFinalizer(run, suiterun.SuiteRunFinalizer) {
 			return errors.New("fixture finalizer still set")
 		}
 		return nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ragcanary/ragcanary/controllers/suiterun"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -18,11 +20,11 @@ import (
 // own controller never races the reconciler under test.
 func TestRunKeepsItsPlan(t *testing.T) {
 	f := newSuiteFixture(t, ragtarget.Config{}, nil)
-	r := &SuiteRunReconciler{Client: k8sClient, APIReader: k8sClient, Clock: clock.RealClock{}}
+	r := &suiterun.SuiteRunReconciler{Client: k8sClient, APIReader: k8sClient, Clock: clock.RealClock{}}
 	run := &v1alpha1.SuiteRun{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "in-memory-1", UID: types.UID("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")},
 		Spec: v1alpha1.SuiteRunSpec{SuiteRef: v1alpha1.LocalObjectReference{Name: f.suite.Name}}}
 	ctx := context.Background()
-	first, _, out, err := r.plan(ctx, run, f.getSuite())
+	first, _, out, err := r.Plan(ctx, run, f.getSuite())
 	if err != nil || out != nil {
 		t.Fatalf("plan: %v %+v", err, out)
 	}
@@ -31,7 +33,7 @@ func TestRunKeepsItsPlan(t *testing.T) {
 	if edited.Spec.Cases[0].ID != "edited" {
 		t.Fatalf("suite not edited: %+v", edited.Spec.Cases)
 	}
-	again, _, out, err := r.plan(ctx, run, edited)
+	again, _, out, err := r.Plan(ctx, run, edited)
 	if err != nil || out != nil {
 		t.Fatalf("plan again: %v %+v", err, out)
 	}
@@ -42,7 +44,7 @@ func TestRunKeepsItsPlan(t *testing.T) {
 	// Another run's report under this name is never taken over.
 	other := run.DeepCopy()
 	other.UID = types.UID("ffffffff-0000-0000-0000-000000000000")
-	if _, _, out, err := r.plan(ctx, other, edited); err != nil || out == nil || out.reason != v1alpha1.ReasonReportConflict {
+	if _, _, out, err := r.Plan(ctx, other, edited); err != nil || out == nil || out.Reason() != v1alpha1.ReasonReportConflict {
 		t.Errorf("plan for a run not owning the report: %v %+v, want %s", err, out, v1alpha1.ReasonReportConflict)
 	}
 }

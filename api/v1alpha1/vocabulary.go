@@ -236,3 +236,17 @@ const (
 	// run.
 	AnnotationRunUID = "ragcanary.dev/run-uid"
 )
+
+// Finalizers.
+const (
+	// FinalizerCanaryRun removes the canary document from the target before
+	// a run is deleted.
+	FinalizerCanaryRun = "ragcanary.dev/cleanup"
+	// FinalizerRevocationCanary holds a RevocationCanary being deleted until
+	// its runs are gone. Each run's own finalizer (FinalizerCanaryRun)
+	// revokes and deletes its canary document, so nothing the canary
+	// planted outlives it, whether or not a garbage collector removes owned
+	// objects (envtest has none, and `kubectl delete --cascade=orphan` asks
+	// it not to).
+	FinalizerRevocationCanary = "ragcanary.dev/runs"
+)

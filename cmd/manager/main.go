@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/canaryrun"
+	"github.com/ragcanary/ragcanary/controllers/shared"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,7 +49,7 @@ type settings struct {
 	shardLease        time.Duration
 	shardRenew        time.Duration
 	shardDrain        time.Duration
-	defaults          controllers.Defaults
+	defaults          shared.Defaults
 	zapOptions        zap.Options
 }
 
@@ -81,9 +84,9 @@ func parseFlags(args []string) (settings, error) {
 	fs.Func("secret-cache-max-bytes", fmt.Sprintf("Memory the kept Secret values may take (default %d).", secretcache.DefaultMaxBytes), positiveInt64(&s.secretCache.MaxBytes))
 	s.historyBytes = surface.DefaultHistoryBytes
 	fs.Func("conversation-history-bytes", fmt.Sprintf("Memory the conversation history of every chat surface may take together (the operator keeps each conversation to resend it with every follow-up). Over it, the corpus holding the most gives up its least recently used conversation: a follow-up in it is then a probe error (default %d).", surface.DefaultHistoryBytes), positiveInt64(&s.historyBytes))
-	def := controllers.DefaultSettings()
-	fs.DurationVar(&s.statusCheckpoint, "status-checkpoint-interval", controllers.DefaultStatusCheckpointInterval, "How often probe counters and the latest sighting are checkpointed into CanaryRun status while a run probes; what a restart could not observe again (a first negative, a reappearance, a confirmed exclusion, a sentinel sighting) is written when it happens. A restart can widen a run's interval by up to this much. The default keeps an active run under 0.001 status writes per second (docs/scaling.md).")
-	fs.DurationVar(&s.statusCheckpoint, "probe-heartbeat", controllers.DefaultStatusCheckpointInterval, "Deprecated: the former name of --status-checkpoint-interval.")
+	def := shared.DefaultSettings()
+	fs.DurationVar(&s.statusCheckpoint, "status-checkpoint-interval", canaryrun.DefaultStatusCheckpointInterval, "How often probe counters and the latest sighting are checkpointed into CanaryRun status while a run probes; what a restart could not observe again (a first negative, a reappearance, a confirmed exclusion, a sentinel sighting) is written when it happens. A restart can widen a run's interval by up to this much. The default keeps an active run under 0.001 status writes per second (docs/scaling.md).")
+	fs.DurationVar(&s.statusCheckpoint, "probe-heartbeat", canaryrun.DefaultStatusCheckpointInterval, "Deprecated: the former name of --status-checkpoint-interval.")
 	s.defaults = def
 	fs.Func("default-requests-per-second", fmt.Sprintf("Rate limit for corpora that set none (default %d).", def.RateLimit.RequestsPerSecond), positiveInt32(&s.defaults.RateLimit.RequestsPerSecond))
 	fs.Func("default-burst", fmt.Sprintf("Burst for corpora that set none (default %d).", def.RateLimit.Burst), positiveInt32(&s.defaults.RateLimit.Burst))
@@ -135,7 +138,7 @@ func run(s settings) error {
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	cacheOpts, err := controllers.ScopeSecrets(controllers.CacheOptions(s.watchNamespace), splitList(s.secretNamespaces))
+	cacheOpts, err := shared.ScopeSecrets(shared.CacheOptions(s.watchNamespace), splitList(s.secretNamespaces))
 	if err != nil {
 		return fmt.Errorf("--secret-namespaces: %w", err)
 	}
@@ -143,7 +146,7 @@ func run(s settings) error {
 	if err != nil {
 		return err
 	}
-	cacheOpts = controllers.ShardedCache(cacheOpts, replica)
+	cacheOpts = shared.ShardedCache(cacheOpts, replica)
 	shutdown := managerShutdown
 	opts := ctrl.Options{
 		Scheme:                  scheme,
@@ -170,7 +173,7 @@ func run(s settings) error {
 	}
 	door := &target.Door{Reader: mgr.GetAPIReader(), Allow: allow, Addresses: addrs, UserAgent: target.UserAgent(replica.Name),
 		History: surface.NewHistory(s.historyBytes)}
-	if err := controllers.SetupAll(mgr, controllers.Options{Door: door, StatusCheckpoint: s.statusCheckpoint, SecretCache: &s.secretCache, Defaults: s.defaults, Shard: replica}); err != nil {
+	if err := controllers.SetupAll(mgr, shared.Options{Door: door, StatusCheckpoint: s.statusCheckpoint, SecretCache: &s.secretCache, Defaults: s.defaults, Shard: replica}); err != nil {
 		return fmt.Errorf("setting up controllers: %w", err)
 	}
 	if err := s.setupSharding(mgr, replica); err != nil {
@@ -218,7 +221,7 @@ func (s settings) setupSharding(mgr ctrl.Manager, replica shard.Replica) error {
 	if err != nil {
 		return err
 	}
-	return controllers.SetupSharding(mgr, controllers.ShardingOptions{Replica: replica, Namespace: ns,
+	return shared.SetupSharding(mgr, shared.ShardingOptions{Replica: replica, Namespace: ns,
 		WatchNamespace: s.watchNamespace, LeaseDuration: s.shardLease, RenewInterval: s.shardRenew, Drain: s.shardDrain})
 }
 

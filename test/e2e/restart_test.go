@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/controllers"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
@@ -356,7 +355,7 @@ func waitRunDone(t *testing.T, run *v1alpha1.CanaryRun, timeout time.Duration) *
 		if got.Status.Phase != v1alpha1.PhaseSucceeded && got.Status.Phase != v1alpha1.PhaseFailed {
 			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
 		}
-		if controllerutil.ContainsFinalizer(got, controllers.CanaryRunFinalizer) {
+		if controllerutil.ContainsFinalizer(got, v1alpha1.FinalizerCanaryRun) {
 			return fmt.Errorf("phase %q with the finalizer still set", got.Status.Phase)
 		}
 		return nil

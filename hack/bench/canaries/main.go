@@ -28,6 +28,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ragcanary/ragcanary/controllers/canaryrun"
+	"github.com/ragcanary/ragcanary/controllers/shared"
+
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -87,7 +90,7 @@ func main() {
 	flag.IntVar(&o.corpora, "corpora", 0, "shards the canaries are spread over, each a namespace with one corpus; 0: one per 1,000 canaries")
 	flag.IntVar(&o.targets, "targets", 1, "ragtarget child processes the corpora are spread over")
 	flag.BoolVar(&o.fineLag, "fine-lag", true, "read the lag from a 200-bucket histogram per corpus (its memory is reported and netted out) instead of the production 13 buckets (p99 then known to the bucket: …, 100ms, 250ms, 500ms, …)")
-	flag.DurationVar(&o.checkpoint, "checkpoint", controllers.DefaultStatusCheckpointInterval, "the manager's --status-checkpoint-interval")
+	flag.DurationVar(&o.checkpoint, "checkpoint", canaryrun.DefaultStatusCheckpointInterval, "the manager's --status-checkpoint-interval")
 	flag.DurationVar(&o.measure, "for", 3*time.Minute, "measurement window, after every run is active")
 	flag.DurationVar(&o.interval, "interval", 5*time.Second, "probe interval of every canary")
 	flag.BoolVar(&o.controls, "controls", true, "give each canary a control persona (two probes per round instead of one)")
@@ -283,14 +286,14 @@ func startManager(ctx context.Context, base *rest.Config, scheme *runtime.Scheme
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "127.0.0.1:0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  controllers.CacheOptions(""),
+		Cache:                  shared.CacheOptions(""),
 	})
 	if err != nil {
 		return nil, err
 	}
 	// The bench target listens on a random loopback port.
-	opts := controllers.Options{Door: &target.Door{Reader: mgr.GetAPIReader(), Allow: target.AllowAny()},
-		Defaults: controllers.DefaultSettings(), StatusCheckpoint: checkpoint}
+	opts := shared.Options{Door: &target.Door{Reader: mgr.GetAPIReader(), Allow: target.AllowAny()},
+		Defaults: shared.DefaultSettings(), StatusCheckpoint: checkpoint}
 	if err := controllers.SetupAll(mgr, opts); err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/controllers"
 	"github.com/ragcanary/ragcanary/hack/bench/internal/benchkit"
 )
 
@@ -35,7 +34,7 @@ func measureObjects(ctx context.Context, c client.Client) (objectSizes, error) {
 	}
 	run := runs.Items[0]
 	var canary v1alpha1.RevocationCanary
-	if err := c.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Labels[controllers.LabelCanary]}, &canary); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Labels[v1alpha1.LabelCanary]}, &canary); err != nil {
 		return objectSizes{}, err
 	}
 	var out objectSizes
