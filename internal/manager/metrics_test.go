@@ -1,7 +1,6 @@
 package manager
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,17 +10,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +25,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/charttest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/kubetest"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 )
 
@@ -93,15 +91,15 @@ func installChart(ctx context.Context, cfg *rest.Config) error {
 			return err
 		}
 	}
-	manifest, err := renderChart()
+	objs, err := renderChart()
 	if err != nil {
 		return err
 	}
-	managerSA, err := applyRBAC(ctx, manifest)
+	managerSA, err := applyRBAC(ctx, objs)
 	if err != nil {
 		return err
 	}
-	managerToken, err := serviceAccountToken(ctx, releaseNamespace, managerSA)
+	managerToken, err := kubetest.ServiceAccountToken(ctx, adminClient, releaseNamespace, managerSA, time.Hour)
 	if err != nil {
 		return err
 	}
@@ -116,20 +114,16 @@ func installChart(ctx context.Context, cfg *rest.Config) error {
 
 // renderChart renders the chart with the reader bound to its
 // metrics-reader ClusterRole.
-func renderChart() (string, error) {
-	root := filepath.Join("..", "..")
-	cmd := exec.Command(filepath.Join(root, "bin", "helm"), "template", "rc", filepath.Join(root, "charts", "ragcanary"),
-		"--namespace", releaseNamespace,
+func renderChart() ([]unstructured.Unstructured, error) {
+	out, err := charttest.Render(filepath.Join("..", ".."), "rc", releaseNamespace,
 		"--set", "operator.allowedTargetURLs={https://rag.internal/}",
 		"--set", "metrics.readerSubjects[0].kind=ServiceAccount",
 		"--set", "metrics.readerSubjects[0].name="+reader,
 		"--set", "metrics.readerSubjects[0].namespace="+scraperNamespace)
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("helm template (bin/helm is built by 'make test'): %v: %s", err, stderr.String())
+	if err != nil {
+		return nil, err
 	}
-	return out.String(), nil
+	return charttest.Decode(out)
 }
 
 // rbacKinds are what applyRBAC creates; the Deployment only names the
@@ -138,18 +132,9 @@ var rbacKinds = map[string]bool{"ServiceAccount": true, "ClusterRole": true, "Cl
 
 // applyRBAC creates the manifest's ServiceAccounts and RBAC objects and
 // returns the ServiceAccount the chart's Deployment runs the manager as.
-func applyRBAC(ctx context.Context, manifest string) (string, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+func applyRBAC(ctx context.Context, objs []unstructured.Unstructured) (string, error) {
 	managerSA := ""
-	for {
-		var obj unstructured.Unstructured
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", err
-		}
+	for _, obj := range objs {
 		if obj.GetKind() == "Deployment" {
 			managerSA, _, _ = unstructured.NestedString(obj.Object, "spec", "template", "spec", "serviceAccountName")
 		}
@@ -172,19 +157,7 @@ func newServiceAccountToken(ctx context.Context, namespace, name string) (string
 	if err := adminClient.Create(ctx, sa); err != nil {
 		return "", err
 	}
-	return serviceAccountToken(ctx, namespace, name)
-}
-
-// serviceAccountToken asks the TokenRequest API for a token of an existing
-// ServiceAccount, as the kubelet does for a Pod.
-func serviceAccountToken(ctx context.Context, namespace, name string) (string, error) {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	expiry := int64(3600)
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}
-	if err := adminClient.SubResource("token").Create(ctx, sa, req); err != nil {
-		return "", fmt.Errorf("requesting a token for %s/%s: %w", namespace, name, err)
-	}
-	return req.Status.Token, nil
+	return kubetest.ServiceAccountToken(ctx, adminClient, namespace, name, time.Hour)
 }
 
 // serveMetrics starts the metrics server m configures, with the manager's

@@ -5,14 +5,20 @@
 package kubetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
@@ -54,4 +60,17 @@ func Start(root string, scheme *runtime.Scheme) (*Env, error) {
 		return nil, fmt.Errorf("starting envtest: %w", err)
 	}
 	return &Env{Environment: env, Config: cfg}, nil
+}
+
+// ServiceAccountToken asks the TokenRequest API for a token of the
+// ServiceAccount namespace/name lasting ttl, as the kubelet projects one
+// into a Pod.
+func ServiceAccountToken(ctx context.Context, c client.Client, namespace, name string, ttl time.Duration) (string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	expiry := int64(ttl / time.Second)
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}
+	if err := c.SubResource("token").Create(ctx, sa, req); err != nil {
+		return "", fmt.Errorf("requesting a token for %s/%s: %w", namespace, name, err)
+	}
+	return req.Status.Token, nil
 }
