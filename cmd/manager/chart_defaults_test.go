@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,10 +11,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/charttest"
 )
 
 // parsed is the manager's settings from its flags with only the required
@@ -108,23 +105,13 @@ func chartFlags(t *testing.T) map[string]string {
 	return flags
 }
 
-// renderedArgs renders the chart with helm and returns the manager
-// container's flags, name to value ("true" for a bare boolean flag).
+// renderedArgs renders the chart (charttest, bin/helm) and returns the
+// manager container's flags, name to value ("true" for a bare boolean flag).
 func renderedArgs(t *testing.T, set ...string) map[string]string {
 	t.Helper()
-	helmBin, err := testutil.RepoBinary("helm")
-	if err != nil {
-		t.Fatalf("%v: run make %s", err, helmBin)
-	}
-	chart := filepath.Join(filepath.Dir(filepath.Dir(helmBin)), "charts", "ragcanary")
-	args := append([]string{"template", "rc", chart, "--set", "operator.allowedTargetURLs={https://rag.internal/}"}, set...)
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(helmBin, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm template %v: %v\n%s", set, err, stderr.String())
-	}
-	args, err = managerArgs(stdout.Bytes())
+	objs := charttest.Objects(t, filepath.Join("..", ".."), "rc", "ragcanary",
+		append([]string{"--set", "operator.allowedTargetURLs={https://rag.internal/}"}, set...)...)
+	args, err := managerArgs(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,17 +126,15 @@ func renderedArgs(t *testing.T, set ...string) map[string]string {
 	return out
 }
 
-// managerArgs are the args of the manager container in rendered manifests.
-func managerArgs(rendered []byte) ([]string, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(rendered)))
-	for {
-		doc, err := r.Read()
-		if err != nil {
-			return nil, fmt.Errorf("no Deployment with a manager container in the rendered chart: %v", err)
+// managerArgs are the args of the manager container of the rendered Deployment.
+func managerArgs(objs []unstructured.Unstructured) ([]string, error) {
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
 		}
 		var d appsv1.Deployment
-		if yaml.Unmarshal(doc, &d) != nil || d.Kind != "Deployment" {
-			continue
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+			return nil, err
 		}
 		for _, c := range d.Spec.Template.Spec.Containers {
 			if c.Name == "manager" {
@@ -157,6 +142,7 @@ func managerArgs(rendered []byte) ([]string, error) {
 			}
 		}
 	}
+	return nil, errors.New("no Deployment with a manager container in the rendered chart")
 }
 
 // sameValue compares a flag's text with its default in the default's type.
