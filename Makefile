@@ -82,6 +82,10 @@ test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) gitea-tools promet
 	$(GO) test ./... -count=1 -timeout 30m
 	$(MAKE) --no-print-directory test-cluster
 
+.PHONY: test-unit
+test-unit: ## Run the unit tier: the packages whose tests start no server and need no tool in bin/ (hack/unit-packages.sh); the edit loop. make test runs these and everything else.
+	$(GO) test -count=1 $$(hack/unit-packages.sh)
+
 # The chart installed on a real one-node Kubernetes built here (needs root:
 # network namespaces, cgroups, mounts). The cluster's tests carry the build
 # tag "cluster", so go test ./... leaves them to this target. Its images are

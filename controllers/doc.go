@@ -10,4 +10,9 @@
 // emits events only on transitions. The short status fields printer columns
 // show are formatted by internal/format, never by the kubectl plugin's
 // package. SetupAll wires the reconcilers to a manager.
+//
+// Each kind lives in its own package: canaryrun, revocationcanary,
+// evalsuite, suiterun, corpus and persona; what they share is in
+// controllers/shared. No kind's package imports another's. This package
+// wires them together and holds the envtest suite that runs them all.
 package controllers

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
-	"github.com/ragcanary/ragcanary/internal/suite"
 )
 
 // TestReportsOutliveRunPruning: with no passed run kept and one report
@@ -52,8 +51,8 @@ func TestReportsOutliveRunPruning(t *testing.T) {
 		if len(names) != 1 || names[0] != last+"-report" {
 			return fmt.Errorf("reports %v, want only %s-report", names, last)
 		}
-		if cms.Items[0].Data[suite.EvidenceKey] == "" {
-			return fmt.Errorf("the kept report has no %s", suite.EvidenceKey)
+		if cms.Items[0].Data[v1alpha1.ReportKeyEvidence] == "" {
+			return fmt.Errorf("the kept report has no %s", v1alpha1.ReportKeyEvidence)
 		}
 		return nil
 	})

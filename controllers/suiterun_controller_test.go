@@ -375,7 +375,7 @@ func checkReport(t *testing.T, ns string, run *v1alpha1.SuiteRun, wantCases []st
 		t.Errorf("report ConfigMap names run %q, want %q", cm.Annotations[v1alpha1.AnnotationRunUID], run.UID)
 	}
 	// The frozen evidence is stored as ragcanary eval --replay reads it.
-	ev, err := scoring.ReadEvidence(strings.NewReader(cm.Data[suite.EvidenceKey]))
+	ev, err := scoring.ReadEvidence(strings.NewReader(cm.Data[v1alpha1.ReportKeyEvidence]))
 	if err != nil {
 		t.Fatalf("stored evidence does not read back: %v", err)
 	}
@@ -383,7 +383,7 @@ func checkReport(t *testing.T, ns string, run *v1alpha1.SuiteRun, wantCases []st
 		t.Errorf("evidence cases hash %q, status casesHash %q", ev.CasesHash, run.Status.CasesHash)
 	}
 	var report map[string]any
-	if err := json.Unmarshal([]byte(cm.Data[suite.ReportKey]), &report); err != nil {
+	if err := json.Unmarshal([]byte(cm.Data[v1alpha1.ReportKeyReport]), &report); err != nil {
 		t.Fatalf("report is not JSON: %v", err)
 	}
 	for _, key := range []string{"k", "passed", "gates", "summary", "cases"} {

@@ -28,7 +28,6 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/scoring"
-	"github.com/ragcanary/ragcanary/internal/suite"
 )
 
 // The sample suite's personas, as the test ragtargets know them.
@@ -128,9 +127,9 @@ func TestMatchedCasesClusterLiveReplay(t *testing.T) {
 	}
 	dir := t.TempDir()
 	clusterEvidence := filepath.Join(dir, "cluster-evidence.json")
-	writeFile(t, clusterEvidence, cm.Data[suite.EvidenceKey])
-	checkDerivedEvidence(t, cm.Data[suite.EvidenceKey], run.Status.CasesHash)
-	clusterReport := normalizedReport(t, []byte(cm.Data[suite.ReportKey]))
+	writeFile(t, clusterEvidence, cm.Data[v1alpha1.ReportKeyEvidence])
+	checkDerivedEvidence(t, cm.Data[v1alpha1.ReportKeyEvidence], run.Status.CasesHash)
+	clusterReport := normalizedReport(t, []byte(cm.Data[v1alpha1.ReportKeyReport]))
 	for _, c := range clusterReport["cases"].([]any) {
 		m := c.(map[string]any)
 		t.Logf("%-36s %s (declared %v)", m["id"], m["outcome"], m["declared"])

@@ -15,38 +15,10 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/revocation"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
-
-// cleanUp (CleaningUp) always runs, whatever the verdict: it removes the
-// canary document, then completes the run, records metrics and emits the
-// verdict event.
-func (r *CanaryRunReconciler) cleanUp(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
-	run := rc.run
-	_, _ = r.stopProbing(rc)
-	r.inFlight.Stop(rc.key)
-	r.endConversation(run)
-	// A control sighting in the loop's last rounds outranks the verdict.
-	run.Status.Verdict, run.Status.Message = measure.Amend(run.Status.Verdict, run.Status.Message, run.Status.IsolationViolations)
-	setMeasurementText(&run.Status)
-	if controllerutil.ContainsFinalizer(run, v1alpha1.FinalizerCanaryRun) {
-		if res, done, err := r.removeCanary(ctx, rc, false); !done {
-			return res, err
-		}
-	}
-	run.Status.Phase = PhaseFor(run.Status.Verdict)
-	run.Status.CompletionTime = &metav1.Time{Time: rc.now}
-	setCondition(run, v1alpha1.ConditionComplete, metav1.ConditionTrue, string(run.Status.Verdict), run.Status.Message)
-	if err := r.persist(ctx, rc); err != nil {
-		return ctrl.Result{}, err
-	}
-	metrics.RecordCompletion(metricsRun(run), completion(run, rc.now))
-	r.Recorder.Eventf(run, nil, eventType(run.Status.Verdict), string(run.Status.Verdict), "Complete", "%s", run.Status.Message)
-	return ctrl.Result{}, r.removeFinalizer(ctx, rc)
-}
 
 // finalize cleans up a run deleted mid-flight (directly, or by garbage
 // collection when its canary is deleted) before letting it go.

@@ -58,7 +58,8 @@ const maxStepsPerReconcile = 10
 
 // CanaryRunReconciler drives one CanaryRun through its lifecycle:
 // Pending → Planting → Sharing → AwaitingVisibility → Revoking →
-// AwaitingExclusion → CleaningUp → Succeeded | Failed. Each phase has one
+// AwaitingExclusion → CleaningUp → Succeeded | Failed, or, for a sentinel,
+// AwaitingVisibility → Watching → CleaningUp. Each phase has one
 // small, idempotent step; probing runs in the probe engine, and the steps
 // only read its results and persist them.
 type CanaryRunReconciler struct {

@@ -1,7 +1,6 @@
 package canaryrun
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -93,38 +92,6 @@ func watchSchedule(run *v1alpha1.CanaryRun) probe.Schedule {
 		s.Deadlines = []time.Time{st.WatchUntil.Time}
 	}
 	return s
-}
-
-// watch (Watching) lets the control personas probe the sentinel until its
-// lifetime ends; sightings are persisted as they are seen, then the verdict
-// is decided and the document removed.
-func (r *CanaryRunReconciler) watch(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
-	run := rc.run
-	if run.Status.VisibleTime == nil {
-		run.Status.Phase = v1alpha1.PhaseAwaitingVisibility
-		return ctrl.Result{}, nil
-	}
-	if startWatch(run) {
-		// The watch window is fixed before any watch probe runs.
-		if err := r.persist(ctx, rc); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if _, ok := r.Probes.StateAt(rc.key, probe.StageVisibility); ok {
-		// The visibility loop's last rounds (sightings included) are
-		// kept, then it gives way.
-		r.stopProbing(rc)
-	}
-	deadline := run.Status.Sentinel.WatchUntil.Time
-	if !rc.now.Before(deadline) {
-		r.stopProbing(rc)
-		return r.decideSentinel(rc)
-	}
-	st, res, err := r.ensureProbing(ctx, rc, probe.StageWatch, deadline)
-	if st == nil {
-		return res, err
-	}
-	return requeueBefore(rc.now, deadline, r.recordWatch(rc, st.Snapshot())), nil
 }
 
 // startWatch fixes the watch window from the owner's first sighting; it

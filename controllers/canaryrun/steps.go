@@ -9,11 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/measure"
+	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/reconcile"
 	"github.com/ragcanary/ragcanary/internal/target"
@@ -48,12 +50,6 @@ func (r *CanaryRunReconciler) start(ctx context.Context, rc *runCtx) (ctrl.Resul
 	// (and cleanup derives its ID: see removeCanary).
 	rc.persistWithNext = true
 	return ctrl.Result{}, nil
-}
-
-// setupDeadline is when a run that is still setting up gives up: its
-// visibility timeout after creation.
-func (r *CanaryRunReconciler) setupDeadline(run *v1alpha1.CanaryRun) time.Time {
-	return run.CreationTimestamp.Add(visibilityTimeout(run))
 }
 
 // plant (Planting) creates the token Secret and the canary document, which
@@ -126,16 +122,6 @@ func (r *CanaryRunReconciler) share(ctx context.Context, rc *runCtx) (ctrl.Resul
 	return ctrl.Result{}, nil
 }
 
-// shareCanary gives the persona access by the run's strategy. Control
-// personas are never granted.
-func shareCanary(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string) error {
-	s, err := strategyOf(run)
-	if err != nil {
-		return driver.NewError(driver.Permanent, "Share", 0, "unknown revocation method", err)
-	}
-	return s.Share(ctx, d, canaryOf(run, subject))
-}
-
 // awaitVisibility (AwaitingVisibility) lets the probe engine probe until the
 // persona sees the token on every surface, or the visibility timeout passes.
 func (r *CanaryRunReconciler) awaitVisibility(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
@@ -174,85 +160,6 @@ func (r *CanaryRunReconciler) awaitVisibility(ctx context.Context, rc *runCtx) (
 	// sighting can only lengthen time-to-visibility, never shorten it.
 	rc.persistWithNext = run.Status.Phase == v1alpha1.PhaseRevoking
 	return ctrl.Result{}, nil
-}
-
-// ensureProbing resolves the references and makes sure the run's probe
-// loop runs at stage. It returns a nil state with the result to return
-// when the run has to wait for a reference.
-func (r *CanaryRunReconciler) ensureProbing(ctx context.Context, rc *runCtx, stage probe.Stage, deadline time.Time) (*probe.State, ctrl.Result, error) {
-	// A running loop keeps the driver and tokens it was started with: the
-	// references are resolved once per stage, not on every checkpoint.
-	if st, ok := r.Probes.StateAt(rc.key, stage); ok {
-		return st, ctrl.Result{}, nil
-	}
-	deps, err := r.resolveRefs(ctx, rc)
-	if err != nil {
-		res, err := r.onProblem(rc, err, deadline)
-		return nil, res, err
-	}
-	defer deps.release()
-	r.clearWaiting(rc)
-	rc.deps = deps
-	token, problem, err := r.readToken(ctx, rc.run)
-	if err != nil {
-		return nil, ctrl.Result{}, err
-	}
-	if problem != "" {
-		res, err := r.onProblem(rc, target.Wait("TokenUnavailable", "%s", problem), deadline)
-		return nil, res, err
-	}
-	log.FromContext(ctx).V(1).Info("starting probe loop", "stage", int(stage))
-	return r.Probes.Ensure(rc.key, r.plan(rc, deps, stage, token)), ctrl.Result{}, nil
-}
-
-// plan builds the probe plan; it resumes from status after a restart.
-func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage, token CanaryToken) probe.Plan {
-	run := rc.run
-	p := probe.Plan{
-		Stage: stage, Driver: deps.corpus.Driver, Release: deps.corpus.Hold(),
-		Corpus: deps.corpus.Key, Limit: deps.corpus.Limit,
-		Interval:      probeInterval(run),
-		Schedule:      probeSchedule(run, deps.corpus.Object, stage),
-		Confirmations: confirmations(run), Surfaces: probingSurfaces(run),
-		Persona: deps.persona.Token,
-		Target:  token.target(run.Status.DocumentID),
-		Metrics: metricsRun(run),
-		Resume:  run.Status.Surfaces, ResumeViolations: run.Status.IsolationViolations,
-		ResumeControls: run.Status.ControlProbes,
-	}
-	p.Target.Conversation = conversationOf(run, deps.persona.Token)
-	for _, c := range deps.controls {
-		p.Controls = append(p.Controls, probe.Control{Name: c.Object.Name, Token: c.Token})
-	}
-	if ack := run.Status.RevokeAcknowledgedTime; ack != nil {
-		p.RevokeAcknowledged = ack.Time
-	}
-	return sentinelPlan(run, p)
-}
-
-// recordProbing persists what the loop learned that status must keep:
-// isolation violations and the control personas' probe counts.
-func (r *CanaryRunReconciler) recordProbing(rc *runCtx, snap probe.Snapshot) {
-	r.recordViolations(rc, snap.IsolationViolations)
-	if len(snap.Controls) > 0 {
-		rc.run.Status.ControlProbes = snap.Controls
-	}
-	if isSentinel(rc.run) {
-		r.recordSightings(rc, snap)
-	}
-}
-
-// recordViolations raises the persisted count to what probing saw, with a
-// Warning event on the first one: a leak is worth knowing before the run ends.
-func (r *CanaryRunReconciler) recordViolations(rc *runCtx, seen int32) {
-	if seen <= rc.run.Status.IsolationViolations {
-		return
-	}
-	if rc.run.Status.IsolationViolations == 0 {
-		r.Recorder.Eventf(rc.run, nil, "Warning", string(v1alpha1.VerdictIsolationViolation), "Probe",
-			"a control persona saw the canary token")
-	}
-	rc.run.Status.IsolationViolations = seen
 }
 
 // revoke (Revoking) takes access away. The request time is persisted before
@@ -351,6 +258,160 @@ func (r *CanaryRunReconciler) awaitExclusion(ctx context.Context, rc *runCtx) (c
 		return r.decideExclusion(ctx, rc, snap.Surfaces, rc.deps)
 	}
 	return requeueBefore(rc.now, deadline, r.recordExclusionProgress(rc, snap)), nil
+}
+
+// watch (Watching) lets the control personas probe the sentinel until its
+// lifetime ends; sightings are persisted as they are seen, then the verdict
+// is decided and the document removed.
+func (r *CanaryRunReconciler) watch(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
+	run := rc.run
+	if run.Status.VisibleTime == nil {
+		run.Status.Phase = v1alpha1.PhaseAwaitingVisibility
+		return ctrl.Result{}, nil
+	}
+	if startWatch(run) {
+		// The watch window is fixed before any watch probe runs.
+		if err := r.persist(ctx, rc); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if _, ok := r.Probes.StateAt(rc.key, probe.StageVisibility); ok {
+		// The visibility loop's last rounds (sightings included) are
+		// kept, then it gives way.
+		r.stopProbing(rc)
+	}
+	deadline := run.Status.Sentinel.WatchUntil.Time
+	if !rc.now.Before(deadline) {
+		r.stopProbing(rc)
+		return r.decideSentinel(rc)
+	}
+	st, res, err := r.ensureProbing(ctx, rc, probe.StageWatch, deadline)
+	if st == nil {
+		return res, err
+	}
+	return requeueBefore(rc.now, deadline, r.recordWatch(rc, st.Snapshot())), nil
+}
+
+// cleanUp (CleaningUp) always runs, whatever the verdict: it removes the
+// canary document, then completes the run, records metrics and emits the
+// verdict event.
+func (r *CanaryRunReconciler) cleanUp(ctx context.Context, rc *runCtx) (ctrl.Result, error) {
+	run := rc.run
+	_, _ = r.stopProbing(rc)
+	r.inFlight.Stop(rc.key)
+	r.endConversation(run)
+	// A control sighting in the loop's last rounds outranks the verdict.
+	run.Status.Verdict, run.Status.Message = measure.Amend(run.Status.Verdict, run.Status.Message, run.Status.IsolationViolations)
+	setMeasurementText(&run.Status)
+	if controllerutil.ContainsFinalizer(run, v1alpha1.FinalizerCanaryRun) {
+		if res, done, err := r.removeCanary(ctx, rc, false); !done {
+			return res, err
+		}
+	}
+	run.Status.Phase = PhaseFor(run.Status.Verdict)
+	run.Status.CompletionTime = &metav1.Time{Time: rc.now}
+	setCondition(run, v1alpha1.ConditionComplete, metav1.ConditionTrue, string(run.Status.Verdict), run.Status.Message)
+	if err := r.persist(ctx, rc); err != nil {
+		return ctrl.Result{}, err
+	}
+	metrics.RecordCompletion(metricsRun(run), completion(run, rc.now))
+	r.Recorder.Eventf(run, nil, eventType(run.Status.Verdict), string(run.Status.Verdict), "Complete", "%s", run.Status.Message)
+	return ctrl.Result{}, r.removeFinalizer(ctx, rc)
+}
+
+// setupDeadline is when a run that is still setting up gives up: its
+// visibility timeout after creation.
+func (r *CanaryRunReconciler) setupDeadline(run *v1alpha1.CanaryRun) time.Time {
+	return run.CreationTimestamp.Add(visibilityTimeout(run))
+}
+
+// shareCanary gives the persona access by the run's strategy. Control
+// personas are never granted.
+func shareCanary(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string) error {
+	s, err := strategyOf(run)
+	if err != nil {
+		return driver.NewError(driver.Permanent, "Share", 0, "unknown revocation method", err)
+	}
+	return s.Share(ctx, d, canaryOf(run, subject))
+}
+
+// ensureProbing resolves the references and makes sure the run's probe
+// loop runs at stage. It returns a nil state with the result to return
+// when the run has to wait for a reference.
+func (r *CanaryRunReconciler) ensureProbing(ctx context.Context, rc *runCtx, stage probe.Stage, deadline time.Time) (*probe.State, ctrl.Result, error) {
+	// A running loop keeps the driver and tokens it was started with: the
+	// references are resolved once per stage, not on every checkpoint.
+	if st, ok := r.Probes.StateAt(rc.key, stage); ok {
+		return st, ctrl.Result{}, nil
+	}
+	deps, err := r.resolveRefs(ctx, rc)
+	if err != nil {
+		res, err := r.onProblem(rc, err, deadline)
+		return nil, res, err
+	}
+	defer deps.release()
+	r.clearWaiting(rc)
+	rc.deps = deps
+	token, problem, err := r.readToken(ctx, rc.run)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	if problem != "" {
+		res, err := r.onProblem(rc, target.Wait("TokenUnavailable", "%s", problem), deadline)
+		return nil, res, err
+	}
+	log.FromContext(ctx).V(1).Info("starting probe loop", "stage", int(stage))
+	return r.Probes.Ensure(rc.key, r.plan(rc, deps, stage, token)), ctrl.Result{}, nil
+}
+
+// plan builds the probe plan; it resumes from status after a restart.
+func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage, token CanaryToken) probe.Plan {
+	run := rc.run
+	p := probe.Plan{
+		Stage: stage, Driver: deps.corpus.Driver, Release: deps.corpus.Hold(),
+		Corpus: deps.corpus.Key, Limit: deps.corpus.Limit,
+		Interval:      probeInterval(run),
+		Schedule:      probeSchedule(run, deps.corpus.Object, stage),
+		Confirmations: confirmations(run), Surfaces: probingSurfaces(run),
+		Persona: deps.persona.Token,
+		Target:  token.target(run.Status.DocumentID),
+		Metrics: metricsRun(run),
+		Resume:  run.Status.Surfaces, ResumeViolations: run.Status.IsolationViolations,
+		ResumeControls: run.Status.ControlProbes,
+	}
+	p.Target.Conversation = conversationOf(run, deps.persona.Token)
+	for _, c := range deps.controls {
+		p.Controls = append(p.Controls, probe.Control{Name: c.Object.Name, Token: c.Token})
+	}
+	if ack := run.Status.RevokeAcknowledgedTime; ack != nil {
+		p.RevokeAcknowledged = ack.Time
+	}
+	return sentinelPlan(run, p)
+}
+
+// recordProbing persists what the loop learned that status must keep:
+// isolation violations and the control personas' probe counts.
+func (r *CanaryRunReconciler) recordProbing(rc *runCtx, snap probe.Snapshot) {
+	r.recordViolations(rc, snap.IsolationViolations)
+	if len(snap.Controls) > 0 {
+		rc.run.Status.ControlProbes = snap.Controls
+	}
+	if isSentinel(rc.run) {
+		r.recordSightings(rc, snap)
+	}
+}
+
+// recordViolations raises the persisted count to what probing saw, with a
+// Warning event on the first one: a leak is worth knowing before the run ends.
+func (r *CanaryRunReconciler) recordViolations(rc *runCtx, seen int32) {
+	if seen <= rc.run.Status.IsolationViolations {
+		return
+	}
+	if rc.run.Status.IsolationViolations == 0 {
+		r.Recorder.Eventf(rc.run, nil, "Warning", string(v1alpha1.VerdictIsolationViolation), "Probe",
+			"a control persona saw the canary token")
+	}
+	rc.run.Status.IsolationViolations = seen
 }
 
 // finalSnapshot stops the exclusion loop and returns its complete state,

@@ -194,25 +194,10 @@ func healthCheckInterval(corpus *v1alpha1.Corpus) time.Duration {
 	return defaultHealthCheckInterval
 }
 
-// corpusSecretNames are the Secrets a corpus reads: its driver's and its
-// permissions backend's.
-func corpusSecretNames(c *v1alpha1.Corpus) []string {
-	var out []string
-	switch {
-	case c.Spec.Driver.HTTP != nil:
-		out = append(out, c.Spec.Driver.HTTP.CredentialSecretRef.Name)
-	case c.Spec.Driver.Postgres != nil:
-		out = append(out, c.Spec.Driver.Postgres.DSNSecretRef.Name)
-	case c.Spec.Driver.REST != nil && c.Spec.Driver.REST.Auth != nil:
-		out = append(out, c.Spec.Driver.REST.Auth.SecretRef.Name)
-	}
-	if p := c.Spec.Permissions; p != nil && p.SpiceDB != nil {
-		out = append(out, p.SpiceDB.PresharedKeySecretRef.Name)
-	}
-	if p := c.Spec.Permissions; p != nil && p.OpenFGA != nil {
-		out = append(out, p.OpenFGA.APITokenSecretRef.Name)
-	}
-	return out
+// secretIndexValues indexes a Corpus by the Secrets it reads, so a change
+// to any of them re-checks it.
+func secretIndexValues(o client.Object) []string {
+	return o.(*v1alpha1.Corpus).Spec.SecretNames()
 }
 
 // SetupWithManager registers the controller. Secrets are watched as
@@ -220,9 +205,7 @@ func corpusSecretNames(c *v1alpha1.Corpus) []string {
 // (ScopeSecrets): the chart may grant Secret access in those alone.
 func (r *CorpusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Corpus{}, corpusSecretIndex,
-		func(o client.Object) []string {
-			return corpusSecretNames(o.(*v1alpha1.Corpus))
-		}); err != nil {
+		secretIndexValues); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

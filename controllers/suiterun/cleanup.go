@@ -93,11 +93,11 @@ func (r *SuiteRunReconciler) removeFixture(ctx context.Context, run *v1alpha1.Su
 	if err != nil && !errors.Is(err, errReportTaken) {
 		return err
 	}
-	if cm == nil || cm.Data[suite.PlanKey] == "" {
+	if cm == nil || cm.Data[v1alpha1.ReportKeyPlan] == "" {
 		return &abandonError{msg: "the run's stored plan is gone"}
 	}
 	var plan suite.Plan
-	if err := json.Unmarshal([]byte(cm.Data[suite.PlanKey]), &plan); err != nil {
+	if err := json.Unmarshal([]byte(cm.Data[v1alpha1.ReportKeyPlan]), &plan); err != nil {
 		return &abandonError{msg: "the run's stored plan is unreadable"}
 	}
 	f, err := plan.LoadFixture()

@@ -136,12 +136,12 @@ func (r *SuiteRunReconciler) Plan(ctx context.Context, run *v1alpha1.SuiteRun, s
 	if err != nil {
 		return nil, "", nil, err
 	}
-	if cm != nil && cm.Data[suite.PlanKey] != "" {
+	if cm != nil && cm.Data[v1alpha1.ReportKeyPlan] != "" {
 		var p suite.Plan
-		if err := json.Unmarshal([]byte(cm.Data[suite.PlanKey]), &p); err != nil {
+		if err := json.Unmarshal([]byte(cm.Data[v1alpha1.ReportKeyPlan]), &p); err != nil {
 			return nil, "", nil, fmt.Errorf("reading the run's stored plan: %w", err)
 		}
-		return &p, cm.Data[suite.PlanKey], nil, nil
+		return &p, cm.Data[v1alpha1.ReportKeyPlan], nil, nil
 	}
 	def, err := suite.Resolve(ctx, r.Client, s)
 	if out, err := userOutcome(err); out != nil || err != nil {
@@ -167,7 +167,7 @@ func (r *SuiteRunReconciler) Plan(ctx context.Context, run *v1alpha1.SuiteRun, s
 		return nil, "", failedOutcome(v1alpha1.ReasonInvalidCases,
 			"the frozen suite is %d bytes, more than the %d a run can store: use fewer cases or a smaller fixture", len(b), suite.MaxReportBytes/2), nil
 	}
-	if err := r.storeReport(ctx, run, s, map[string]string{suite.PlanKey: string(b)}); err != nil {
+	if err := r.storeReport(ctx, run, s, map[string]string{v1alpha1.ReportKeyPlan: string(b)}); err != nil {
 		if errors.Is(err, errReportTaken) {
 			return nil, "", failedOutcome(v1alpha1.ReasonReportConflict, "ConfigMap %q exists and is not this run's report: delete or rename it", reportName(run)), nil
 		}
@@ -234,7 +234,7 @@ func (r *SuiteRunReconciler) writeReport(ctx context.Context, run *v1alpha1.Suit
 	if err != nil {
 		return err
 	}
-	data[suite.PlanKey] = planJSON
+	data[v1alpha1.ReportKeyPlan] = planJSON
 	existing, err := r.reportConfigMap(ctx, run)
 	if err != nil {
 		return err

@@ -10,16 +10,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/scoring"
 )
 
-// Keys of the report ConfigMap, under the names the suite's callers use;
-// the API defines them (v1alpha1.ReportKey*).
-const (
-	ReportKey      = v1alpha1.ReportKeyReport
-	ProbeErrorsKey = v1alpha1.ReportKeyProbeErrors
-	TruncatedKey   = v1alpha1.ReportKeyTruncated
-	EvidenceKey    = v1alpha1.ReportKeyEvidence
-	PlanKey        = v1alpha1.ReportKeyPlan
-)
-
 // MaxReportBytes keeps the ConfigMap under the API server's 1 MiB object
 // limit with room for metadata.
 const MaxReportBytes = 900 * 1024
@@ -47,14 +37,14 @@ func FinalReport(r Result) scoring.Report {
 // probe errors. The evidence is kept whole or not at all (a partial one
 // could not be replayed); when everything does not fit in MaxReportBytes,
 // the report keeps its summary and gates and lists only as many cases as
-// fit, in input order, and TruncatedKey says what was cut.
+// fit, in input order, and v1alpha1.ReportKeyTruncated says what was cut.
 func ReportData(r Result, planBytes int) (map[string]string, error) {
 	errs := probeErrors(r)
 	errJSON, err := json.Marshal(errs)
 	if err != nil {
 		return nil, err
 	}
-	data := map[string]string{ProbeErrorsKey: string(errJSON)}
+	data := map[string]string{v1alpha1.ReportKeyProbeErrors: string(errJSON)}
 	budget := MaxReportBytes - planBytes - len(errJSON)
 	var notes []string
 	if r.Evidence != nil {
@@ -63,10 +53,10 @@ func ReportData(r Result, planBytes int) (map[string]string, error) {
 			return nil, err
 		}
 		if buf.Len() <= budget/2 {
-			data[EvidenceKey] = buf.String()
+			data[v1alpha1.ReportKeyEvidence] = buf.String()
 			budget -= buf.Len()
 		} else {
-			notes = append(notes, fmt.Sprintf("%s omitted: the frozen evidence (%d bytes) does not fit the report ConfigMap", EvidenceKey, buf.Len()))
+			notes = append(notes, fmt.Sprintf("%s omitted: the frozen evidence (%d bytes) does not fit the report ConfigMap", v1alpha1.ReportKeyEvidence, buf.Len()))
 		}
 	}
 	report := FinalReport(r)
@@ -75,18 +65,18 @@ func ReportData(r Result, planBytes int) (map[string]string, error) {
 		return nil, err
 	}
 	if len(full) <= budget {
-		data[ReportKey] = string(full)
+		data[v1alpha1.ReportKeyReport] = string(full)
 	} else {
 		cut, kept, err := truncateCases(report, budget)
 		if err != nil {
 			return nil, err
 		}
-		data[ReportKey] = cut
+		data[v1alpha1.ReportKeyReport] = cut
 		notes = append(notes, fmt.Sprintf("%s lists the first %d of %d cases; summary and gates cover all of them",
-			ReportKey, kept, len(report.Cases)))
+			v1alpha1.ReportKeyReport, kept, len(report.Cases)))
 	}
 	if len(notes) > 0 {
-		data[TruncatedKey] = "TRUNCATED: " + joinNotes(notes)
+		data[v1alpha1.ReportKeyTruncated] = "TRUNCATED: " + joinNotes(notes)
 	}
 	return data, nil
 }

@@ -30,7 +30,7 @@ func TestReportDataCarriesTheRunVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stored scoring.Report
-	if err := json.Unmarshal([]byte(data[ReportKey]), &stored); err != nil {
+	if err := json.Unmarshal([]byte(data[v1alpha1.ReportKeyReport]), &stored); err != nil {
 		t.Fatalf("report.json: %v", err)
 	}
 	if stored.Passed {

@@ -12,10 +12,6 @@ import (
 	"github.com/ragcanary/ragcanary/internal/scoring"
 )
 
-// OutcomeProbeError marks a failing execution that got no usable reply
-// (v1alpha1.OutcomeProbeError).
-const OutcomeProbeError = v1alpha1.OutcomeProbeError
-
 // Gates are a suite's gates in scoring's terms.
 type Gates struct {
 	// MaxDisclosures is how many cases per persona may leak.

@@ -120,7 +120,7 @@ func FailingCases(r Result) []v1alpha1.FailingCase {
 		}
 	}
 	for _, x := range r.Errored {
-		gate = append(gate, v1alpha1.FailingCase{CaseID: x.CaseID, Persona: x.Persona, Outcome: OutcomeProbeError})
+		gate = append(gate, v1alpha1.FailingCase{CaseID: x.CaseID, Persona: x.Persona, Outcome: v1alpha1.OutcomeProbeError})
 	}
 	return firstN(append(gate, other...), maxFailingCases)
 }

@@ -127,15 +127,15 @@ func TestScoreProbeErrorsAreNeverScored(t *testing.T) {
 		t.Error("mallory has a summary although none of her executions replied")
 	}
 	fc := FailingCases(res)
-	if len(fc) != 1 || fc[0].Persona != "mallory" || fc[0].Outcome != OutcomeProbeError {
+	if len(fc) != 1 || fc[0].Persona != "mallory" || fc[0].Outcome != v1alpha1.OutcomeProbeError {
 		t.Errorf("failing cases = %+v, want mallory's probe error", fc)
 	}
 	data, err := ReportData(res, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(data[ProbeErrorsKey], "status 503") || strings.Contains(data[ProbeErrorsKey], "token") {
-		t.Errorf("probe errors = %s, want the sanitized driver error", data[ProbeErrorsKey])
+	if !strings.Contains(data[v1alpha1.ReportKeyProbeErrors], "status 503") || strings.Contains(data[v1alpha1.ReportKeyProbeErrors], "token") {
+		t.Errorf("probe errors = %s, want the sanitized driver error", data[v1alpha1.ReportKeyProbeErrors])
 	}
 }
 
@@ -200,11 +200,11 @@ func TestReportDataTruncatesWithMarker(t *testing.T) {
 	for _, v := range data {
 		total += len(v)
 	}
-	if total > MaxReportBytes+1024 || !strings.HasPrefix(data[TruncatedKey], "TRUNCATED") {
-		t.Fatalf("report is %d bytes, truncated marker %q", total, data[TruncatedKey])
+	if total > MaxReportBytes+1024 || !strings.HasPrefix(data[v1alpha1.ReportKeyTruncated], "TRUNCATED") {
+		t.Fatalf("report is %d bytes, truncated marker %q", total, data[v1alpha1.ReportKeyTruncated])
 	}
 	var report map[string]any
-	if err := json.Unmarshal([]byte(data[ReportKey]), &report); err != nil {
+	if err := json.Unmarshal([]byte(data[v1alpha1.ReportKeyReport]), &report); err != nil {
 		t.Fatalf("truncated report is not JSON: %v", err)
 	}
 	if n := len(report["cases"].([]any)); n == 0 || n >= len(cases) {

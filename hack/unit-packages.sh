@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Lists the packages whose tests start no server and need no tool from
+# bin/: those whose test binary links none of the starters below (each
+# starts a server or runs a tool: envtest, PostgreSQL, SpiceDB, OpenFGA,
+# Gitea, helm, the one-node cluster, image builds). `make
+# test-unit` runs them; `make test` runs everything.
+set -euo pipefail
+servers='/internal/dev/(pgtest|spicedbtest|openfgatest|testutil/giteatest|testutil/charttest|nodecluster|localcluster|image)$|controller-runtime/pkg/envtest$'
+go list -test -f '{{if .Module}}{{end}}{{.ImportPath}} {{join .Deps " "}}' ./... |
+	awk -v re="$servers" '$1 ~ /\.test$/ {
+		pkg = substr($1, 1, length($1) - 5); ok = 1
+		for (i = 2; i <= NF; i++) if ($i ~ re) { ok = 0; break }
+		if (ok) print pkg
+	}'
