@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -114,29 +115,16 @@ func TestAdaptiveScheduleBracketsLag(t *testing.T) {
 // but for the schedule. The SLO (30s) is above the lag, so both runs must
 // meet it.
 func lagObjects(ns string, interval time.Duration, precision string) []client.Object {
-	dur := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
-	ref := func(n string) v1alpha1.LocalObjectReference { return v1alpha1.LocalObjectReference{Name: n} }
 	objs := aliceNamespace(ns)
 	for _, name := range []string{"fixed", "adaptive"} {
-		// A Go client sends every duration field (they are not pointers), so
-		// maxInterval is set for both, as interval is.
-		probing := v1alpha1.Probing{Schedule: v1alpha1.ScheduleFixed, Interval: dur(interval), MaxInterval: dur(time.Minute), Confirmations: 3,
-			VisibilityTimeout: dur(30 * time.Second), ExclusionTimeout: dur(60 * time.Second),
-			Surfaces: []v1alpha1.Surface{v1alpha1.SurfaceSearch}}
+		opts := []objects.CanaryOption{objects.OnCorpus("kb-" + name), objects.Controls(), objects.SLO(0),
+			objects.Every(interval, 3), objects.Timeouts(30*time.Second, 60*time.Second)}
 		if name == "adaptive" {
-			probing.Schedule, probing.Precision = v1alpha1.ScheduleAdaptive, precision
+			opts = append(opts, objects.Adaptive(precision, time.Minute))
 		}
 		objs = append(objs,
-			&v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kb-" + name},
-				Spec: v1alpha1.CorpusSpec{
-					Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
-						URL: env.ragtargetURL + lagTargetsPath + "/" + name, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
-					Freshness: v1alpha1.Freshness{ExclusionSLO: &metav1.Duration{Duration: 30 * time.Second}},
-				}},
-			&v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "run-" + name},
-				Spec: v1alpha1.CanaryRunSpec{CanarySpec: v1alpha1.CanarySpec{
-					CorpusRef: ref("kb-" + name), PersonaRef: ref("alice"), Probing: probing}}},
-		)
+			objects.Corpus(ns, "kb-"+name, env.ragtargetURL+lagTargetsPath+"/"+name, objects.ExclusionSLO(30*time.Second)),
+			objects.CanaryRun(ns, "run-"+name, opts...))
 	}
 	return objs
 }
@@ -164,21 +152,11 @@ type lagTarget struct {
 func newLagTarget(t *testing.T, name string) *lagTarget {
 	t.Helper()
 	lt := &lagTarget{name: name}
-	svc, err := ragtarget.New(ragtarget.Config{
+	lt.svc = targettest.Run(t, ragtarget.Config{
 		SourceToken: sourceToken, Tokens: map[string]string{aliceToken: "alice@example.com"},
 		// Neither schedule fires during the test: drive runs the syncs.
-		ContentSyncInterval: 1000 * time.Hour, ACLSyncInterval: 1000 * time.Hour,
+		ContentSyncInterval: targettest.Manual, ACLSyncInterval: targettest.Manual,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	t.Cleanup(func() {
-		cancel()
-		_ = svc.Close()
-	})
-	lt.svc = svc
 	return lt
 }
 

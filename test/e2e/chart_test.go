@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,10 +18,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/charttest"
 	"github.com/ragcanary/ragcanary/internal/manager"
 )
 
@@ -45,25 +44,12 @@ var allToggles = []string{
 	"--set", "operator.allowedTargetURLs={https://rag.internal/}",
 }
 
-func helm(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(env.root, "bin/helm"), args...)
-	cmd.Dir = env.root
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	err := cmd.Run()
-	if err != nil {
-		err = errors.New(strings.TrimSpace(stderr.String() + "\n" + out.String()))
-	}
-	return out.String(), err
-}
-
+// render renders the chart as the e2e release, CRDs included.
 func render(t *testing.T, extra ...string) string {
 	t.Helper()
-	args := append([]string{"template", "rc", chartDir, "--namespace", releaseNamespace, "--include-crds"}, extra...)
-	out, err := helm(t, args...)
+	out, err := charttest.Render(env.root, "rc", releaseNamespace, append([]string{"--include-crds"}, extra...)...)
 	if err != nil {
-		t.Fatalf("helm template: %v", err)
+		t.Fatal(err)
 	}
 	return out
 }
@@ -74,7 +60,7 @@ var requiredValues = []string{"--set", "operator.allowedTargetURLs={https://rag.
 // TestHelmLint lints the chart with its defaults and with every toggle on.
 func TestHelmLint(t *testing.T) {
 	for _, args := range [][]string{requiredValues, allToggles, {"--set", "operator.allowAnyTarget=true"}} {
-		if out, err := helm(t, append([]string{"lint", "--strict", chartDir}, args...)...); err != nil {
+		if out, err := charttest.Helm(env.root, append([]string{"lint", "--strict", chartDir}, args...)...); err != nil {
 			t.Errorf("helm lint %v: %v\n%s", args, err, out)
 		}
 	}
@@ -92,7 +78,7 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		{"--set", "operator.rateLimit.requestsPerSecond=0"},
 		{"--set", "notAValue=true"},
 	} {
-		if _, err := helm(t, append([]string{"template", "rc", chartDir}, bad...)...); err == nil {
+		if _, err := charttest.Helm(env.root, append([]string{"template", "rc", chartDir}, bad...)...); err == nil {
 			t.Errorf("helm template %v succeeded; want a schema error", bad)
 		}
 	}
@@ -163,26 +149,13 @@ func assertSameFile(t *testing.T, a, b string) {
 
 func renderedDeployment(t *testing.T) *appsv1.Deployment {
 	t.Helper()
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(render(t, allToggles...)), 4096)
-	for {
-		var obj unstructured.Unstructured
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			t.Fatal("rendered chart has no Deployment")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if obj.GetKind() != "Deployment" {
-			continue
-		}
-		raw, _ := json.Marshal(obj.Object)
-		var dep appsv1.Deployment
-		if err := json.Unmarshal(raw, &dep); err != nil {
-			t.Fatal(err)
-		}
-		return &dep
+	obj := object(t, renderedObjects(t, allToggles...), "Deployment", "")
+	raw, _ := json.Marshal(obj.Object)
+	var dep appsv1.Deployment
+	if err := json.Unmarshal(raw, &dep); err != nil {
+		t.Fatal(err)
 	}
+	return &dep
 }
 
 // installMonitoringCRDs installs the ServiceMonitor and PrometheusRule CRDs
@@ -239,7 +212,7 @@ func TestChartPassesTargetAddressRanges(t *testing.T) {
 	if strings.Contains(render(t, requiredValues...), "target-cidrs") {
 		t.Error("the defaults render a CIDR flag; the manager's own defaults should apply")
 	}
-	if _, err := helm(t, append([]string{"template", "rc", chartDir, "--set", "operator.deniedTargetCIDRs={metadata}"}, requiredValues...)...); err == nil {
+	if _, err := charttest.Helm(env.root, append([]string{"template", "rc", chartDir, "--set", "operator.deniedTargetCIDRs={metadata}"}, requiredValues...)...); err == nil {
 		t.Error("a denied range that is not a CIDR was accepted")
 	}
 }
@@ -304,24 +277,10 @@ func TestChartScrapesMetricsWithAToken(t *testing.T) {
 	assertArg(t, objs, "--metrics-secure=false")
 }
 
-// renderedObjects renders the chart and decodes every object.
+// renderedObjects renders the chart as render does and decodes every object.
 func renderedObjects(t *testing.T, args ...string) []unstructured.Unstructured {
 	t.Helper()
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(render(t, args...)), 4096)
-	var objs []unstructured.Unstructured
-	for {
-		var obj unstructured.Unstructured
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if obj.Object != nil {
-			objs = append(objs, obj)
-		}
-	}
+	return charttest.Objects(t, env.root, "rc", releaseNamespace, append([]string{"--include-crds"}, args...)...)
 }
 
 func object(t *testing.T, objs []unstructured.Unstructured, kind, name string) unstructured.Unstructured {
@@ -407,7 +366,7 @@ func TestChartShardsReplicas(t *testing.T) {
 	if g, _, _ := unstructured.NestedFieldNoCopy(dep.Object, "spec", "template", "spec", "terminationGracePeriodSeconds"); fmt.Sprint(g) != "30" {
 		t.Errorf("the Pod's grace period is %v, want 30", g)
 	}
-	if _, err := helm(t, append([]string{"template", "rc", chartDir, "--set", "sharding.enabled=true",
+	if _, err := charttest.Helm(env.root, append([]string{"template", "rc", chartDir, "--set", "sharding.enabled=true",
 		"--set", "sharding.drainSeconds=20", "--set", "terminationGracePeriodSeconds=20"}, requiredValues...)...); err == nil {
 		t.Error("a drain as long as the grace period rendered; want it refused")
 	}
@@ -426,7 +385,7 @@ func TestChartShardsReplicas(t *testing.T) {
 		}
 	}
 
-	if _, err := helm(t, append([]string{"template", "rc", chartDir, "--set", "sharding.enabled=true",
+	if _, err := charttest.Helm(env.root, append([]string{"template", "rc", chartDir, "--set", "sharding.enabled=true",
 		"--set", "leaderElection.enabled=false"}, requiredValues...)...); err == nil {
 		t.Error("sharding without leader election rendered; want it refused")
 	}

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -99,43 +100,22 @@ func TestConversationSurface(t *testing.T) {
 
 func conversationTarget(t *testing.T, reusesHistory bool) *ragtarget.Service {
 	t.Helper()
-	svc, err := ragtarget.New(ragtarget.Config{
+	return targettest.Run(t, ragtarget.Config{
 		SourceToken: sourceToken, Tokens: map[string]string{aliceToken: "alice@example.com"},
 		ContentSyncInterval: 200 * time.Millisecond, ACLSyncInterval: conversationACLSync,
 		ConversationReusesHistory: reusesHistory,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	t.Cleanup(func() {
-		cancel()
-		_ = svc.Close()
-	})
-	return svc
 }
 
 // conversationObjects are a corpus per ragtarget and a run per corpus.
 func conversationObjects(ns string) []client.Object {
-	dur := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
-	ref := func(n string) v1alpha1.LocalObjectReference { return v1alpha1.LocalObjectReference{Name: n} }
 	objs := aliceNamespace(ns)
 	for _, name := range []string{"reauth", "history"} {
 		objs = append(objs,
-			&v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kb-" + name},
-				Spec: v1alpha1.CorpusSpec{
-					Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
-						URL: env.ragtargetURL + restartTargetPath + "/" + name, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
-					Freshness: v1alpha1.Freshness{ExclusionSLO: &metav1.Duration{Duration: 30 * time.Second}},
-				}},
-			&v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "run-" + name},
-				Spec: v1alpha1.CanaryRunSpec{CanarySpec: v1alpha1.CanarySpec{
-					CorpusRef: ref("kb-" + name), PersonaRef: ref("alice"),
-					Probing: v1alpha1.Probing{Schedule: v1alpha1.ScheduleFixed, Interval: dur(300 * time.Millisecond), Confirmations: 2,
-						VisibilityTimeout: dur(30 * time.Second), ExclusionTimeout: dur(8 * time.Second), MaxInterval: dur(time.Minute),
-						Surfaces: []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation}}}}},
-		)
+			objects.Corpus(ns, "kb-"+name, env.ragtargetURL+restartTargetPath+"/"+name, objects.ExclusionSLO(30*time.Second)),
+			objects.CanaryRun(ns, "run-"+name, objects.OnCorpus("kb-"+name), objects.Controls(), objects.SLO(0),
+				objects.Every(300*time.Millisecond, 2), objects.Timeouts(30*time.Second, 8*time.Second),
+				objects.Probe(v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)))
 	}
 	return objs
 }

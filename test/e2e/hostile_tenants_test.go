@@ -25,6 +25,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 	"github.com/ragcanary/ragcanary/internal/manager"
 )
 
@@ -461,7 +462,7 @@ func hostileTenants(prefix string, targets hostileTargets, victimKey string) hos
 
 	ns = prefix + "-openfga"
 	s.objects = append(append(s.objects, aliceNamespace(ns)...),
-		credentialSecret(ns, "fga", "e2e-fga-token"),
+		objects.CredentialSecret(ns, "fga", "e2e-fga-token"),
 		tenantCorpus(ns, "kb", nil, &v1alpha1.Permissions{Type: v1alpha1.PermissionsOpenFGA, OpenFGA: &v1alpha1.OpenFGAPermissions{
 			APIURL: targets.stores.URL, StoreName: "canary", APITokenSecretRef: v1alpha1.SecretKeyReference{Name: "fga", Key: "token"}}}))
 	s.refused = append(s.refused, refusal{key: client.ObjectKey{Namespace: ns, Name: "kb"},
@@ -476,7 +477,7 @@ func hostileTenants(prefix string, targets hostileTargets, victimKey string) hos
 
 	ns = prefix + "-leaky"
 	s.objects = append(append(s.objects, aliceNamespace(ns)...),
-		credentialSecret(ns, "victim", victimKey),
+		objects.CredentialSecret(ns, "victim", victimKey),
 		tokenPersona(ns, "victim", "victim@example.com"),
 		tenantCorpus(ns, "kb", search(targets.refused.URL+"/leaky", `{"search": {{json .Query}}, "key": "`+victimKey+`"}`), nil))
 	s.refused = append(s.refused, refusal{key: client.ObjectKey{Namespace: ns, Name: "kb"}, reason: invalid,
@@ -488,15 +489,9 @@ func hostileTenants(prefix string, targets hostileTargets, victimKey string) hos
 // and permissions backend, re-checked every 5s (the least allowed), so a
 // check against a hostile backend is repeated while the test runs.
 func tenantCorpus(ns, name string, surfaces *v1alpha1.CorpusSurfaces, perms *v1alpha1.Permissions) *v1alpha1.Corpus {
-	return &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.CorpusSpec{
-			Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
-				URL: env.ragtargetURL, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
-			Freshness:           v1alpha1.Freshness{ExclusionSLO: &metav1.Duration{Duration: 30 * time.Second}},
-			Surfaces:            surfaces,
-			Permissions:         perms,
-			HealthCheckInterval: &metav1.Duration{Duration: 5 * time.Second},
-		}}
+	return scenarioCorpus(ns, name, env.ragtargetURL, objects.HealthCheck(5*time.Second), func(c *v1alpha1.Corpus) {
+		c.Spec.Surfaces, c.Spec.Permissions = surfaces, perms
+	})
 }
 
 // backToBackCanary is alice's canary on the namespace's corpus "kb", run

@@ -406,16 +406,10 @@ func createMemWorkload(t *testing.T, ns string) {
 func memObjects(ns string) []client.Object {
 	ref := func(n string) v1alpha1.LocalObjectReference { return v1alpha1.LocalObjectReference{Name: n} }
 	dur := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
-	objs := append(aliceNamespace(ns), &v1alpha1.Corpus{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kb"},
-		Spec: v1alpha1.CorpusSpec{
-			Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
-				URL: env.ragtargetURL, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
-			Freshness: v1alpha1.Freshness{ExclusionSLO: &metav1.Duration{Duration: 30 * time.Second}},
-			// Every canary probes every 250ms: well inside this rate.
-			RateLimit: v1alpha1.RateLimit{RequestsPerSecond: 500, Burst: 100},
-		},
-	})
+	objs := append(aliceNamespace(ns), scenarioCorpus(ns, "kb", env.ragtargetURL, func(c *v1alpha1.Corpus) {
+		// Every canary probes every 250ms: well inside this rate.
+		c.Spec.RateLimit = v1alpha1.RateLimit{RequestsPerSecond: 500, Burst: 100}
+	}))
 	every := dur(time.Second)
 	for i := range memCanaries {
 		objs = append(objs, &v1alpha1.RevocationCanary{

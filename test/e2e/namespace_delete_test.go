@@ -19,6 +19,8 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
@@ -263,7 +265,7 @@ func conditionSummary(cs []metav1.Condition) string {
 // credential Secrets, the corpus on the test's target, the persona and a
 // control persona, and a canary that starts one run now.
 func nsDeleteObjects(ns string, method v1alpha1.RevocationMethod) []client.Object {
-	secret := func(name, value string) *corev1.Secret { return credentialSecret(ns, name, value) }
+	secret := func(name, value string) *corev1.Secret { return objects.CredentialSecret(ns, name, value) }
 	persona := func(name, subject string) *v1alpha1.Persona { return tokenPersona(ns, name, subject) }
 	ref := func(n string) v1alpha1.LocalObjectReference { return v1alpha1.LocalObjectReference{Name: n} }
 	dur := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
@@ -275,14 +277,7 @@ func nsDeleteObjects(ns string, method v1alpha1.RevocationMethod) []client.Objec
 	return []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		secret("source", sourceToken), secret("alice", aliceToken), secret("mallory", malloryToken),
-		&v1alpha1.Corpus{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kb"},
-			Spec: v1alpha1.CorpusSpec{
-				Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
-					URL: env.ragtargetURL + restartTargetPath, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
-				Freshness: v1alpha1.Freshness{ExclusionSLO: &metav1.Duration{Duration: 30 * time.Second}},
-			},
-		},
+		scenarioCorpus(ns, "kb", env.ragtargetURL+restartTargetPath),
 		persona("alice", "alice@example.com"), persona("mallory", "mallory@example.com"),
 		&v1alpha1.RevocationCanary{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "canary",
@@ -319,24 +314,14 @@ type nsDeleteTarget struct {
 
 func startNamespaceDeleteTarget(t *testing.T) *nsDeleteTarget {
 	t.Helper()
-	svc, err := ragtarget.New(ragtarget.Config{
+	svc := targettest.Run(t, ragtarget.Config{
 		SourceToken:         sourceToken,
 		Tokens:              map[string]string{aliceToken: "alice@example.com", malloryToken: "mallory@example.com"},
 		ContentSyncInterval: 200 * time.Millisecond,
-		ACLSyncInterval:     time.Hour,
+		ACLSyncInterval:     targettest.Manual,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
 	tgt := &nsDeleteTarget{svc: svc, next: svc.Handler(), membership: map[string]bool{}}
-	unmount := env.restartTarget.set(tgt)
-	t.Cleanup(func() {
-		unmount()
-		cancel()
-		_ = svc.Close()
-	})
+	t.Cleanup(env.restartTarget.set(tgt))
 	return tgt
 }
 

@@ -23,6 +23,8 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
@@ -299,19 +301,12 @@ func searchMeasurement(t *testing.T, run *v1alpha1.CanaryRun) v1alpha1.SurfaceMe
 // restartObjects are a run's fixture in its own namespace: credentials, the
 // corpus on the restart target, the persona and a control persona.
 func restartObjects(ns string) []client.Object {
-	secret := func(name, value string) *corev1.Secret { return credentialSecret(ns, name, value) }
+	secret := func(name, value string) *corev1.Secret { return objects.CredentialSecret(ns, name, value) }
 	persona := func(name, subject string) *v1alpha1.Persona { return tokenPersona(ns, name, subject) }
 	return []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		secret("source", sourceToken), secret("alice", aliceToken), secret("mallory", malloryToken),
-		&v1alpha1.Corpus{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kb"},
-			Spec: v1alpha1.CorpusSpec{
-				Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
-					URL: env.ragtargetURL + restartTargetPath, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
-				Freshness: v1alpha1.Freshness{ExclusionSLO: &metav1.Duration{Duration: 30 * time.Second}},
-			},
-		},
+		scenarioCorpus(ns, "kb", env.ragtargetURL+restartTargetPath),
 		persona("alice", "alice@example.com"), persona("mallory", "mallory@example.com"),
 	}
 }
@@ -456,17 +451,13 @@ func (h *heldRequest) let() { h.once.Do(func() { close(h.release) }) }
 // the test's lifetime. Its own schedules never tick: the gate syncs.
 func startRestartTarget(t *testing.T) *restartGate {
 	t.Helper()
-	svc, err := ragtarget.New(ragtarget.Config{
-		SourceToken:         sourceToken,
-		Tokens:              map[string]string{aliceToken: "alice@example.com", malloryToken: "mallory@example.com"},
-		ContentSyncInterval: time.Hour,
-		ACLSyncInterval:     time.Hour,
+	// Manual schedules: the gate syncs. The service closes after the
+	// cleanup below, which targettest registered before it.
+	svc := targettest.Run(t, ragtarget.Config{
+		SourceToken: sourceToken,
+		Tokens:      map[string]string{aliceToken: "alice@example.com", malloryToken: "mallory@example.com"},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
 	g := &restartGate{svc: svc, next: svc.Handler()}
 	unmount := env.restartTarget.set(g)
 	done := make(chan struct{})
@@ -479,7 +470,6 @@ func startRestartTarget(t *testing.T) *restartGate {
 		unmount()
 		cancel()
 		<-done
-		_ = svc.Close()
 	})
 	return g
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 )
@@ -93,28 +94,16 @@ func plantSuiteDocuments(ctx context.Context) error {
 
 func scenarioObjects() []client.Object {
 	secret := func(name, value string) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: name,
-			Labels: map[string]string{"ragcanary.dev/credential": "true"}},
-			Data: map[string][]byte{"token": []byte(value)}}
+		return objects.CredentialSecret(scenarioNamespace, name, value)
 	}
-	persona := func(name, subject string) *v1alpha1.Persona {
-		return &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: name},
-			Spec: v1alpha1.PersonaSpec{Subject: subject, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name, Key: "token"}}}
-	}
+	persona := func(name, subject string) *v1alpha1.Persona { return tokenPersona(scenarioNamespace, name, subject) }
 	ref := func(n string) v1alpha1.LocalObjectReference { return v1alpha1.LocalObjectReference{Name: n} }
 	dur := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
 	every := dur(20 * time.Second)
 	return []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scenarioNamespace}},
 		secret("source", sourceToken), secret("alice", aliceToken), secret("mallory", malloryToken),
-		&v1alpha1.Corpus{
-			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "kb"},
-			Spec: v1alpha1.CorpusSpec{
-				Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
-					URL: env.ragtargetURL, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
-				Freshness: v1alpha1.Freshness{ExclusionSLO: &metav1.Duration{Duration: 30 * time.Second}},
-			},
-		},
+		scenarioCorpus(scenarioNamespace, "kb", env.ragtargetURL),
 		persona("alice", "alice@example.com"), persona("mallory", "mallory@example.com"),
 		&v1alpha1.RevocationCanary{
 			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "alice-grant",

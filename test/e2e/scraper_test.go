@@ -1,25 +1,22 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/charttest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/kubetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
 // The e2e Prometheus scrapes as this ServiceAccount, bound to the chart's
@@ -33,7 +30,7 @@ const (
 // grantScraper applies the chart's metrics-reader ClusterRole and its
 // binding to the scraper, and writes a token of the scraper to a file.
 func grantScraper(ctx context.Context, tmp string) (string, error) {
-	manifest, err := renderScraperRBAC()
+	objs, err := renderScraperRBAC()
 	if err != nil {
 		return "", err
 	}
@@ -44,10 +41,13 @@ func grantScraper(ctx context.Context, tmp string) (string, error) {
 	if err := env.client.Create(ctx, sa); err != nil {
 		return "", err
 	}
-	if err := createAll(ctx, manifest); err != nil {
-		return "", err
+	for _, obj := range objs {
+		if err := env.client.Create(ctx, &obj); err != nil {
+			return "", fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
 	}
-	token, err := requestToken(ctx, sa)
+	// The token outlives the e2e run, as the kubelet's projected one would.
+	token, err := kubetest.ServiceAccountToken(ctx, env.client, sa.Namespace, sa.Name, 2*time.Hour)
 	if err != nil {
 		return "", err
 	}
@@ -56,49 +56,16 @@ func grantScraper(ctx context.Context, tmp string) (string, error) {
 }
 
 // renderScraperRBAC renders the chart's metrics-reader template.
-func renderScraperRBAC() (string, error) {
-	cmd := exec.Command(filepath.Join(env.root, "bin/helm"), "template", "e2e", chartDir,
-		"--namespace", releaseNamespace, "--show-only", "templates/metrics-reader.yaml",
+func renderScraperRBAC() ([]unstructured.Unstructured, error) {
+	out, err := charttest.Render(env.root, "e2e", releaseNamespace, "--show-only", "templates/metrics-reader.yaml",
 		"--set", "operator.allowedTargetURLs={https://rag.internal/}",
 		"--set", "metrics.readerSubjects[0].kind=ServiceAccount",
 		"--set", "metrics.readerSubjects[0].name="+scraperName,
 		"--set", "metrics.readerSubjects[0].namespace="+scraperNamespace)
-	cmd.Dir = env.root
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("helm template: %v: %s", err, stderr.String())
+	if err != nil {
+		return nil, err
 	}
-	return out.String(), nil
-}
-
-// createAll creates every object of a manifest.
-func createAll(ctx context.Context, manifest string) error {
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	for {
-		var obj unstructured.Unstructured
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := env.client.Create(ctx, &obj); err != nil {
-			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
-		}
-	}
-}
-
-// requestToken gets a token from the TokenRequest API that outlives the
-// e2e run, as the kubelet projects one into a Pod.
-func requestToken(ctx context.Context, sa *corev1.ServiceAccount) (string, error) {
-	expiry := int64(2 * time.Hour / time.Second)
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}
-	if err := env.client.SubResource("token").Create(ctx, sa, req); err != nil {
-		return "", fmt.Errorf("requesting a token for %s/%s: %w", sa.Namespace, sa.Name, err)
-	}
-	return req.Status.Token, nil
+	return charttest.Decode(out)
 }
 
 // TestManagerServesMetricsOnlyToReaders: the manager binary, started with

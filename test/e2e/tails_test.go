@@ -18,6 +18,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -106,25 +107,11 @@ func tailsObjects() []client.Object {
 		}
 	}
 	return []client.Object{
-		&v1alpha1.Corpus{
-			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "stuck"},
-			Spec: v1alpha1.CorpusSpec{
-				Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
-					URL: env.ragtargetURL + tailsTargetPath, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
-				Freshness: v1alpha1.Freshness{ExclusionSLO: &metav1.Duration{Duration: 30 * time.Second}},
-			},
-		},
+		scenarioCorpus(scenarioNamespace, "stuck", env.ragtargetURL+tailsTargetPath),
 		canary("alice-stuck", "stuck", v1alpha1.RevokeRemoveGrant, probing(5*time.Second, v1alpha1.SurfaceSearch)),
-		&v1alpha1.Corpus{
-			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "streaming"},
-			Spec: v1alpha1.CorpusSpec{
-				Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{
-					URL: env.ragtargetURL + streamTargetPath, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
-				Freshness: v1alpha1.Freshness{ExclusionSLO: &metav1.Duration{Duration: 30 * time.Second}},
-				Surfaces: &v1alpha1.CorpusSurfaces{Chat: &v1alpha1.ChatSurface{Type: v1alpha1.ChatOpenAI,
-					URL: env.ragtargetURL + streamTargetPath + "/v1/", Model: "ragtarget", Stream: true}},
-			},
-		},
+		scenarioCorpus(scenarioNamespace, "streaming", env.ragtargetURL+streamTargetPath,
+			objects.Surfaces(v1alpha1.CorpusSurfaces{Chat: &v1alpha1.ChatSurface{Type: v1alpha1.ChatOpenAI,
+				URL: env.ragtargetURL + streamTargetPath + "/v1/", Model: "ragtarget", Stream: true}})),
 		canary("alice-in-flight", "streaming", v1alpha1.RevokeRemoveGrant, probing(60*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceInFlight)),
 		canary("alice-edit", "kb", v1alpha1.RevokeUpdateContent, probing(60*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer)),
 	}

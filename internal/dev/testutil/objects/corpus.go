@@ -3,6 +3,9 @@ package objects
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 )
 
@@ -87,4 +90,12 @@ func Groups(groups ...string) PersonaOption {
 // Credential makes the persona's credential key of Secret name.
 func Credential(name, key string) PersonaOption {
 	return func(p *v1alpha1.Persona) { p.Spec.CredentialSecretRef = SecretKey(name, key) }
+}
+
+// CredentialSecret holds value under TokenKey in a Secret labelled as a
+// ragcanary credential, which the target door requires before reading it.
+func CredentialSecret(ns, name, value string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels: map[string]string{v1alpha1.LabelCredential: v1alpha1.LabelCredentialValue}},
+		Data: map[string][]byte{TokenKey: []byte(value)}}
 }
