@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 )
 
 // CanariesPerCorpus keeps each corpus's probes (two per canary per interval
@@ -78,16 +79,12 @@ func CreateFixture(ctx context.Context, c client.Client, urls []string, f Fleet)
 	for i := range f.Corpora {
 		ns := ShardNamespace(i)
 		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-			secret(ns, "source", SourceToken), secret(ns, "alice-cred", AliceToken), secret(ns, "mallory-cred", MalloryToken),
-			persona(ns, "alice", "alice@example.com"), persona(ns, "mallory", "mallory@example.com"),
-			&v1alpha1.Corpus{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CorpusName},
-				Spec: v1alpha1.CorpusSpec{
-					Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{URL: urls[i%len(urls)],
-						CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
-					RateLimit: v1alpha1.RateLimit{RequestsPerSecond: 1000, Burst: 2000},
-				},
-			})
+			objects.CredentialSecret(ns, objects.SourceSecretName, SourceToken),
+			objects.CredentialSecret(ns, "alice-cred", AliceToken), objects.CredentialSecret(ns, "mallory-cred", MalloryToken),
+			objects.Persona(ns, "alice", "alice@example.com"), objects.Persona(ns, "mallory", "mallory@example.com"),
+			objects.Corpus(ns, CorpusName, urls[i%len(urls)], func(c *v1alpha1.Corpus) {
+				c.Spec.RateLimit = v1alpha1.RateLimit{RequestsPerSecond: 1000, Burst: 2000}
+			}))
 	}
 	for _, obj := range objs {
 		if err := c.Create(ctx, obj); err != nil {
@@ -95,18 +92,6 @@ func CreateFixture(ctx context.Context, c client.Client, urls []string, f Fleet)
 		}
 	}
 	return nil
-}
-
-func secret(ns, name, token string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-		Labels: map[string]string{v1alpha1.LabelCredential: v1alpha1.LabelCredentialValue}},
-		Data: map[string][]byte{"token": []byte(token)}}
-}
-
-func persona(ns, name, subject string) *v1alpha1.Persona {
-	return &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.PersonaSpec{Subject: subject,
-			CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name + "-cred", Key: "token"}}}
 }
 
 // CreateCanaries creates the canaries with 8 workers. Each runs daily and
@@ -151,28 +136,13 @@ feed:
 // Canary is one benchmark canary: daily, with one run at once (run-now),
 // probing search every Interval.
 func Canary(name, namespace string, f Fleet) *v1alpha1.RevocationCanary {
-	spec := v1alpha1.CanarySpec{
-		CorpusRef:  v1alpha1.LocalObjectReference{Name: CorpusName},
-		PersonaRef: v1alpha1.LocalObjectReference{Name: "alice"},
-		Revocation: v1alpha1.Revocation{Method: v1alpha1.RevokeRemoveGrant},
-		Probing: v1alpha1.Probing{
-			Interval:          metav1.Duration{Duration: f.Interval},
-			MaxInterval:       metav1.Duration{Duration: f.Interval},
-			Confirmations:     3,
-			VisibilityTimeout: metav1.Duration{Duration: f.RunTimeout},
-			ExclusionTimeout:  metav1.Duration{Duration: f.RunTimeout},
-			Surfaces:          []v1alpha1.Surface{v1alpha1.SurfaceSearch},
-		},
-	}
+	var controls []string
 	if f.Controls {
-		spec.ControlPersonaRefs = []v1alpha1.LocalObjectReference{{Name: "mallory"}}
+		controls = []string{"mallory"}
 	}
-	return &v1alpha1.RevocationCanary{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name,
-			Annotations: map[string]string{v1alpha1.AnnotationRunNow: "bench"}},
-		Spec: v1alpha1.RevocationCanarySpec{
-			Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: 24 * time.Hour}}},
-			CanarySpec: spec,
-		},
-	}
+	c := objects.RevocationCanary(namespace, name, 24*time.Hour, objects.OnCorpus(CorpusName), objects.Controls(controls...),
+		objects.SLO(0), objects.Every(f.Interval, 3), objects.Timeouts(f.RunTimeout, f.RunTimeout))
+	c.Spec.Probing.MaxInterval = objects.Duration(f.Interval)
+	c.Annotations = map[string]string{v1alpha1.AnnotationRunNow: "bench"}
+	return c
 }
