@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,28 +10,12 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/cli"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
 
-// forged is what a hostile target (through a driver error) or anyone who
-// can write status puts in a message: clear the screen, home the cursor,
-// print a green verdict of its own, reverse what follows.
-const forged = "\x1b[2J\x1b[H\x1b[32mVerdict: Excluded, SLO met\u202e"
-
-// noRawEscapes fails when out holds an ESC or a bidi override.
-func noRawEscapes(t *testing.T, what, out string) {
-	t.Helper()
-	if strings.ContainsAny(out, "\x1b\u202e") {
-		t.Errorf("%s writes an escape or override raw:\n%q", what, out)
-	}
-}
-
-// quotedText fails unless out shows the forged text quoted.
-func quotedText(t *testing.T, what, out string) {
-	t.Helper()
-	noRawEscapes(t, what, out)
-	containsAll(t, what, out, `\x1b[2J\x1b[H\x1b[32mVerdict: Excluded, SLO met\u202e`)
-}
+// forged is what a hostile target or status writer puts in a message.
+const forged = testutil.ForgedText
 
 // hostileFixture is a namespace whose objects hold forged text wherever
 // status allows free text the plugin shows: run messages, condition
@@ -69,15 +52,15 @@ func TestOutputQuotesObjectText(t *testing.T) {
 	hostileFixture(t, "hostile")
 
 	res := ragcanary(testNow, "status", "-n", "hostile")
-	quotedText(t, "status", res.stdout)
+	testutil.ShowsForgedQuoted(t, "status", res.stdout)
 	res = ragcanary(testNow, "history", "docs-grant", "-n", "hostile")
-	noRawEscapes(t, "history", res.stdout)
+	testutil.NoRawEscapes(t, "history", res.stdout)
 	if res.code != exitOK {
 		t.Errorf("history: exit %d; stderr %s", res.code, res.stderr)
 	}
 
 	res = ragcanary(testNow, "status", "-n", "hostile", "-o", "json")
-	noRawEscapes(t, "status -o json", res.stdout)
+	testutil.NoRawEscapes(t, "status -o json", res.stdout)
 	var f cli.Fleet
 	if err := json.Unmarshal([]byte(res.stdout), &f); err != nil {
 		t.Fatalf("status -o json is not JSON: %v\n%s", err, res.stdout)
@@ -86,14 +69,14 @@ func TestOutputQuotesObjectText(t *testing.T) {
 		t.Errorf("status -o json changed the values: corpora %+v, suites %+v", f.Corpora, f.Suites)
 	}
 	res = ragcanary(testNow, "history", "docs-grant", "-n", "hostile", "-o", "json")
-	noRawEscapes(t, "history -o json", res.stdout)
+	testutil.NoRawEscapes(t, "history -o json", res.stdout)
 
 	for _, format := range []string{"md", "html", "json"} {
 		res = ragcanary(testNow, "report", "docs-grant-1772436600", "-n", "hostile", "-o", "-", "--format", format)
 		if res.code != exitOK {
 			t.Fatalf("report --format %s: exit %d; stderr %s", format, res.code, res.stderr)
 		}
-		noRawEscapes(t, "report --format "+format, res.stdout)
+		testutil.NoRawEscapes(t, "report --format "+format, res.stdout)
 	}
 }
 
@@ -117,7 +100,7 @@ func TestRunWaitQuotesObjectText(t *testing.T) {
 	if res.code != exitFailed {
 		t.Errorf("exit %d, want 1 for SetupFailed; stderr: %s", res.code, res.stderr)
 	}
-	quotedText(t, "run --wait", res.stdout)
+	testutil.ShowsForgedQuoted(t, "run --wait", res.stdout)
 
 	suite := &v1alpha1.EvalSuite{ObjectMeta: metav1.ObjectMeta{Namespace: "hostile-follow", Name: "access"}}
 	f = startFollowing(t, "run", "suite/access", "-n", "hostile-follow")
@@ -132,5 +115,5 @@ func TestRunWaitQuotesObjectText(t *testing.T) {
 	if res.code != exitFailed {
 		t.Errorf("suite %s: exit %d, want 1; stderr: %s", suiteRun.Name, res.code, res.stderr)
 	}
-	quotedText(t, "run suite --wait", res.stdout)
+	testutil.ShowsForgedQuoted(t, "run suite --wait", res.stdout)
 }

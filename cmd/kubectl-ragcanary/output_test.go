@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // TestJSONSafeKeepsValues: every rune a terminal acts on becomes a \u
@@ -15,7 +17,7 @@ func TestJSONSafeKeepsValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := jsonSafe(doc)
-	noRawEscapes(t, "jsonSafe", string(got))
+	testutil.NoRawEscapes(t, "jsonSafe", string(got))
 	for _, r := range []rune{'\u009b', '\u200b', '\U000e0001'} {
 		if containsRune(got, r) {
 			t.Errorf("jsonSafe left %U raw: %s", r, got)

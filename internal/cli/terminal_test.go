@@ -8,24 +8,11 @@ import (
 	"time"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
-// forged is what a hostile target or status writer puts in a message: it
-// clears the screen, homes the cursor and prints a green verdict of its
-// own, then reverses what follows.
-const forged = "\x1b[2J\x1b[H\x1b[32mVerdict: Excluded, SLO met\u202e"
-
-// assertQuoted fails when out holds an escape or override, or does not
-// show the escape as text.
-func assertQuoted(t *testing.T, what, out string) {
-	t.Helper()
-	if strings.ContainsAny(out, "\x1b\u202e") {
-		t.Errorf("%s writes an escape or override raw:\n%q", what, out)
-	}
-	if !strings.Contains(out, `\x1b[2J`) {
-		t.Errorf("%s does not show the escape quoted:\n%q", what, out)
-	}
-}
+// forged is what a hostile target or status writer puts in a message.
+const forged = testutil.ForgedText
 
 func TestFleetTextQuotesObjectText(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -43,7 +30,7 @@ func TestFleetTextQuotesObjectText(t *testing.T) {
 		if err := WriteFleet(&out, f, all); err != nil {
 			t.Fatal(err)
 		}
-		assertQuoted(t, "status", out.String())
+		testutil.ShowsForgedQuoted(t, "status", out.String())
 		// Each of the seven places the forged text was put shows it quoted.
 		if n := strings.Count(out.String(), `\x1b[2J`); n < 7 {
 			t.Errorf("the escape shows quoted %d times, want every place it was put (7):\n%s", n, out.String())
@@ -60,7 +47,7 @@ func TestHistoryTextQuotesObjectText(t *testing.T) {
 	if err := WriteHistory(&out, h); err != nil {
 		t.Fatal(err)
 	}
-	assertQuoted(t, "history", out.String())
+	testutil.ShowsForgedQuoted(t, "history", out.String())
 }
 
 // TestFollowViewsQuoteObjectText: the run --wait views show a run's
@@ -79,14 +66,14 @@ func TestFollowViewsQuoteObjectText(t *testing.T) {
 	pv.Update(waiting)
 	pv.Done(done)
 	pv.Done(suite)
-	assertQuoted(t, "the plain view", plain.String())
+	testutil.ShowsForgedQuoted(t, "the plain view", plain.String())
 
 	var live bytes.Buffer
 	lv := &LiveView{W: &live, Now: clock}
 	lv.Update(waiting)
 	lv.Update(Progress{Kind: "CanaryRun", Run: forged, Created: true, Phase: "Planting"})
 	lv.Done(done)
-	assertQuoted(t, "the live view", strings.ReplaceAll(live.String(), "\r\x1b[K", ""))
+	testutil.ShowsForgedQuoted(t, "the live view", strings.ReplaceAll(live.String(), "\r\x1b[K", ""))
 	if got := strings.Count(live.String(), "\x1b"); got != 3 {
 		t.Errorf("the live view wrote %d escapes, want only its 3 redraws:\n%q", got, live.String())
 	}
@@ -95,7 +82,7 @@ func TestFollowViewsQuoteObjectText(t *testing.T) {
 func TestFprintfQuotesStringsAndErrors(t *testing.T) {
 	var out bytes.Buffer
 	Fprintf(&out, "%s %s %v %d\n", forged, v1alpha1.Verdict(forged), errors.New(forged), 42)
-	assertQuoted(t, "Fprintf", out.String())
+	testutil.ShowsForgedQuoted(t, "Fprintf", out.String())
 	if n := strings.Count(out.String(), `\x1b[2J`); n != 3 || !strings.HasSuffix(out.String(), " 42\n") {
 		t.Errorf("Fprintf(%q) = %q, want three quoted arguments and the number", forged, out.String())
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -98,12 +97,8 @@ func lookupAgainst(t *testing.T, h *hostileStores) (err error, read int64, alloc
 	if dialErr != nil {
 		t.Fatal(dialErr)
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	_, err = c.ResolveStore(context.Background())
-	runtime.ReadMemStats(&after)
-	return err, counter.read.Load(), after.TotalAlloc - before.TotalAlloc
+	alloc = testutil.Allocated(func() { _, err = c.ResolveStore(context.Background()) })
+	return err, counter.read.Load(), alloc
 }
 
 // checkStopped asserts a lookup stopped with an error naming the bound,

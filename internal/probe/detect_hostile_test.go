@@ -1,10 +1,10 @@
 package probe
 
 import (
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/measure"
 )
@@ -16,16 +16,6 @@ const fdfa = "\uFDFA"
 // hostileText is about n bytes of U+FDFA.
 func hostileText(n int) string { return strings.Repeat(fdfa, n/len(fdfa)) }
 
-// allocatedBy is how many bytes f allocates on the heap.
-func allocatedBy(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // TestDetectionOfExpandingTextIsBounded: a hit or an answer of 1 MiB of a
 // rune that NFKC expands elevenfold costs a detection no more than the
 // input's size in allocations (the whole normalised text used to be built,
@@ -35,13 +25,13 @@ func TestDetectionOfExpandingTextIsBounded(t *testing.T) {
 	tg := styledTarget
 	var shows bool
 	hit := []driver.Hit{{DocumentID: "other", Text: text}}
-	if got := allocatedBy(func() { shows = SearchShows(hit, tg) }); got > uint64(len(text)) {
+	if got := testutil.Allocated(func() { shows = SearchShows(hit, tg) }); got > uint64(len(text)) {
 		t.Errorf("a search detection over %d bytes of U+FDFA allocated %d bytes, want at most the input's size", len(text), got)
 	}
 	if shows {
 		t.Errorf("a hit without the payload shows the canary")
 	}
-	if got := allocatedBy(func() { shows = AnswerShows(driver.Answer{Text: text}, tg) }); got > uint64(len(text)) {
+	if got := testutil.Allocated(func() { shows = AnswerShows(driver.Answer{Text: text}, tg) }); got > uint64(len(text)) {
 		t.Errorf("an answer detection over %d bytes of U+FDFA allocated %d bytes, want at most the input's size", len(text), got)
 	}
 	if shows {

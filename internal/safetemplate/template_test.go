@@ -2,7 +2,6 @@ package safetemplate
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -19,15 +18,6 @@ func printExpr(depth int) string {
 		e = "(print " + e + " " + e + ")"
 	}
 	return e
-}
-
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // TestParseRefusesGrowingTemplates checks issue 37's 861-byte template and
@@ -60,7 +50,7 @@ func TestParseRefusesGrowingTemplates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
-			n := allocated(func() { _, err = Parse("spec.body", tc.text, sample) })
+			n := testutil.Allocated(func() { _, err = Parse("spec.body", tc.text, sample) })
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Parse = %v, want an error containing %q", err, tc.want)
 			}
@@ -95,7 +85,7 @@ func TestFunctionResultsAreBounded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var perr error
-			n := allocated(func() { _, perr = Parse("spec.body", tc.text, Values{"Query": tc.query, "K": 5}) })
+			n := testutil.Allocated(func() { _, perr = Parse("spec.body", tc.text, Values{"Query": tc.query, "K": 5}) })
 			if perr == nil || !strings.Contains(perr.Error(), "would build more than 65536 bytes") {
 				t.Errorf("Parse = %v, want the size refusal", perr)
 			}

@@ -1,22 +1,11 @@
 package surface
 
 import (
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
-
-// allocated is the bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // TestNewSearchRefusesGrowingTemplates checks that a template cannot grow a
 // value past what it writes: variables, assignments and with are refused at
@@ -35,7 +24,7 @@ func TestNewSearchRefusesGrowingTemplates(t *testing.T) {
 			cfg := esConfig("http://127.0.0.1:1/search")
 			cfg.Body = tc.body
 			var err error
-			n := allocated(func() { _, err = NewSearch(cfg) })
+			n := testutil.Allocated(func() { _, err = NewSearch(cfg) })
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("NewSearch = %v, want an error containing %q", err, tc.want)
 			}

@@ -109,3 +109,16 @@ func TestAdaptiveOption(t *testing.T) {
 		t.Fatalf("probing = %s %q %s, want Adaptive 5%% 1m", p.Schedule, p.Precision, p.MaxInterval.Duration)
 	}
 }
+
+// The target door reads only Secrets labelled as credentials; a persona's
+// default credential is "<name>-cred", key TokenKey.
+func TestCredentialsMatchTheirReaders(t *testing.T) {
+	s := objects.CredentialSecret("ns", "alice-cred", "v")
+	if s.Labels[v1alpha1.LabelCredential] != v1alpha1.LabelCredentialValue || string(s.Data[objects.TokenKey]) != "v" {
+		t.Fatalf("secret labels %v data %v, want the credential label and the value under %q", s.Labels, s.Data, objects.TokenKey)
+	}
+	ref := objects.Persona("ns", "alice", "alice@example.com").Spec.CredentialSecretRef
+	if ref.Name != s.Name || ref.Key != objects.TokenKey {
+		t.Fatalf("persona credential %+v, want %s/%s", ref, s.Name, objects.TokenKey)
+	}
+}
