@@ -15,8 +15,8 @@ import (
 // PermissionsBackend is a separate backend for a corpus's permission
 // changes (an authorization engine), while documents and search stay with
 // the driver. A backend type is selected once per corpus from
-// permissionsKinds; adding one (OpenFGA) is one entry there and one
-// implementation of this interface.
+// backendOpeners; adding one is a case of v1alpha1.Permissions.Backend (its
+// facts), one entry there and one implementation of this interface.
 type PermissionsBackend interface {
 	driver.Permissions
 	driver.GroupGranter
