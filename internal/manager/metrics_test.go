@@ -115,15 +115,7 @@ func installChart(ctx context.Context, cfg *rest.Config) error {
 // renderChart renders the chart with the reader bound to its
 // metrics-reader ClusterRole.
 func renderChart() ([]unstructured.Unstructured, error) {
-	out, err := charttest.Render(filepath.Join("..", ".."), "rc", releaseNamespace,
-		"--set", "operator.allowedTargetURLs={https://rag.internal/}",
-		"--set", "metrics.readerSubjects[0].kind=ServiceAccount",
-		"--set", "metrics.readerSubjects[0].name="+reader,
-		"--set", "metrics.readerSubjects[0].namespace="+scraperNamespace)
-	if err != nil {
-		return nil, err
-	}
-	return charttest.Decode(out)
+	return charttest.RenderObjects(filepath.Join("..", ".."), "rc", releaseNamespace, charttest.MetricsReader(scraperNamespace, reader)...)
 }
 
 // rbacKinds are what applyRBAC creates; the Deployment only names the

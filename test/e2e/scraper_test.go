@@ -57,15 +57,8 @@ func grantScraper(ctx context.Context, tmp string) (string, error) {
 
 // renderScraperRBAC renders the chart's metrics-reader template.
 func renderScraperRBAC() ([]unstructured.Unstructured, error) {
-	out, err := charttest.Render(env.root, "e2e", releaseNamespace, "--show-only", "templates/metrics-reader.yaml",
-		"--set", "operator.allowedTargetURLs={https://rag.internal/}",
-		"--set", "metrics.readerSubjects[0].kind=ServiceAccount",
-		"--set", "metrics.readerSubjects[0].name="+scraperName,
-		"--set", "metrics.readerSubjects[0].namespace="+scraperNamespace)
-	if err != nil {
-		return nil, err
-	}
-	return charttest.Decode(out)
+	return charttest.RenderObjects(env.root, "e2e", releaseNamespace,
+		append([]string{"--show-only", "templates/metrics-reader.yaml"}, charttest.MetricsReader(scraperNamespace, scraperName)...)...)
 }
 
 // TestManagerServesMetricsOnlyToReaders: the manager binary, started with

@@ -62,14 +62,29 @@ func Decode(manifest string) ([]unstructured.Unstructured, error) {
 	}
 }
 
+// RenderObjects renders the chart as Render does and decodes it.
+func RenderObjects(root, release, namespace string, args ...string) ([]unstructured.Unstructured, error) {
+	out, err := Render(root, release, namespace, args...)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(out)
+}
+
+// MetricsReader are the values that let an install render (a target
+// allowlist) and bind the chart's metrics-reader ClusterRole to the
+// ServiceAccount namespace/name, as a cluster's Prometheus is bound.
+func MetricsReader(namespace, name string) []string {
+	return []string{"--set", "operator.allowedTargetURLs={https://rag.internal/}",
+		"--set", "metrics.readerSubjects[0].kind=ServiceAccount",
+		"--set", "metrics.readerSubjects[0].name=" + name,
+		"--set", "metrics.readerSubjects[0].namespace=" + namespace}
+}
+
 // Objects renders the chart and decodes it, failing t on an error.
 func Objects(t testing.TB, root, release, namespace string, args ...string) []unstructured.Unstructured {
 	t.Helper()
-	out, err := Render(root, release, namespace, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := Decode(out)
+	objs, err := RenderObjects(root, release, namespace, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
