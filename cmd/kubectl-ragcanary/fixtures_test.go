@@ -105,15 +105,8 @@ func createCanary(t *testing.T, ns, name string, spec v1alpha1.CanarySpec) *v1al
 
 // measured is one surface's persisted measurement; a negative bound is unset.
 func measured(s v1alpha1.Surface, lower, upper time.Duration, reappearances, errs int32) v1alpha1.SurfaceMeasurement {
-	m := v1alpha1.SurfaceMeasurement{Surface: s, Reappearances: reappearances, Excluded: upper >= 0,
-		Probes: v1alpha1.ProbeCounts{Positive: 4, Negative: 3, Errors: errs}, Bounds: &v1alpha1.ExclusionBounds{}}
-	if lower >= 0 {
-		m.Bounds.Lower = dur(lower)
-	}
-	if upper >= 0 {
-		m.Bounds.Upper = dur(upper)
-	}
-	return m
+	return v1alpha1.SurfaceMeasurement{Surface: s, Reappearances: reappearances, Excluded: upper >= 0,
+		Probes: v1alpha1.ProbeCounts{Positive: 4, Negative: 3, Errors: errs}, Bounds: objects.Bounds(lower, upper)}
 }
 
 // finishedRun is a run of canary that started at start and finished 3m

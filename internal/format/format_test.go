@@ -4,9 +4,8 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 )
 
 func TestHumanDuration(t *testing.T) {
@@ -58,17 +57,6 @@ func TestRounded(t *testing.T) {
 	}
 }
 
-func bounds(lower, upper time.Duration) *v1alpha1.ExclusionBounds {
-	b := &v1alpha1.ExclusionBounds{}
-	if lower >= 0 {
-		b.Lower = &metav1.Duration{Duration: lower}
-	}
-	if upper >= 0 {
-		b.Upper = &metav1.Duration{Duration: upper}
-	}
-	return b
-}
-
 // TestInterval: rounding only widens an interval, so the shown interval
 // always contains the measured one.
 func TestInterval(t *testing.T) {
@@ -79,14 +67,14 @@ func TestInterval(t *testing.T) {
 		want string
 	}{
 		{"nil", nil, "?"},
-		{"empty", bounds(none, none), "?"},
-		{"both, rounded outwards", bounds(1290*time.Millisecond, 1610*time.Millisecond), "1.2s–1.7s"},
-		{"exact at the step", bounds(1200*time.Millisecond, 1700*time.Millisecond), "1.2s–1.7s"},
-		{"sub-second lower", bounds(850400*time.Microsecond, 1010*time.Millisecond), "850ms–1.1s"},
-		{"upper carries into minutes", bounds(59*time.Second, 59950*time.Millisecond), "59s–1m"},
-		{"right-censored", bounds(30*time.Minute, none), ">30m"},
-		{"right-censored lower rounds down", bounds(30*time.Second+999*time.Millisecond, none), ">30.9s"},
-		{"upper only", bounds(none, 1610*time.Millisecond), "≤1.7s"},
+		{"empty", objects.Bounds(none, none), "?"},
+		{"both, rounded outwards", objects.Bounds(1290*time.Millisecond, 1610*time.Millisecond), "1.2s–1.7s"},
+		{"exact at the step", objects.Bounds(1200*time.Millisecond, 1700*time.Millisecond), "1.2s–1.7s"},
+		{"sub-second lower", objects.Bounds(850400*time.Microsecond, 1010*time.Millisecond), "850ms–1.1s"},
+		{"upper carries into minutes", objects.Bounds(59*time.Second, 59950*time.Millisecond), "59s–1m"},
+		{"right-censored", objects.Bounds(30*time.Minute, none), ">30m"},
+		{"right-censored lower rounds down", objects.Bounds(30*time.Second+999*time.Millisecond, none), ">30.9s"},
+		{"upper only", objects.Bounds(none, 1610*time.Millisecond), "≤1.7s"},
 	} {
 		if got := Interval(tc.in); got != tc.want {
 			t.Errorf("%s: Interval = %q, want %q", tc.name, got, tc.want)

@@ -46,3 +46,16 @@ func SecretKey(name, key string) v1alpha1.SecretKeyReference {
 }
 
 func meta(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+
+// Bounds is an exclusion interval as status keeps it; a negative duration
+// leaves that bound unknown.
+func Bounds(lower, upper time.Duration) *v1alpha1.ExclusionBounds {
+	b := &v1alpha1.ExclusionBounds{}
+	if lower >= 0 {
+		b.Lower = DurationPtr(lower)
+	}
+	if upper >= 0 {
+		b.Upper = DurationPtr(upper)
+	}
+	return b
+}

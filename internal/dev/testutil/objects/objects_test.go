@@ -122,3 +122,12 @@ func TestCredentialsMatchTheirReaders(t *testing.T) {
 		t.Fatalf("persona credential %+v, want %s/%s", ref, s.Name, objects.TokenKey)
 	}
 }
+
+// A negative bound is unknown: left unset, never a zero that reads as
+// "excluded at once".
+func TestBoundsLeaveNegativeUnset(t *testing.T) {
+	b := objects.Bounds(-1, time.Second)
+	if b.Lower != nil || b.Upper == nil || b.Upper.Duration != time.Second {
+		t.Fatalf("bounds %+v, want no lower and a 1s upper", b)
+	}
+}
