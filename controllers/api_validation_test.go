@@ -21,6 +21,7 @@ import (
 // TestSamplesApply creates every object in config/samples and reads each back
 // from the API server: the samples users copy must be valid.
 func TestSamplesApply(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("..", "config", "samples", "ragcanary_*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no samples found: %v", err)
@@ -55,6 +56,7 @@ func TestSamplesApply(t *testing.T) {
 const restOps = "{url: 'https://forge.example/api/v1', operations: {createDocument: [{method: POST, path: /items}], deleteDocument: [{method: DELETE, path: '/items/{{.DocumentID}}'}]}}"
 
 func TestInvalidObjectsRejected(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	const canaryBase = `
 apiVersion: ragcanary.dev/v1alpha1
@@ -354,6 +356,7 @@ func assertRejected(t *testing.T, err error, want []string) {
 // TestInvalidObjectsRejected: the rules must not reject what people
 // legitimately write.
 func TestValidObjectsAccepted(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	canary := func(name, probing string) string {
 		return `
@@ -434,6 +437,7 @@ spec:
 // controller writes and the driver puts in request paths, is held to the
 // contract's document ID pattern by the API server too.
 func TestRunDocumentIDFollowsContract(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	run := decodeOne(t, `
 apiVersion: ragcanary.dev/v1alpha1
@@ -459,6 +463,7 @@ spec:
 // TestRunSpecsAreImmutable checks a run's spec cannot be edited after
 // creation: a run is the record of one measurement.
 func TestRunSpecsAreImmutable(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	run := decodeOne(t, `
 apiVersion: ragcanary.dev/v1alpha1

@@ -33,6 +33,7 @@ const probeJitterPercent = 10
 // within one jittered probe interval plus the longest probe and the longest
 // scheduling lag the run's own histograms observed.
 func TestCanaryRunAnswerBoundsContainCacheExpiry(t *testing.T) {
+	t.Parallel()
 	const (
 		persona  = "alice@example.com"
 		lag      = 500 * time.Millisecond // least ACL lag after the revocation request

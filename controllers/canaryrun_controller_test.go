@@ -465,6 +465,7 @@ func crSurface(t *testing.T, run *v1alpha1.CanaryRun, s v1alpha1.Surface) v1alph
 // revocation reaches the index 2s after the request, at a moment the test
 // controls, and checks the measured interval contains that moment.
 func TestCanaryRunMeasuresExclusion(t *testing.T) {
+	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 2*time.Second, false)
 	ns := crFixture(t, tg)
 	run := crRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer)
@@ -522,6 +523,7 @@ func TestCanaryRunMeasuresExclusion(t *testing.T) {
 // persona call fails. The content really is excluded at the target, but
 // ragcanary could not observe it: errors must never count as absences.
 func TestCanaryRunTargetFailingIsNeverExcluded(t *testing.T) {
+	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 0, true)
 	ns := crFixture(t, tg)
 	run := crRun(t, ns, 3*time.Second, v1alpha1.SurfaceSearch)
@@ -545,6 +547,7 @@ func TestCanaryRunTargetFailingIsNeverExcluded(t *testing.T) {
 // TestCanaryRunIsolationViolation: a target that ignores access lists shows
 // the canary to the control persona, which outranks any timing result.
 func TestCanaryRunIsolationViolation(t *testing.T) {
+	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{FilterMode: ragtarget.FilterNone}, 0, false)
 	ns := crFixture(t, tg)
 	run := crRun(t, ns, 2*time.Second, v1alpha1.SurfaceSearch)
@@ -571,6 +574,7 @@ func TestCanaryRunIsolationViolation(t *testing.T) {
 // TestCanaryRunDeletedMidFlightRemovesDocument: a run deleted while it
 // waits for visibility revokes and deletes its document before it goes.
 func TestCanaryRunDeletedMidFlightRemovesDocument(t *testing.T) {
+	t.Parallel()
 	// Content never syncs on its own: the run stays in AwaitingVisibility.
 	tg := startCRTarget(t, ragtarget.Config{ContentSyncInterval: time.Hour}, 0, false)
 	ns := crFixture(t, tg)

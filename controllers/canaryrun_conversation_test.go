@@ -25,6 +25,7 @@ var conversationIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,1
 // conversation started before it stop showing the canary. The measured
 // interval contains the sync, as for search.
 func TestConversationRunExcludedWithinACLLag(t *testing.T) {
+	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 2*time.Second, false)
 	ns := crFixture(t, tg)
 	crRaiseRateLimit(t, ns, "target")
@@ -69,6 +70,7 @@ func TestConversationRunExcludedWithinACLLag(t *testing.T) {
 // cited. Search is excluded at the ACL sync; the conversation keeps serving
 // the revoked canary until the timeout: NotExcluded, right-censored.
 func TestConversationRunNotExcludedWhenFollowUpsReuseHistory(t *testing.T) {
+	t.Parallel()
 	const timeout = 4 * time.Second
 	tg := startCRTarget(t, ragtarget.Config{ConversationReusesHistory: true}, 500*time.Millisecond, false)
 	ns := crFixture(t, tg)
@@ -102,6 +104,7 @@ func TestConversationRunNotExcludedWhenFollowUpsReuseHistory(t *testing.T) {
 // report the conversation capability (a v1.0 server) cannot be probed on
 // the Conversation surface; the run says so and touches nothing.
 func TestConversationRunOnTargetWithoutConversations(t *testing.T) {
+	t.Parallel()
 	tg := startCRTargetWith(t, ragtarget.Config{}, crTargetOptions{
 		capabilities: `{"contractVersion":"v1","revocationMethods":["RemoveGrant","RemoveFromGroup","DeleteDocument"],"answer":true}`,
 	})
@@ -190,6 +193,7 @@ func TestConversationRunRestartFollowsUpInTheSameConversation(t *testing.T) {
 // TestSummariseCarriesConversationText: the canary's lastRun shows the
 // conversation interval next to search's, right-censored as ">…".
 func TestSummariseCarriesConversationText(t *testing.T) {
+	t.Parallel()
 	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
 	run := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Status: v1alpha1.CanaryRunStatus{
 		Verdict: v1alpha1.VerdictNotExcluded,

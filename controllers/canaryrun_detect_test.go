@@ -78,6 +78,7 @@ func restyleWords(text string) string {
 // sighting that never comes, and each surface's interval contains the sync
 // that applied the revocation.
 func TestCanaryRunOnAnAnswerSurfaceThatRestylesThePayload(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		surfaces []v1alpha1.Surface

@@ -119,6 +119,7 @@ func (ft *freshTarget) appliedUpdate() (start, end time.Time) {
 // (read from the deprecated visibilitySLO name), and the printer columns
 // show the intervals.
 func TestCanaryRunUpdateContent(t *testing.T) {
+	t.Parallel()
 	const lag = 1500 * time.Millisecond
 	ft := startFreshTarget(t, lag)
 	ns := crFixture(t, &crTarget{url: ft.url})
@@ -216,6 +217,7 @@ func mustJSON(t *testing.T, v any) string {
 // tell an old version from a new one, so the API refuses the combination
 // with a message naming what to change.
 func TestUpdateContentRejectsConversation(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	run := crRunSpec(ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
 	run.Spec.Revocation = v1alpha1.Revocation{Method: v1alpha1.RevokeUpdateContent}

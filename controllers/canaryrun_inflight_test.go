@@ -74,6 +74,7 @@ func inFlightStream(t *testing.T, run *v1alpha1.CanaryRun) v1alpha1.InFlightStre
 // after the request breaches an SLO of 0, and the delivery measured ends
 // within one chunk interval of the stream's end as the server wrote it.
 func TestInFlightWithoutReauthorizationDeliversAfterRevocation(t *testing.T) {
+	t.Parallel()
 	tg, run := inFlightRun(t, ragtarget.ReauthorizeNone, 200*time.Millisecond, 0)
 	got := crWaitDone(t, run)
 	if got.Status.Verdict != v1alpha1.VerdictSLOBreached {
@@ -114,6 +115,7 @@ func TestInFlightWithoutReauthorizationDeliversAfterRevocation(t *testing.T) {
 // the revocation; what it delivered before that (the sync's lag) is
 // measured, within an SLO of 5s, and named: delivered, then cut.
 func TestInFlightPerChunkReauthorizationCutsAfterTheSync(t *testing.T) {
+	t.Parallel()
 	tg, run := inFlightRun(t, ragtarget.ReauthorizePerChunk, 300*time.Millisecond, 5*time.Second)
 	got := crWaitDone(t, run)
 	if got.Status.Verdict != v1alpha1.VerdictSLOMet {
@@ -144,6 +146,7 @@ func TestInFlightPerChunkReauthorizationCutsAfterTheSync(t *testing.T) {
 // 0 that delivery breaches: the stream is DeliveredThenCut, never a bare
 // Cut, the run SLOBreached, and the canary's summary counts it as such.
 func TestInFlightDeliveredThenCutIsABreach(t *testing.T) {
+	t.Parallel()
 	_, run := inFlightRun(t, ragtarget.ReauthorizePerChunk, 300*time.Millisecond, 0)
 	got := crWaitDone(t, run)
 	s := inFlightStream(t, got)
@@ -166,6 +169,7 @@ func TestInFlightDeliveredThenCutIsABreach(t *testing.T) {
 // re-checks access every 450ms is cut too, its canary content stopping no
 // later than one re-check interval and one chunk after the ACL sync.
 func TestInFlightIntervalReauthorizationCutsWithinItsInterval(t *testing.T) {
+	t.Parallel()
 	const every = 450 * time.Millisecond
 	tg := startCRTarget(t, ragtarget.Config{StreamChunkInterval: inFlightChunkInterval,
 		StreamReauthorize: ragtarget.StreamReauthorize{Mode: ragtarget.ReauthorizeInterval, Every: every}}, 300*time.Millisecond, false)

@@ -60,6 +60,7 @@ func crAssertSLOMet(t *testing.T, run *v1alpha1.CanaryRun) {
 // ACL sync applying the removal falls inside the measured interval on both
 // surfaces.
 func TestCanaryRunRemoveFromGroup(t *testing.T) {
+	t.Parallel()
 	const group = "canary-readers"
 	tg := startCRTarget(t, ragtarget.Config{}, time.Second, false)
 	ns := crFixture(t, tg)
@@ -92,6 +93,7 @@ func TestCanaryRunRemoveFromGroup(t *testing.T) {
 // exclusion follows the content sync that drops it from the index, and the
 // document stays gone.
 func TestCanaryRunDeleteDocument(t *testing.T) {
+	t.Parallel()
 	tg := startCRTargetWith(t, ragtarget.Config{}, crTargetOptions{lag: time.Second, revokeSync: ragtarget.SyncContent})
 	ns := crFixture(t, tg)
 	run := crRunSpec(ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer)
@@ -129,6 +131,7 @@ func TestCanaryRunDeleteDocument(t *testing.T) {
 // target's capabilities do not list ends SetupFailed before anything is
 // written to the target, with a message naming what is unsupported.
 func TestCanaryRunUnsupportedByTarget(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// capabilities is the target's reply.

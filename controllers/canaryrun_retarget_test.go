@@ -143,6 +143,7 @@ func targetChangedEvents(t *testing.T, ns string) int {
 // contains the moment A applied the revocation, B sees no probe and nothing
 // naming the document, and A holds no canary afterwards.
 func TestCanaryRunRetargetedCorpusKeepsThePlantedTarget(t *testing.T) {
+	t.Parallel()
 	a := startCRTarget(t, ragtarget.Config{ContentSyncInterval: time.Hour}, 0, false)
 	b := startWatchedTarget(t)
 	ns := crFixture(t, a)
@@ -209,6 +210,7 @@ const retargetApplyDelay = 5 * time.Second
 // interval brackets the standby's apply delay there), and cleanup removes
 // the document and its grant from canary_a before it reports CleanedUp.
 func TestPostgresRetargetedDatabaseKeepsThePlantedTarget(t *testing.T) {
+	t.Parallel()
 	primary := pgtest.Start(t)
 	primary.Exec(t,
 		"create role writer login password '"+pgWriterPassword+"'",

@@ -108,6 +108,7 @@ func assertDigestQuotes(t *testing.T, tg *crTarget, run *v1alpha1.CanaryRun, acl
 // the control persona's sighting names the digest, the persona and the
 // surface, within a digest interval and a probe round of visibility.
 func TestSentinelPublicDigestIsAViolationNamingTheDigest(t *testing.T) {
+	t.Parallel()
 	tg := startSentinelTarget(t, ragtarget.DigestPublic)
 	ns := sentinelFixture(t, tg)
 	run := sentinelRun(t, ns, 3*time.Second, "mallory")
@@ -197,6 +198,7 @@ func assertSightingSignals(t *testing.T, run *v1alpha1.CanaryRun, persona string
 // its owner alone; over the whole lifetime the control persona sees
 // nothing, with valid replies on every surface: Isolated.
 func TestSentinelMostRestrictiveDigestStaysIsolated(t *testing.T) {
+	t.Parallel()
 	tg := startSentinelTarget(t, ragtarget.DigestMostRestrictive)
 	ns := sentinelFixture(t, tg)
 	run := sentinelRun(t, ns, 3*time.Second, "mallory")
@@ -234,6 +236,7 @@ func TestSentinelMostRestrictiveDigestStaysIsolated(t *testing.T) {
 // allowed on any source leaks the sentinel to mallory, who may read another
 // document of the collection, and not to eve, who may read none.
 func TestSentinelUnionDigestLeaksToTheUnionOnly(t *testing.T) {
+	t.Parallel()
 	tg := startSentinelTarget(t, ragtarget.DigestUnion)
 	ns := sentinelFixture(t, tg)
 	putSourceDocument(t, tg, "rc-notes", "Notes for mallory. Nothing secret here.", "mallory@example.com")

@@ -64,6 +64,7 @@ func crDeclareSurfacesIn(t *testing.T, kc client.Client, ns string, tg *crTarget
 // every surface, each interval containing the ACL sync that applied the
 // revocation, and the control persona got valid replies on each.
 func TestSurfacesRunExcludedWithinACLLag(t *testing.T) {
+	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 2*time.Second, false)
 	ns := crFixture(t, tg)
 	crDeclareSurfaces(t, ns, tg)
@@ -101,6 +102,7 @@ func TestSurfacesRunExcludedWithinACLLag(t *testing.T) {
 // ignores access lists shows the canary to the control persona on the chat
 // surface: an isolation violation, whatever the timing.
 func TestSurfacesControlSightingOnChatIsAViolation(t *testing.T) {
+	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{FilterMode: ragtarget.FilterNone}, 0, false)
 	ns := crFixture(t, tg)
 	crDeclareSurfaces(t, ns, tg)
@@ -116,6 +118,7 @@ func TestSurfacesControlSightingOnChatIsAViolation(t *testing.T) {
 // TestSurfaceNotMeasurableIsRefused: a run asking for the Stream surface on
 // a corpus without a streaming chat surface is refused, naming it.
 func TestSurfaceNotMeasurableIsRefused(t *testing.T) {
+	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 0, false)
 	ns := crFixture(t, tg)
 	run := convRun(t, ns, 2*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceStream)

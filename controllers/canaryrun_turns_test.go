@@ -21,6 +21,7 @@ import (
 // followed the last sighting. Once it ended, the run's conversations are
 // freed.
 func TestConversationRunOnChatOutlastsTheOldTurnCap(t *testing.T) {
+	t.Parallel()
 	const timeout = 5 * time.Second
 	tg := startCRTarget(t, ragtarget.Config{}, 2500*time.Millisecond, false)
 	ns := crFixture(t, tg)

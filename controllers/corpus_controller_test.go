@@ -48,6 +48,7 @@ func waitCorpusReady(t *testing.T, c *v1alpha1.Corpus, status metav1.ConditionSt
 // SecretNotFound; with it, the corpus reaches a real ragtarget over HTTP and
 // reports its capabilities; the credential never reaches status.
 func TestCorpusReadyAgainstRagtarget(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	_, url := startRagtarget(t, ragtarget.Config{AnswerCacheTTL: 1e9})
 	corpus := newCorpus(ns, "rt", url)
@@ -73,6 +74,7 @@ func TestCorpusReadyAgainstRagtarget(t *testing.T) {
 // TestCorpusWrongCredential: a credential the target refuses is reported as
 // CredentialRejected, not as a healthy corpus.
 func TestCorpusWrongCredential(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	_, url := startRagtarget(t, ragtarget.Config{})
 	corpus := newCorpus(ns, "wrong", url)
@@ -89,6 +91,7 @@ func TestCorpusWrongCredential(t *testing.T) {
 
 // TestCorpusUnreachable: a target that does not answer is Unreachable.
 func TestCorpusUnreachable(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
@@ -105,6 +108,7 @@ func TestCorpusUnreachable(t *testing.T) {
 // refused with ContractMismatch. The target is a minimal stand-in that serves
 // only the capabilities document, as a future contract version would.
 func TestCorpusContractMismatch(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/capabilities" {

@@ -24,6 +24,7 @@ func searchSurface(url, body string) *v1alpha1.CorpusSurfaces {
 // the field, while the manager lives on and a sound corpus beside them
 // becomes Ready.
 func TestCorpusRefusesHostileSearchTemplates(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	_, url := startRagtarget(t, ragtarget.Config{AnswerCacheTTL: 1e9})
 	const aliceKey = "alice-key-4c1e0b97d2"

@@ -12,6 +12,7 @@ import (
 // v2 fields in one expectation, v2 evidence without an action, and a
 // fixture document without a body.
 func TestEvalSuiteV2Rejected(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	const base = `
 apiVersion: ragcanary.dev/v1alpha1

@@ -323,6 +323,7 @@ func blackhole(t *testing.T) string {
 // below the 8 × 2 × 2s a single worker would take, and the blackholed ones
 // end Unreachable.
 func TestHardeningSlowCorpusDoesNotDelayOthers(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	_, healthyURL := startRagtarget(t, ragtarget.Config{})
 	// One Secret for all, created first: each corpus is checked once, on
@@ -382,6 +383,7 @@ func capsTarget(t *testing.T, reply *atomic.Pointer[string]) string {
 // ContractMismatch with no capabilities in status — also when the same
 // target was Ready=True with a valid reply before.
 func TestHardeningHostileCapabilities(t *testing.T) {
+	t.Parallel()
 	const (
 		unknown   = `{"contractVersion":"v1","answer":true,"revocationMethods":["RemoveGrant","Teleport"]}`
 		duplicate = `{"contractVersion":"v1","answer":true,"revocationMethods":["RemoveGrant","RemoveGrant"]}`
@@ -428,6 +430,7 @@ func TestHardeningHostileCapabilities(t *testing.T) {
 // (the setup deadline) passes, instead of retrying forever; the run then
 // cleans up and completes.
 func TestHardeningSetupDeadline(t *testing.T) {
+	t.Parallel()
 	tg := startGatedTarget(t, ragtarget.Config{}, func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodPut && isCanaryDocCall(r) {
 			writeContractError(w, http.StatusServiceUnavailable, "unavailable")
@@ -475,6 +478,7 @@ var syncingTarget = ragtarget.Config{ContentSyncInterval: 100 * time.Millisecond
 // the canary document has nothing left to clean up: the run completes with
 // CleanupPending False/CleanedUp.
 func TestHardeningCleanupNotFoundIsDone(t *testing.T) {
+	t.Parallel()
 	tg := startGatedTarget(t, syncingTarget, func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == http.MethodDelete && isCanaryDocCall(r) {
 			writeContractError(w, http.StatusNotFound, "not_found")
@@ -501,6 +505,7 @@ func TestHardeningCleanupNotFoundIsDone(t *testing.T) {
 // CleanupRejected, re-checked rarely rather than in a backoff loop; once
 // the target accepts again, deleting the run removes the document.
 func TestHardeningCleanupRejectedIsACondition(t *testing.T) {
+	t.Parallel()
 	var reject atomic.Bool
 	reject.Store(true)
 	tg := startGatedTarget(t, syncingTarget, func(w http.ResponseWriter, r *http.Request) bool {
@@ -608,6 +613,7 @@ func TestHardeningCleanupWithoutCorpusOrSecret(t *testing.T) {
 // Isolation was never tested: the run is Inconclusive naming the control
 // persona, never SLOMet, and status shows its errors and no answers.
 func TestHardeningControlPersonaAlwaysFailing(t *testing.T) {
+	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 0, false)
 	ns := hardFixture(t, tg.url, "a-token-the-target-does-not-know")
 	run := crRun(t, ns, 10*time.Second, v1alpha1.SurfaceSearch)

@@ -32,6 +32,7 @@ func assertWidened(t *testing.T, field, shown string, b *v1alpha1.ExclusionBound
 // bounds come from the wall clock, so the text is checked against them by
 // reading it back, not by formatting them again.
 func TestCanaryRunWritesMeasurementText(t *testing.T) {
+	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 500*time.Millisecond, false)
 	ns := crFixture(t, tg)
 	got := crWaitDone(t, crRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer))
@@ -68,6 +69,7 @@ func TestCanaryRunWritesMeasurementText(t *testing.T) {
 // TestSummariseCarriesMeasurementText: the canary's lastRun shows the same
 // rounded intervals as its run, recomputed from the bounds.
 func TestSummariseCarriesMeasurementText(t *testing.T) {
+	t.Parallel()
 	run := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Status: v1alpha1.CanaryRunStatus{
 		Verdict: v1alpha1.VerdictSLOBreached, TimeToVisibility: dur(850 * time.Millisecond),
 		Surfaces: []v1alpha1.SurfaceMeasurement{

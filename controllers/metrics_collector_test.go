@@ -75,6 +75,7 @@ func TestCanaryGaugesWithoutReconciledCompletion(t *testing.T) {
 // come from its status, also when this manager never ran the suite, and
 // go when the suite goes.
 func TestSuiteGaugesFromStatus(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	s := goldenSuite(ns)
 	if err := k8sClient.Create(context.Background(), s); err != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -206,16 +208,88 @@ func (r matrixRow) String() string {
 		ms(r.uppers[0]), ms(r.uppers[len(r.uppers)-1]), ms(r.uppers[len(r.uppers)/2]), r.window, inside)
 }
 
+// documentedRow is one row of the cache matrix in docs/permissions.md.
+type documentedRow struct {
+	line                           int
+	filter, lowers, window, inside string
+}
+
+// documentedMatrix reads the cache matrix table from docs/permissions.md,
+// in the order the test measures it.
+func documentedMatrix(t *testing.T) []documentedRow {
+	t.Helper()
+	data, err := os.ReadFile("../docs/permissions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []documentedRow
+	in := false
+	for i, line := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, "| setting (flags) | filter | still served after revocation"):
+			in = true
+		case in && strings.HasPrefix(line, "|---"):
+		case in && strings.HasPrefix(line, "| "):
+			cells := strings.Split(strings.Trim(line, "| "), " | ")
+			if len(cells) != 6 {
+				t.Fatalf("docs/permissions.md:%d: %d cells, want 6", i+1, len(cells))
+			}
+			rows = append(rows, documentedRow{line: i + 1, filter: cells[1], lowers: cells[2], window: cells[4], inside: cells[5]})
+		case in:
+			return rows
+		}
+	}
+	return rows
+}
+
+// windowText is a window as the docs table writes it.
+func windowText(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s"
+}
+
+// check fails when the documented row says what the measured row and the
+// setting do not: the filter, the flags' window, whether revoked content
+// was ever served after the revocation, and whether it stayed inside.
+func (d documentedRow) check(t *testing.T, s openfgaSetting, filter ragtarget.FilterMode, row matrixRow) {
+	t.Helper()
+	at := fmt.Sprintf("docs/permissions.md:%d", d.line)
+	if d.filter != string(filter) {
+		t.Errorf("%s: filter %q, the test measures %s here", at, d.filter, filter)
+	}
+	if want := windowText(s.window); d.window != want {
+		t.Errorf("%s: window %q, the setting gives %s", at, d.window, want)
+	}
+	neverServed := d.lowers == "0 (all runs)"
+	if s.stale[filter] && neverServed {
+		t.Errorf("%s: says no run was served revoked content, but the flags make staleness certain", at)
+	}
+	if neverServed && row.lowers[len(row.lowers)-1] != 0 {
+		t.Errorf("%s: says no run was served revoked content; a run was, %s after the revocation", at, row.lowers[len(row.lowers)-1])
+	}
+	if inside := map[bool]string{true: "yes", false: "NO"}[row.inside()]; d.inside != inside {
+		t.Errorf("%s: inside %q, measured %q", at, d.inside, inside)
+	}
+}
+
 // TestOpenFGACacheMatrix measures, for each OpenFGA setting and both ways
 // a target filters (ListObjects before retrieval, Check after it), ten
 // revocations through real CanaryRuns. Every bound closes; no run saw
 // revoked content for longer than the flags' window; and where the flags
-// make staleness certain it is seen. The table it logs is the one in
-// docs/permissions.md.
+// make staleness certain it is seen. Each row of the table in
+// docs/permissions.md must agree with what was measured: filter, window,
+// whether revoked content was ever served, and inside.
 func TestOpenFGACacheMatrix(t *testing.T) {
+	documented := documentedMatrix(t)
+	if want := 2 * len(openfgaSettings); len(documented) != want {
+		t.Fatalf("docs/permissions.md has %d matrix rows, the test measures %d", len(documented), want)
+	}
 	var rows []matrixRow
 	for _, s := range openfgaSettings {
 		for _, filter := range []ragtarget.FilterMode{ragtarget.FilterPrefilter, ragtarget.FilterPostfilter} {
+			doc := documented[len(rows)]
 			t.Run(s.name+"/"+string(filter), func(t *testing.T) {
 				srv, store := openfgaServer(t, s)
 				url := startOpenFGATarget(t, srv, store, s.consistency, filter)
@@ -235,6 +309,7 @@ func TestOpenFGACacheMatrix(t *testing.T) {
 				if s.stale[filter] && lowers[len(lowers)-1] < s.window/2 {
 					t.Errorf("no run saw revoked content past %s (lower bounds %v): the staleness the flags allow was not observed", s.window/2, lowers)
 				}
+				doc.check(t, s, filter, row)
 			})
 		}
 	}

@@ -21,6 +21,7 @@ const personaCredential = "s3cr3t-persona-credential"
 // flips it to Ready without touching the Persona; the credential never
 // reaches status.
 func TestPersonaReadyFollowsSecret(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	persona := &v1alpha1.Persona{
@@ -66,6 +67,7 @@ func TestPersonaReadyFollowsSecret(t *testing.T) {
 // TestPersonaIgnoresUnrelatedSecrets: a Secret the Persona does not reference
 // does not make it Ready.
 func TestPersonaIgnoresUnrelatedSecrets(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	persona := &v1alpha1.Persona{

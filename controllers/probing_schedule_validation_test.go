@@ -15,6 +15,7 @@ import (
 // server: a bad precision or maxInterval is rejected with a message naming
 // the field, and a canary that says nothing gets the documented defaults.
 func TestProbeScheduleValidation(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	const base = `
 apiVersion: ragcanary.dev/v1alpha1

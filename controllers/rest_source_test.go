@@ -181,6 +181,7 @@ func forgeFixture(t *testing.T, base string, lookup bool) string {
 // run-derived ID, takes its captures from the lookup, creates nothing
 // twice, and removes it at cleanup.
 func TestRESTSourceFindsADocumentItsReplyLost(t *testing.T) {
+	t.Parallel()
 	f, base := startForge(t, true)
 	ns := forgeFixture(t, base, true)
 	run := crRunSpec(ns, 10*time.Second, v1alpha1.SurfaceSearch)
@@ -204,6 +205,7 @@ func TestRESTSourceFindsADocumentItsReplyLost(t *testing.T) {
 // have left the document behind; cleanup still removes it, addressed by
 // the run-derived ID.
 func TestRESTSourceWithoutLookupSaysItMayHaveLeftOne(t *testing.T) {
+	t.Parallel()
 	f, base := startForge(t, true)
 	ns := forgeFixture(t, base, false)
 	run := crRunSpec(ns, 10*time.Second, v1alpha1.SurfaceSearch)

@@ -13,6 +13,7 @@ import (
 // spec.surfaces.search.query: at most 16 parameters, names of 1-128
 // characters, values of at most 1024; within them a Corpus is accepted.
 func TestSearchQueryValidation(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	many := map[string]v1alpha1.SearchQueryValue{}
 	for i := range 17 {

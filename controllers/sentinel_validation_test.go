@@ -17,6 +17,7 @@ import (
 // would revoke (a method or group other than the default grant) and a
 // lifetime too short to watch, on both kinds, and accept the plain form.
 func TestSentinelSpecValidation(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	canary := func(spec string) string {
 		return `
@@ -81,6 +82,7 @@ spec:
 // TestSentinelLifetimeDefaults: an empty sentinel is watched for the
 // documented default lifetime.
 func TestSentinelLifetimeDefaults(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	obj := decodeOne(t, `
 apiVersion: ragcanary.dev/v1alpha1

@@ -56,6 +56,7 @@ func startMatchedTarget(t *testing.T) (*ragtarget.Service, string) {
 // planted document, and the stored evidence must hold what the fixture's
 // policy derives, not what the target returned.
 func TestMatchedCasesClusterLiveReplay(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	svc, url := startMatchedTarget(t)
 	createSecret(t, ns, "corpus-source", "token", testSourceToken)
