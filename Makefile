@@ -79,7 +79,7 @@ verify: generate manifests ## Regenerate everything and fail if anything differs
 
 .PHONY: test
 test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) gitea-tools prometheus-tools chromium-tools postgres-tools pglite-tools python-tools image-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser, then the chart on a real one-node cluster (builds or installs its tools on first use).
-	$(GO) test ./... -count=1 -timeout 30m
+	$(GO) test ./... -count=1 -timeout 30m -parallel 4
 	$(MAKE) --no-print-directory test-cluster
 
 .PHONY: test-unit
