@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
@@ -64,7 +65,7 @@ func TestRevocationCanaryDeletedMidRunLeavesNothing(t *testing.T) {
 			run := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: schedule.RunNowName(canary.Name, "now")}}
 
 			var doc string
-			eventually(t, "run in "+string(tc.phase), func() error {
+			testutil.Eventually(t, eventuallyTimeout, "run in "+string(tc.phase), func() error {
 				var got v1alpha1.CanaryRun
 				if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(run), &got); err != nil {
 					return err
@@ -89,7 +90,7 @@ func TestRevocationCanaryDeletedMidRunLeavesNothing(t *testing.T) {
 			}
 
 			for _, obj := range []client.Object{canary, run} {
-				eventually(t, fmt.Sprintf("%T gone", obj), func() error {
+				testutil.Eventually(t, eventuallyTimeout, fmt.Sprintf("%T gone", obj), func() error {
 					err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
 					if apierrors.IsNotFound(err) {
 						return nil

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/schedule"
@@ -28,13 +29,15 @@ func TestCanaryIsolationViolationMetric(t *testing.T) {
 	ns := crFixture(t, tg)
 	canary := runNowCanary(ns, "leaky", 2*time.Second)
 	labels := []string{ns, metrics.KindCanary, canary.Name, "", "target"} // namespace, kind, canary, suite, corpus
-	counter := func() float64 { return testutil.ToFloat64(metrics.IsolationViolationsTotal.WithLabelValues(labels...)) }
+	counter := func() float64 {
+		return promtestutil.ToFloat64(metrics.IsolationViolationsTotal.WithLabelValues(labels...))
+	}
 	scheduleClock.SetTime(time.Now())
 	crCreate(t, canary)
 	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), canary) })
 
 	run := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: schedule.RunNowName(canary.Name, "now")}}
-	eventually(t, "run created", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "run created", func() error {
 		return k8sClient.Get(context.Background(), client.ObjectKeyFromObject(run), run)
 	})
 	got := crWaitDone(t, run)
@@ -46,7 +49,7 @@ func TestCanaryIsolationViolationMetric(t *testing.T) {
 	if n := counter(); n < float64(got.Status.IsolationViolations) || n == 0 {
 		t.Errorf("isolation_violations_total{kind=canary,canary=%s} = %v, want ≥ %d", canary.Name, n, got.Status.IsolationViolations)
 	}
-	eventually(t, "IsolationViolation event on the run", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "IsolationViolation event on the run", func() error {
 		var list eventsv1.EventList
 		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			return err

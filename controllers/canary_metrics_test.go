@@ -7,6 +7,8 @@ import (
 	"time"
 
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // TestCanaryInfoMetrics: a ready canary publishes when it goes stale and
@@ -19,7 +21,7 @@ func TestCanaryInfoMetrics(t *testing.T) {
 	f := newCanaryFixture(t, allCanaryRefs, nil)
 	// Never run: stale three hourly periods after its creation.
 	wantStale := float64(f.get().CreationTimestamp.Add(3 * time.Hour).Unix())
-	eventually(t, "canary info gauges", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "canary info gauges", func() error {
 		slo := canaryGauge(t, "ragcanary_corpus_surface_slo_seconds", f.ns, "", "Search")
 		own := canaryGauge(t, "ragcanary_canary_surface_slo_seconds", f.ns, f.canary.Name, "Search")
 		stale := canaryGauge(t, "ragcanary_canary_stale_after_timestamp_seconds", f.ns, f.canary.Name, "")
@@ -31,7 +33,7 @@ func TestCanaryInfoMetrics(t *testing.T) {
 	// Suspended on purpose: no stale-after time, so the stale alert stays
 	// quiet; the SLO still applies to runs in flight.
 	f.patchSpec(`{"suspend":true}`)
-	eventually(t, "no stale-after time while suspended", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "no stale-after time while suspended", func() error {
 		own := canaryGauge(t, "ragcanary_canary_surface_slo_seconds", f.ns, f.canary.Name, "Search")
 		stale := canaryGauge(t, "ragcanary_canary_stale_after_timestamp_seconds", f.ns, f.canary.Name, "")
 		if own == nil || *own != 30 || stale != nil {
@@ -40,7 +42,7 @@ func TestCanaryInfoMetrics(t *testing.T) {
 		return nil
 	})
 	f.patchSpec(`{"exclusionSLO":null}`)
-	eventually(t, "judged by the corpus's SLO alone", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "judged by the corpus's SLO alone", func() error {
 		slo := canaryGauge(t, "ragcanary_corpus_surface_slo_seconds", f.ns, "", "Search")
 		own := canaryGauge(t, "ragcanary_canary_surface_slo_seconds", f.ns, f.canary.Name, "Search")
 		if slo == nil || *slo != 300 || own != nil {
@@ -51,7 +53,7 @@ func TestCanaryInfoMetrics(t *testing.T) {
 	if err := k8sClient.Delete(context.Background(), f.canary); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "series removed after deletion", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "series removed after deletion", func() error {
 		if n := countSeries(t, f.ns, f.canary.Name); n != 0 {
 			return fmt.Errorf("%d series of the deleted canary remain", n)
 		}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
@@ -49,7 +50,7 @@ func TestCanaryRunAnswerBoundsContainCacheExpiry(t *testing.T) {
 	crRaiseRateLimit(t, ns, "target")
 	run := crRun(t, ns, 30*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer)
 
-	eventually(t, "awaiting exclusion with the revocation held at the target", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "awaiting exclusion with the revocation held at the target", func() error {
 		got := crGet(t, run)
 		if got.Status.Phase != v1alpha1.PhaseAwaitingExclusion || tg.revocationRequests() == 0 {
 			return fmt.Errorf("phase %q (%s), %d revocation requests", got.Status.Phase, got.Status.Message, tg.revocationRequests())
@@ -63,7 +64,7 @@ func TestCanaryRunAnswerBoundsContainCacheExpiry(t *testing.T) {
 	// for an entry that outlives the ACL sync by a wide margin, then let the
 	// sync run.
 	var expiry time.Time
-	eventually(t, "a cached answer with more than half its TTL left", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "a cached answer with more than half its TTL left", func() error {
 		e, ok := tg.svc.AnswerCacheExpiry(persona, token)
 		if !ok || time.Until(e) < cacheTTL/2 {
 			return fmt.Errorf("cached %v, expires in %s", ok, time.Until(e))
@@ -72,7 +73,7 @@ func TestCanaryRunAnswerBoundsContainCacheExpiry(t *testing.T) {
 		return nil
 	})
 	tg.release()
-	eventually(t, "the ACL sync applied the revocation", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the ACL sync applied the revocation", func() error {
 		if s, _ := tg.appliedRevocation(); s.IsZero() {
 			return fmt.Errorf("not yet")
 		}

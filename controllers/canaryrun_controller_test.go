@@ -556,7 +556,7 @@ func TestCanaryRunIsolationViolation(t *testing.T) {
 	if got.Status.Verdict != v1alpha1.VerdictIsolationViolation || got.Status.IsolationViolations == 0 {
 		t.Fatalf("verdict %s violations %d (%s), want IsolationViolation", got.Status.Verdict, got.Status.IsolationViolations, got.Status.Message)
 	}
-	eventually(t, "IsolationViolation event", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "IsolationViolation event", func() error {
 		var list eventsv1.EventList
 		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			return err
@@ -581,7 +581,7 @@ func TestCanaryRunDeletedMidFlightRemovesDocument(t *testing.T) {
 	run := crRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch)
 
 	var doc string
-	eventually(t, "awaiting visibility with a finalizer", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "awaiting visibility with a finalizer", func() error {
 		got := crGet(t, run)
 		if got.Status.Phase != v1alpha1.PhaseAwaitingVisibility || !controllerutil.ContainsFinalizer(got, v1alpha1.FinalizerCanaryRun) {
 			return fmt.Errorf("phase %q finalizers %v", got.Status.Phase, got.Finalizers)
@@ -592,7 +592,7 @@ func TestCanaryRunDeletedMidFlightRemovesDocument(t *testing.T) {
 	if err := k8sClient.Delete(context.Background(), run); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "run deleted", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "run deleted", func() error {
 		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(run), &v1alpha1.CanaryRun{})
 		if apierrors.IsNotFound(err) {
 			return nil

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -161,7 +162,7 @@ func TestConversationRunRestartFollowsUpInTheSameConversation(t *testing.T) {
 
 	first := startTestOperator(t, cfg, 250*time.Millisecond)
 	var before *v1alpha1.CanaryRun
-	eventually(t, "search excluded after the revocation, the conversation still showing the canary", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "search excluded after the revocation, the conversation still showing the canary", func() error {
 		got := crGetIn(t, c, run)
 		if got.Status.Phase != v1alpha1.PhaseAwaitingExclusion || len(got.Status.Surfaces) != 2 {
 			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)

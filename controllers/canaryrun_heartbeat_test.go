@@ -5,12 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
@@ -41,7 +42,7 @@ func TestCanaryRunHeartbeatWritesOnChangeNotOnAClock(t *testing.T) {
 	key := types.NamespacedName{Namespace: ns, Name: run.Name}
 
 	var first *v1alpha1.CanaryRun
-	eventually(t, "the first sighting after the revocation persisted", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the first sighting after the revocation persisted", func() error {
 		first = crGetIn(t, c, run)
 		if first.Status.Phase != v1alpha1.PhaseAwaitingExclusion || len(first.Status.Surfaces) == 0 ||
 			first.Status.Surfaces[0].LastPositiveStart == nil {
@@ -59,10 +60,10 @@ func TestCanaryRunHeartbeatWritesOnChangeNotOnAClock(t *testing.T) {
 	// Live exposure is the probe loop's, not status's: it must advance
 	// while status is not written.
 	exposure := func() float64 {
-		return testutil.ToFloat64(metrics.LiveExposure.WithLabelValues(ns, "", "target", string(v1alpha1.SurfaceSearch)))
+		return promtestutil.ToFloat64(metrics.LiveExposure.WithLabelValues(ns, "", "target", string(v1alpha1.SurfaceSearch)))
 	}
 	seenRounds, seenExposure := rounds(), exposure()
-	eventually(t, "five more probe rounds", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "five more probe rounds", func() error {
 		if n := rounds(); n < seenRounds+5 {
 			return fmt.Errorf("%d rounds, want %d", n, seenRounds+5)
 		}
@@ -77,7 +78,7 @@ func TestCanaryRunHeartbeatWritesOnChangeNotOnAClock(t *testing.T) {
 
 	tg.release()
 	var after *v1alpha1.CanaryRun
-	eventually(t, "the first negative persisted", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the first negative persisted", func() error {
 		after = crGetIn(t, c, run)
 		if m := after.Status.Surfaces[0]; m.LastReply != "Absent" || m.FirstNegativeEnd == nil {
 			return fmt.Errorf("lastReply %q, firstNegativeEnd %v", m.LastReply, m.FirstNegativeEnd)

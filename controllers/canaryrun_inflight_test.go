@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -218,7 +219,7 @@ func TestInFlightRestartMidStreamIsAnError(t *testing.T) {
 	crCreateIn(t, c, run)
 
 	first := startTestOperator(t, cfg, 250*time.Millisecond)
-	eventually(t, "the revocation requested while the stream delivers", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the revocation requested while the stream delivers", func() error {
 		if got := crGetIn(t, c, run); got.Status.Phase != v1alpha1.PhaseAwaitingExclusion {
 			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
 		}

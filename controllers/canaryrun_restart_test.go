@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/target"
@@ -154,7 +155,7 @@ func TestCanaryRunRestartDuringExclusionLosesNoMeasurement(t *testing.T) {
 	crCreateIn(t, c, run)
 
 	first := startTestOperator(t, cfg, heartbeat)
-	eventually(t, "a sighting after the revocation persisted", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "a sighting after the revocation persisted", func() error {
 		got := crGetIn(t, c, run)
 		if got.Status.Phase != v1alpha1.PhaseAwaitingExclusion {
 			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
@@ -172,7 +173,7 @@ func TestCanaryRunRestartDuringExclusionLosesNoMeasurement(t *testing.T) {
 		t.Fatalf("the revocation reached the index %s before the operator stopped; the run would not straddle the restart", stoppedAt.Sub(s))
 	}
 	tg.release()
-	eventually(t, "the revocation reached the index while the operator was down", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the revocation reached the index while the operator was down", func() error {
 		if s, _ := tg.appliedRevocation(); s.IsZero() {
 			return fmt.Errorf("not yet")
 		}
@@ -279,7 +280,7 @@ func TestDeletedBeforeFirstWriteRemovesPlantedDocument(t *testing.T) {
 
 	created := crGetIn(t, c, run)
 	doc := canaryrun.DocumentID(created)
-	eventually(t, "the document planted while no status write succeeds", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the document planted while no status write succeeds", func() error {
 		if _, ok := tg.svc.SourceDocuments()[doc]; !ok {
 			return fmt.Errorf("document %s not at the source yet (%d status writes refused)", doc, refused.Load())
 		}
@@ -295,7 +296,7 @@ func TestDeletedBeforeFirstWriteRemovesPlantedDocument(t *testing.T) {
 	if err := c.Delete(context.Background(), created); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the run gone after its cleanup", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the run gone after its cleanup", func() error {
 		err := c.Get(context.Background(), client.ObjectKeyFromObject(run), &v1alpha1.CanaryRun{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("run still there: %v", err)

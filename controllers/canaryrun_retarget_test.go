@@ -20,6 +20,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
@@ -82,7 +83,7 @@ func shown(reqs []string) string {
 func waitPhase(t *testing.T, run *v1alpha1.CanaryRun, phase v1alpha1.CanaryPhase) *v1alpha1.CanaryRun {
 	t.Helper()
 	var got *v1alpha1.CanaryRun
-	eventually(t, "run in "+string(phase), func() error {
+	testutil.Eventually(t, eventuallyTimeout, "run in "+string(phase), func() error {
 		got = crGet(t, run)
 		if got.Status.Phase != phase {
 			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
@@ -107,7 +108,7 @@ func repointCorpus(t *testing.T, ns, url string) {
 	if err := k8sClient.Patch(context.Background(), &c, client.MergeFrom(base)); err != nil {
 		t.Fatalf("repointing the Corpus: %v", err)
 	}
-	eventually(t, "the Corpus controller saw the new target", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the Corpus controller saw the new target", func() error {
 		var got v1alpha1.Corpus
 		if err := k8sClient.Get(context.Background(), key, &got); err != nil {
 			return err
@@ -190,7 +191,7 @@ func TestCanaryRunRetargetedCorpusKeepsThePlantedTarget(t *testing.T) {
 	if _, left := a.svc.SourceDocuments()[doc]; left {
 		t.Error("the planted target still holds the canary document")
 	}
-	eventually(t, "one TargetChanged warning", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "one TargetChanged warning", func() error {
 		if n := targetChangedEvents(t, ns); n != 1 {
 			return fmt.Errorf("%d TargetChanged warnings", n)
 		}
@@ -376,7 +377,7 @@ func TestCanaryRunRetargetedAcrossRestartToATargetNoLongerAllowed(t *testing.T) 
 
 	first := startOperatorAllowing(t, cfg, a.url, b.url)
 	var doc string
-	eventually(t, "awaiting visibility at A", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "awaiting visibility at A", func() error {
 		got := crGetIn(t, c, run)
 		if got.Status.Phase != v1alpha1.PhaseAwaitingVisibility {
 			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
@@ -397,7 +398,7 @@ func TestCanaryRunRetargetedAcrossRestartToATargetNoLongerAllowed(t *testing.T) 
 
 	second := startOperatorAllowing(t, cfg, b.url)
 	var got *v1alpha1.CanaryRun
-	eventually(t, "Inconclusive with the cleanup pending", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "Inconclusive with the cleanup pending", func() error {
 		got = crGetIn(t, c, run)
 		cleanup := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCleanupPending)
 		if got.Status.Verdict == "" || cleanup == nil {

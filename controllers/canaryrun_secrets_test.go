@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -119,7 +120,7 @@ func TestRunSecretsAreLabelledAndTheirFinalizersReleasedByHand(t *testing.T) {
 	crCreateIn(t, c, run)
 
 	op := startTestOperator(t, env.Config, 250*time.Millisecond)
-	eventually(t, "the run planted its canary", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the run planted its canary", func() error {
 		got := crGetIn(t, c, run)
 		if got.Status.DocumentID == "" || got.Status.Phase == v1alpha1.PhasePlanting || got.Status.Phase == "" {
 			return fmt.Errorf("phase %q (%s)", got.Status.Phase, got.Status.Message)
@@ -177,7 +178,7 @@ func TestRunSecretsAreLabelledAndTheirFinalizersReleasedByHand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the run and its cleanup Secret are gone", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the run and its cleanup Secret are gone", func() error {
 		for _, obj := range []client.Object{&v1alpha1.CanaryRun{}, &corev1.Secret{}} {
 			key := client.ObjectKeyFromObject(run)
 			if _, ok := obj.(*corev1.Secret); ok {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/schedule"
@@ -114,7 +115,7 @@ func TestSentinelPublicDigestIsAViolationNamingTheDigest(t *testing.T) {
 	run := sentinelRun(t, ns, 3*time.Second, "mallory")
 
 	var watching *v1alpha1.CanaryRun
-	eventually(t, "a sighting persisted while watching", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "a sighting persisted while watching", func() error {
 		watching = crGet(t, run)
 		if st := watching.Status.Sentinel; st == nil || st.TotalSightings == 0 {
 			return fmt.Errorf("phase %s, no sighting yet (%s)", watching.Status.Phase, watching.Status.Message)
@@ -169,7 +170,7 @@ func assertSightingSignals(t *testing.T, run *v1alpha1.CanaryRun, persona string
 	t.Helper()
 	var counted float64
 	for _, s := range []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer} {
-		counted += testutil.ToFloat64(metrics.SentinelSightingsTotal.With(prometheus.Labels{metrics.LabelNamespace: run.Namespace,
+		counted += promtestutil.ToFloat64(metrics.SentinelSightingsTotal.With(prometheus.Labels{metrics.LabelNamespace: run.Namespace,
 			metrics.LabelCanary: "", metrics.LabelCorpus: run.Spec.CorpusRef.Name, metrics.LabelPersona: persona, metrics.LabelSurface: string(s)}))
 	}
 	if counted == 0 || counted > float64(run.Status.Sentinel.TotalSightings) {
@@ -203,7 +204,7 @@ func TestSentinelMostRestrictiveDigestStaysIsolated(t *testing.T) {
 	ns := sentinelFixture(t, tg)
 	run := sentinelRun(t, ns, 3*time.Second, "mallory")
 
-	eventually(t, "the digest derived from the sentinel", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the digest derived from the sentinel", func() error {
 		got := crGet(t, run)
 		if got.Status.Phase != v1alpha1.PhaseWatching {
 			return fmt.Errorf("phase %s", got.Status.Phase)
@@ -266,7 +267,7 @@ func TestSentinelUnionDigestLeaksToTheUnionOnly(t *testing.T) {
 		}
 		eve := prometheus.Labels{metrics.LabelNamespace: ns, metrics.LabelCanary: "", metrics.LabelCorpus: "target",
 			metrics.LabelPersona: "eve", metrics.LabelSurface: string(s)}
-		if n := testutil.ToFloat64(metrics.SentinelSightingsTotal.With(eve)); n != 0 {
+		if n := promtestutil.ToFloat64(metrics.SentinelSightingsTotal.With(eve)); n != 0 {
 			t.Errorf("eve counted %v sightings on %s", n, s)
 		}
 	}
@@ -322,7 +323,7 @@ func TestSentinelCanaryReplantsAndCleansUp(t *testing.T) {
 	created := canaryGet(t, canary).CreationTimestamp.UTC()
 
 	first := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: schedule.RunNowName(canary.Name, "now")}}
-	eventually(t, "the run-now sentinel created", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the run-now sentinel created", func() error {
 		return k8sClient.Get(context.Background(), client.ObjectKeyFromObject(first), first)
 	})
 	first = crWaitDone(t, first)
@@ -330,7 +331,7 @@ func TestSentinelCanaryReplantsAndCleansUp(t *testing.T) {
 		t.Fatalf("first sentinel: verdict %s (%s), want Isolated", first.Status.Verdict, first.Status.Message)
 	}
 	firstPayload := crTokenPair(t, first).Payload
-	eventually(t, "the canary's SLOMet condition reading the isolated sentinel", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the canary's SLOMet condition reading the isolated sentinel", func() error {
 		c := meta.FindStatusCondition(canaryGet(t, canary).Status.Conditions, v1alpha1.ConditionSLOMet)
 		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(v1alpha1.VerdictIsolated) {
 			return fmt.Errorf("SLOMet condition %+v", c)
@@ -341,7 +342,7 @@ func TestSentinelCanaryReplantsAndCleansUp(t *testing.T) {
 	// The next scheduled run is due an hour after creation.
 	scheduleClock.SetTime(created.Add(time.Hour + time.Second))
 	var second *v1alpha1.CanaryRun
-	eventually(t, "a second sentinel planted and watched", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "a second sentinel planted and watched", func() error {
 		_ = k8sClient.Patch(context.Background(), canaryGet(t, canary), client.RawPatch("application/merge-patch+json",
 			fmt.Appendf(nil, `{"metadata":{"annotations":{"test.ragcanary.dev/poke":"%d"}}}`, time.Now().UnixNano())))
 		var runs v1alpha1.CanaryRunList
@@ -369,14 +370,14 @@ func TestSentinelCanaryReplantsAndCleansUp(t *testing.T) {
 	if err := k8sClient.Delete(context.Background(), canary); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the second sentinel's run gone", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the second sentinel's run gone", func() error {
 		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(second), &v1alpha1.CanaryRun{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("still present: %v", err)
 	})
-	eventually(t, "no sentinel left at the target", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "no sentinel left at the target", func() error {
 		for _, doc := range []string{first.Status.DocumentID, second.Status.DocumentID} {
 			if _, ok := svc.SourceDocuments()[doc]; ok {
 				return fmt.Errorf("%s still at the source", doc)
@@ -408,7 +409,7 @@ func TestSentinelRestartWhileWatchingKeepsItsEvidence(t *testing.T) {
 
 	first := startTestOperator(t, cfg, 250*time.Millisecond)
 	var before *v1alpha1.CanaryRun
-	eventually(t, "a sighting persisted while watching", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "a sighting persisted while watching", func() error {
 		before = crGetIn(t, c, run)
 		if st := before.Status.Sentinel; before.Status.Phase != v1alpha1.PhaseWatching || st == nil || len(st.Sightings) == 0 {
 			return fmt.Errorf("phase %s, sentinel %+v", before.Status.Phase, before.Status.Sentinel)

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -22,7 +23,7 @@ import (
 func crDeclareSurfaces(t *testing.T, ns string, tg *crTarget) {
 	t.Helper()
 	crDeclareSurfacesIn(t, k8sClient, ns, tg)
-	eventually(t, "the corpus measuring every declared surface", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the corpus measuring every declared surface", func() error {
 		var got v1alpha1.Corpus
 		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "target"}, &got); err != nil {
 			return err

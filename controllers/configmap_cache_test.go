@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -152,7 +153,7 @@ func (cp *controlPlane) runSuiteNow(t *testing.T, s *v1alpha1.EvalSuite, token s
 		t.Fatal(err)
 	}
 	name := runNowName(s.Name, token)
-	eventually(t, "run "+name+" finished", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "run "+name+" finished", func() error {
 		var run v1alpha1.SuiteRun
 		if err := cp.admin.Get(context.Background(), client.ObjectKey{Namespace: s.Namespace, Name: name}, &run); err != nil {
 			return err

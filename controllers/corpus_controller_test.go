@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -31,7 +32,7 @@ func newCorpus(ns, name, url string) *v1alpha1.Corpus {
 func waitCorpusReady(t *testing.T, c *v1alpha1.Corpus, status metav1.ConditionStatus, reason string) *v1alpha1.Corpus {
 	t.Helper()
 	var got v1alpha1.Corpus
-	eventually(t, fmt.Sprintf("corpus Ready=%s/%s", status, reason), func() error {
+	testutil.Eventually(t, eventuallyTimeout, fmt.Sprintf("corpus Ready=%s/%s", status, reason), func() error {
 		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(c), &got); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
@@ -22,7 +23,7 @@ import (
 func (f *suiteFixture) waitSuiteCondition(condType string, status metav1.ConditionStatus, reason string) *metav1.Condition {
 	f.t.Helper()
 	var cond *metav1.Condition
-	eventually(f.t, fmt.Sprintf("%s=%s/%s", condType, status, reason), func() error {
+	testutil.Eventually(f.t, eventuallyTimeout, fmt.Sprintf("%s=%s/%s", condType, status, reason), func() error {
 		cond = meta.FindStatusCondition(f.getSuite().Status.Conditions, condType)
 		if cond == nil || cond.Status != status || cond.Reason != reason {
 			return fmt.Errorf("condition is %+v", cond)
@@ -36,7 +37,7 @@ func (f *suiteFixture) waitSuiteCondition(condType string, status metav1.Conditi
 // reconcile after the annotation finished.
 func (f *suiteFixture) waitRunNowToken(token string) {
 	f.t.Helper()
-	eventually(f.t, "lastRunNowToken "+token, func() error {
+	testutil.Eventually(f.t, eventuallyTimeout, "lastRunNowToken "+token, func() error {
 		if got := f.getSuite().Status.LastRunNowToken; got != token {
 			return fmt.Errorf("lastRunNowToken is %q", got)
 		}
@@ -61,7 +62,7 @@ func TestEvalSuiteRunNowCreatesExactlyOneRun(t *testing.T) {
 	f.runNow("once")
 	f.poke()
 	gen := f.getSuite().Generation
-	eventually(t, "suite reconciled after the poke", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "suite reconciled after the poke", func() error {
 		s := f.getSuite()
 		if s.Status.ObservedGeneration != gen || s.Status.LastRun == nil {
 			return fmt.Errorf("observedGeneration %d, lastRun %+v", s.Status.ObservedGeneration, s.Status.LastRun)
@@ -85,7 +86,7 @@ func TestEvalSuiteScheduleCreatesRun(t *testing.T) {
 		s.Spec.Schedule = &v1alpha1.Schedule{Every: &metav1.Duration{Duration: time.Hour}}
 	})
 	due := f.created.Add(time.Hour)
-	eventually(t, "nextScheduleTime is the first interval", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "nextScheduleTime is the first interval", func() error {
 		s := f.getSuite()
 		if s.Status.NextScheduleTime == nil || !s.Status.NextScheduleTime.Time.Equal(due) {
 			return fmt.Errorf("nextScheduleTime is %v", s.Status.NextScheduleTime)
@@ -101,7 +102,7 @@ func TestEvalSuiteScheduleCreatesRun(t *testing.T) {
 	if run.Annotations[v1alpha1.AnnotationScheduledTime] != due.Format(time.RFC3339) {
 		t.Errorf("scheduled-time annotation = %q, want %s", run.Annotations[v1alpha1.AnnotationScheduledTime], due.Format(time.RFC3339))
 	}
-	eventually(t, "lastScheduleTime recorded", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "lastScheduleTime recorded", func() error {
 		s := f.getSuite()
 		if s.Status.LastScheduleTime == nil || !s.Status.LastScheduleTime.Time.Equal(due) {
 			return fmt.Errorf("lastScheduleTime is %v", s.Status.LastScheduleTime)
@@ -127,7 +128,7 @@ func TestEvalSuiteHistoryLimitsPrune(t *testing.T) {
 		// to see this one finish before asking again.
 		f.waitRunNowToken(token)
 	}
-	eventually(t, "history pruned to the newest run", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "history pruned to the newest run", func() error {
 		var live []string
 		for _, r := range f.runs() {
 			if r.DeletionTimestamp.IsZero() {

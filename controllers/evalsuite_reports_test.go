@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -24,7 +25,7 @@ func TestReportsOutliveRunPruning(t *testing.T) {
 	var first string
 	for i, token := range []string{"one", "two"} {
 		f.runNow(token)
-		eventually(t, "run "+token+" finished and pruned", func() error {
+		testutil.Eventually(t, eventuallyTimeout, "run "+token+" finished and pruned", func() error {
 			s := f.getSuite()
 			if s.Status.LastRun == nil || s.Status.LastRunNowToken != token || (i == 1 && s.Status.LastRun.Name == first) {
 				return fmt.Errorf("lastRun %+v", s.Status.LastRun)
@@ -39,7 +40,7 @@ func TestReportsOutliveRunPruning(t *testing.T) {
 		}
 	}
 	last := f.getSuite().Status.LastRun.Name
-	eventually(t, "only the newest report kept", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "only the newest report kept", func() error {
 		var cms corev1.ConfigMapList
 		if err := k8sClient.List(context.Background(), &cms, client.InNamespace(f.ns), client.MatchingLabels{v1alpha1.LabelReport: "true"}); err != nil {
 			return err

@@ -155,7 +155,7 @@ func deleteAndWait(t *testing.T, obj client.Object) {
 func waitGone(t *testing.T, obj client.Object) {
 	t.Helper()
 	fresh := obj.DeepCopyObject().(client.Object)
-	eventually(t, fmt.Sprintf("%T %s gone", obj, obj.GetName()), func() error {
+	testutil.Eventually(t, eventuallyTimeout, fmt.Sprintf("%T %s gone", obj, obj.GetName()), func() error {
 		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), fresh)
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -268,7 +268,7 @@ func TestHardeningActiveRunCap(t *testing.T) {
 	first := f.getRun(want[0])
 	deleteAndWait(t, first)
 	held := f.scheduledName(steps * time.Second)
-	eventually(t, "the held time runs once a run is gone", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the held time runs once a run is gone", func() error {
 		active := unfinished(listRuns(t, ns))
 		if len(active) > revocationcanary.MaxActiveRuns {
 			t.Fatalf("%d unfinished runs %v, want at most %d", len(active), active, revocationcanary.MaxActiveRuns)
@@ -519,7 +519,7 @@ func TestHardeningCleanupRejectedIsACondition(t *testing.T) {
 	run := crRun(t, ns, 10*time.Second, v1alpha1.SurfaceSearch)
 
 	var got *v1alpha1.CanaryRun
-	eventually(t, "CleanupPending=True/CleanupRejected", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "CleanupPending=True/CleanupRejected", func() error {
 		got = crGet(t, run)
 		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCleanupPending)
 		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonCleanupRejected {
@@ -539,7 +539,7 @@ func TestHardeningCleanupRejectedIsACondition(t *testing.T) {
 		return nil
 	})
 	t.Logf("DELETEs: %d until the rejection was reported, %d in the 3s after", start, tg.calls(http.MethodDelete)-start)
-	eventually(t, "CleanupRejected event", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "CleanupRejected event", func() error {
 		if len(eventsWithReason(t, ns, run.Name, v1alpha1.ReasonCleanupRejected)) == 0 {
 			return fmt.Errorf("no %s event", v1alpha1.ReasonCleanupRejected)
 		}
@@ -571,7 +571,7 @@ func TestHardeningCleanupWithoutCorpusOrSecret(t *testing.T) {
 	key := client.ObjectKey{Namespace: ns, Name: schedule.RunNowName(canary.Name, "now")}
 
 	var run v1alpha1.CanaryRun
-	eventually(t, "run awaiting exclusion", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "run awaiting exclusion", func() error {
 		if err := k8sClient.Get(context.Background(), key, &run); err != nil {
 			return err
 		}

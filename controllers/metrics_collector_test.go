@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // TestCanaryGaugesWithoutReconciledCompletion is the restart case. The
@@ -44,7 +45,7 @@ func TestCanaryGaugesWithoutReconciledCompletion(t *testing.T) {
 		{"ragcanary_canary_surface_slo_seconds", "Search", 30},
 		{"ragcanary_last_run_exclusion_upper_bound_seconds", "Search", 40},
 	}
-	eventually(t, "gauges derived from the canary's status", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "gauges derived from the canary's status", func() error {
 		if slo := canaryGauge(t, "ragcanary_corpus_surface_slo_seconds", f.ns, "", "Search"); slo == nil || *slo != 300 {
 			return fmt.Errorf("corpus slo = %s, want 300", ptrText(slo))
 		}
@@ -63,7 +64,7 @@ func TestCanaryGaugesWithoutReconciledCompletion(t *testing.T) {
 	if err := k8sClient.Delete(context.Background(), f.canary); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "series removed with the canary", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "series removed with the canary", func() error {
 		if n := countSeries(t, f.ns, f.canary.Name); n != 0 {
 			return fmt.Errorf("%d series of the deleted canary remain", n)
 		}
@@ -88,7 +89,7 @@ func TestSuiteGaugesFromStatus(t *testing.T) {
 	if err := k8sClient.Status().Patch(context.Background(), s, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "suite gauges derived from status", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "suite gauges derived from status", func() error {
 		passed := suiteGauge(t, "ragcanary_suite_last_run_passed", ns, s.Name)
 		last := suiteGauge(t, "ragcanary_suite_last_completed_run_timestamp_seconds", ns, s.Name)
 		if passed == nil || *passed != 0 || last == nil || *last != float64(completed.Unix()) {
@@ -99,7 +100,7 @@ func TestSuiteGaugesFromStatus(t *testing.T) {
 	if err := k8sClient.Delete(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "suite series removed with the suite", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "suite series removed with the suite", func() error {
 		if g := suiteGauge(t, "ragcanary_suite_last_run_passed", ns, s.Name); g != nil {
 			return fmt.Errorf("suite_last_run_passed still %v", *g)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/openfgatest"
 	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/openfga"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
@@ -103,7 +104,7 @@ func waitReplicated(t *testing.T, srv *openfgatest.Server, store, what string, d
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, what+" on the standby", func() error {
+	testutil.Eventually(t, eventuallyTimeout, what+" on the standby", func() error {
 		if err := client.CheckModel(context.Background()); !done(err) {
 			return fmt.Errorf("not yet: %v", err)
 		}

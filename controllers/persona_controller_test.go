@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 const personaCredential = "s3cr3t-persona-credential"
@@ -118,7 +119,7 @@ func TestPersonaIgnoresUnrelatedSecrets(t *testing.T) {
 func waitPersonaReady(t *testing.T, persona *v1alpha1.Persona, status metav1.ConditionStatus, reason string) *v1alpha1.Persona {
 	t.Helper()
 	var got v1alpha1.Persona
-	eventually(t, fmt.Sprintf("persona Ready=%s/%s", status, reason), func() error {
+	testutil.Eventually(t, eventuallyTimeout, fmt.Sprintf("persona Ready=%s/%s", status, reason), func() error {
 		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(persona), &got); err != nil {
 			return err
 		}

@@ -30,6 +30,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -160,7 +161,7 @@ func (cp *controlPlane) createSecret(t *testing.T, ns, name, key, value string) 
 func (cp *controlPlane) waitReady(t *testing.T, obj client.Object, status metav1.ConditionStatus, reason string) metav1.Condition {
 	t.Helper()
 	var cond metav1.Condition
-	eventually(t, fmt.Sprintf("%T %s/%s Ready=%s/%s", obj, obj.GetNamespace(), obj.GetName(), status, reason), func() error {
+	testutil.Eventually(t, eventuallyTimeout, fmt.Sprintf("%T %s/%s Ready=%s/%s", obj, obj.GetNamespace(), obj.GetName(), status, reason), func() error {
 		if err := cp.admin.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}

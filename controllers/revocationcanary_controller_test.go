@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
 
@@ -162,7 +163,7 @@ func (f *canaryFixture) get() *v1alpha1.RevocationCanary {
 func (f *canaryFixture) waitStatus(what string, check func(*v1alpha1.RevocationCanary) error) *v1alpha1.RevocationCanary {
 	f.t.Helper()
 	var got *v1alpha1.RevocationCanary
-	eventually(f.t, what, func() error {
+	testutil.Eventually(f.t, eventuallyTimeout, what, func() error {
 		got = f.get()
 		return check(got)
 	})
@@ -226,7 +227,7 @@ func (f *canaryFixture) runs() []string {
 func (f *canaryFixture) waitRuns(want ...string) {
 	f.t.Helper()
 	slices.Sort(want)
-	eventually(f.t, fmt.Sprintf("runs %v", want), func() error {
+	testutil.Eventually(f.t, eventuallyTimeout, fmt.Sprintf("runs %v", want), func() error {
 		if got := f.runs(); !slices.Equal(got, want) {
 			return fmt.Errorf("runs are %v", got)
 		}
@@ -280,7 +281,7 @@ func (f *canaryFixture) createOwnedRun(name string) {
 // waitEvent waits for an event with reason on the canary.
 func (f *canaryFixture) waitEvent(reason string) {
 	f.t.Helper()
-	eventually(f.t, "event "+reason, func() error {
+	testutil.Eventually(f.t, eventuallyTimeout, "event "+reason, func() error {
 		var list eventsv1.EventList
 		if err := k8sClient.List(context.Background(), &list, client.InNamespace(f.ns)); err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
@@ -58,7 +59,7 @@ func TestShardedSuiteMoves(t *testing.T) {
 		f.waitFinishedRun(schedule.RunName(name, due))
 		run := schedule.RunName(name, due)
 		want = append(want, run)
-		eventually(t, "the creation of "+run+" watched", func() error {
+		testutil.Eventually(t, eventuallyTimeout, "the creation of "+run+" watched", func() error {
 			if first := history.first(run); first != owner {
 				return fmt.Errorf("run %s first seen owned by %q, want %s", run, first, owner)
 			}
@@ -103,7 +104,7 @@ func TestShardedSuiteMoves(t *testing.T) {
 // owner and none is draining.
 func waitSuiteOwned(t *testing.T, f *suiteFixture, owner string) {
 	t.Helper()
-	eventually(t, "suite and runs owned by "+owner, func() error {
+	testutil.Eventually(t, eventuallyTimeout, "suite and runs owned by "+owner, func() error {
 		objs := []client.Object{f.getSuite()}
 		for _, r := range f.runs() {
 			objs = append(objs, &r)

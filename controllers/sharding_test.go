@@ -26,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/shard"
@@ -200,7 +201,7 @@ func TestShardedReplicas(t *testing.T) {
 	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), canary) })
 
 	run := waitShardRun(t, name, "r-1", v1alpha1.PhaseAwaitingExclusion)
-	eventually(t, "r-1 probes", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "r-1 probes", func() error {
 		if n := probes.count("r-1"); n < 3 {
 			return fmt.Errorf("%d requests from r-1", n)
 		}
@@ -208,7 +209,7 @@ func TestShardedReplicas(t *testing.T) {
 	})
 	startReplica(t, "r-2", forgets)
 	waitShardRun(t, name, "r-2", v1alpha1.PhaseAwaitingExclusion)
-	eventually(t, "r-2 probes", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "r-2 probes", func() error {
 		if n := probes.count("r-2"); n < 3 {
 			return fmt.Errorf("%d requests from r-2", n)
 		}
@@ -291,7 +292,7 @@ func shardTestCanary(name string) *v1alpha1.RevocationCanary {
 func waitShardRun(t *testing.T, canary, owner string, phase v1alpha1.CanaryPhase) *v1alpha1.CanaryRun {
 	t.Helper()
 	var got *v1alpha1.CanaryRun
-	eventually(t, "the run owned by "+owner+" in "+string(phase), func() error {
+	testutil.Eventually(t, eventuallyTimeout, "the run owned by "+owner+" in "+string(phase), func() error {
 		var c v1alpha1.RevocationCanary
 		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: shardTestNamespace, Name: canary}, &c); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/spicedbtest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/spicedb"
 )
@@ -170,7 +171,7 @@ func waitQuantizing(t *testing.T, db *spicedbtest.Server) {
 	perms := spicedb.NewPermissions(client, spicedb.DefaultMapping, 5*time.Second)
 	stale := spicedb.NewAuthorizer(client, spicedb.DefaultMapping, spicedb.MinimizeLatency, 5*time.Second)
 	n := 0
-	eventually(t, "SpiceDB serving quantized revisions", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "SpiceDB serving quantized revisions", func() error {
 		n++
 		doc := fmt.Sprintf("warmup-%d", n)
 		if err := perms.Grant(ctx, doc, "warmup"); err != nil {

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil/kubetest"
 )
 
@@ -127,11 +126,4 @@ func newNamespace(t *testing.T) string {
 		t.Fatalf("creating namespace: %v", err)
 	}
 	return ns.Name
-}
-
-// eventually polls cond until it returns nil or the bounded timeout passes,
-// then fails the test with the last error.
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	testutil.Eventually(t, eventuallyTimeout, what, cond)
 }

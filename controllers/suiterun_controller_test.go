@@ -23,6 +23,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
@@ -214,7 +215,7 @@ func (f *suiteFixture) runs() []v1alpha1.SuiteRun {
 func (f *suiteFixture) waitFinishedRun(name string) *v1alpha1.SuiteRun {
 	f.t.Helper()
 	var run v1alpha1.SuiteRun
-	eventually(f.t, "run "+name+" finished", func() error {
+	testutil.Eventually(f.t, eventuallyTimeout, "run "+name+" finished", func() error {
 		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: name}, &run); err != nil {
 			return err
 		}
@@ -333,7 +334,7 @@ func TestSuiteRunPassesWhenEveryPersonaSeesItsEvidence(t *testing.T) {
 	checkPersonaGauge(t, "ragcanary_suite_disclosure_rate_ratio", f.ns, "alice", nil)
 
 	// The suite summarises its latest run.
-	eventually(t, "suite lastRun and Passed", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "suite lastRun and Passed", func() error {
 		s := f.getSuite()
 		if s.Status.LastRun == nil || s.Status.LastRun.Name != run.Name || !s.Status.LastRun.Passed {
 			return fmt.Errorf("lastRun is %+v", s.Status.LastRun)
@@ -348,7 +349,7 @@ func TestSuiteRunPassesWhenEveryPersonaSeesItsEvidence(t *testing.T) {
 	if err := k8sClient.Delete(context.Background(), f.suite); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "suite series forgotten", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "suite series forgotten", func() error {
 		if n := len(gatherSeries(t, "ragcanary_suite_runs_total", f.ns)); n != 0 {
 			return fmt.Errorf("%d series left", n)
 		}
@@ -489,7 +490,7 @@ func gate(run *v1alpha1.SuiteRun, name string) *v1alpha1.GateResult {
 // waitEvent waits for an event with reason about the named object.
 func waitEvent(t *testing.T, ns, name, reason string) {
 	t.Helper()
-	eventually(t, "event "+reason, func() error {
+	testutil.Eventually(t, eventuallyTimeout, "event "+reason, func() error {
 		var list eventsv1.EventList
 		if err := k8sClient.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 			return err
@@ -525,7 +526,7 @@ func checkPersonaGauge(t *testing.T, name, ns, persona string, want *float64) {
 	}
 	// The controller records the gauge right after it writes the run's
 	// status, which the caller has just read: wait for it, bounded.
-	eventually(t, fmt.Sprintf("%s{persona=%s} = %v", name, persona, *want), func() error {
+	testutil.Eventually(t, eventuallyTimeout, fmt.Sprintf("%s{persona=%s} = %v", name, persona, *want), func() error {
 		if got := read(); got == nil || *got != *want {
 			return fmt.Errorf("got %v", got)
 		}

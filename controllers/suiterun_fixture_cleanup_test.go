@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/suite"
 )
@@ -83,7 +84,7 @@ func TestDeletedRunRemovesFixture(t *testing.T) {
 	run := f.createRun("deleted-1")
 	key := client.ObjectKeyFromObject(run)
 	var prefix string
-	eventually(t, "fixture planted", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "fixture planted", func() error {
 		if err := k8sClient.Get(context.Background(), key, run); err != nil {
 			return err
 		}
@@ -102,7 +103,7 @@ func TestDeletedRunRemovesFixture(t *testing.T) {
 	if err := k8sClient.Get(context.Background(), key, run); err != nil || run.DeletionTimestamp.IsZero() {
 		t.Fatalf("run deleted at once (%v): the finalizer must hold it until the fixture is removed", err)
 	}
-	eventually(t, "run gone with its fixture removed", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "run gone with its fixture removed", func() error {
 		err := k8sClient.Get(context.Background(), key, &v1alpha1.SuiteRun{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("run still exists (%v)", err)
@@ -137,7 +138,7 @@ func TestInvalidFixtureAndV2CasesMarkTheSuite(t *testing.T) {
 `}}
 	f.create(cm)
 	f.patchSuite(`{"spec":{"fixture":null,"caseSources":[{"configMapRef":{"name":"v2-cases"},"key":"cases.yaml"}]}}`)
-	eventually(t, "InvalidCases naming the v2 case", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "InvalidCases naming the v2 case", func() error {
 		c := meta.FindStatusCondition(f.getSuite().Status.Conditions, v1alpha1.ConditionReady)
 		if c == nil || c.Reason != v1alpha1.ReasonInvalidCases || !strings.Contains(c.Message, `case "hotel"`) ||
 			!strings.Contains(c.Message, `action "refuse" is unknown`) {

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/scoring"
 )
@@ -234,7 +235,7 @@ func checkDerivedEvidence(t *testing.T, data, casesHash string) {
 func waitRunReleased(t *testing.T, key client.ObjectKey) *v1alpha1.SuiteRun {
 	t.Helper()
 	run := &v1alpha1.SuiteRun{}
-	eventually(t, "suite run finished with its fixture removed", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "suite run finished with its fixture removed", func() error {
 		if err := k8sClient.Get(context.Background(), key, run); err != nil {
 			return err
 		}

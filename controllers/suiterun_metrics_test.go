@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
+
+	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 )
 
 // TestSuiteRunRecordsItsDuration checks the wiring of
@@ -16,7 +18,7 @@ func TestSuiteRunRecordsItsDuration(t *testing.T) {
 	var series int
 	var count uint64
 	var sum float64
-	eventually(t, "one duration observation", func() error {
+	testutil.Eventually(t, eventuallyTimeout, "one duration observation", func() error {
 		ms := gatherSeries(t, "ragcanary_suite_run_duration_seconds", f.ns)
 		series = len(ms)
 		if series != 1 {
