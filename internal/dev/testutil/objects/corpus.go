@@ -60,6 +60,15 @@ func Permissions(p v1alpha1.Permissions) CorpusOption {
 	return func(c *v1alpha1.Corpus) { c.Spec.Permissions = &p }
 }
 
+// RateLimit lets the operator send the corpus perSecond requests a second,
+// burst at once, rather than its defaults, for tests whose runs
+// probe faster than that.
+func RateLimit(perSecond, burst int32) CorpusOption {
+	return func(c *v1alpha1.Corpus) {
+		c.Spec.RateLimit = v1alpha1.RateLimit{RequestsPerSecond: perSecond, Burst: burst}
+	}
+}
+
 // HealthCheck re-checks the driver's capabilities every d.
 func HealthCheck(d time.Duration) CorpusOption {
 	return func(c *v1alpha1.Corpus) { c.Spec.HealthCheckInterval = DurationPtr(d) }

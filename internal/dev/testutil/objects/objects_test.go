@@ -131,3 +131,16 @@ func TestBoundsLeaveNegativeUnset(t *testing.T) {
 		t.Fatalf("bounds %+v, want no lower and a 1s upper", b)
 	}
 }
+
+// Corpus options reach the fields they name.
+func TestCorpusOptions(t *testing.T) {
+	c := objects.Corpus("ns", "c", "http://127.0.0.1:1", objects.SourceSecret("src", "key"), objects.CallTimeout(time.Second),
+		objects.ExclusionSLO(time.Minute), objects.RateLimit(200, 300), objects.HealthCheck(5*time.Second))
+	s := c.Spec
+	got := []any{s.Driver.HTTP.CredentialSecretRef, s.Driver.Timeout.Duration, s.Freshness.ExclusionSLO.Duration,
+		s.RateLimit.RequestsPerSecond, s.RateLimit.Burst, s.HealthCheckInterval.Duration}
+	want := []any{objects.SecretKey("src", "key"), time.Second, time.Minute, int32(200), int32(300), 5 * time.Second}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("spec fields = %v, want %v", got, want)
+	}
+}
