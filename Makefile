@@ -78,7 +78,7 @@ verify: generate manifests ## Regenerate everything and fail if anything differs
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 
 .PHONY: test
-test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) gitea-tools prometheus-tools chromium-tools postgres-tools pglite-tools python-tools image-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser, then the chart on a real one-node cluster (builds or installs its tools on first use).
+test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) gitea-tools prometheus-tools chromium-tools postgres-tools ldap-tools pglite-tools python-tools image-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser, then the chart on a real one-node cluster (builds or installs its tools on first use).
 	$(GO) test ./... -count=1 -timeout 30m -parallel 4
 	$(MAKE) --no-print-directory test-cluster
 
@@ -344,6 +344,10 @@ chromium-tools: ## Install chromium from Debian's packages for the HTML report t
 .PHONY: postgres-tools
 postgres-tools: ## Install Debian's PostgreSQL 15 server for the Postgres driver tests (needs root or sudo; they start their own servers).
 	hack/postgres-tools.sh
+
+.PHONY: ldap-tools
+ldap-tools: ## Install Debian's slapd and ldap-utils for the directory tests, never leaving the distro's slapd running (needs root or sudo; they start their own servers on loopback).
+	hack/ldap-tools.sh
 
 .PHONY: pglite-tools
 pglite-tools: ## Install PGlite with pgvector from npm into bin/pglite for the filtered vector search test.

@@ -29,6 +29,13 @@ require (
 )
 
 require (
+	github.com/Azure/go-ntlmssp v0.1.1 // indirect
+	github.com/go-asn1-ber/asn1-ber v1.5.8 // indirect
+	github.com/go-ldap/ldap/v3 v3.4.15
+	golang.org/x/crypto v0.57.0 // indirect
+)
+
+require (
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/openfga/go-sdk v0.6.3
 	github.com/tidwall/gjson v1.20.0 // indirect
