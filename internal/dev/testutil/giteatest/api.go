@@ -97,7 +97,16 @@ func (s *Server) CreateUser(t testing.TB, name string) User {
 		"must_change_password": false, "visibility": "public",
 	}, http.StatusCreated), &created)
 	u.ID = created.ID
-	path := "/users/" + url.PathEscape(name) + "/tokens"
+	s.createToken(t, &u)
+	return u
+}
+
+// createToken creates a personal access token for u with the scopes
+// read:issue and read:repository, with u's own basic auth as Gitea
+// requires (which, for a directory user, signs it in through LDAP).
+func (s *Server) createToken(t testing.TB, u *User) {
+	t.Helper()
+	path := "/users/" + url.PathEscape(u.Name) + "/tokens"
 	status, reply, err := s.send(http.MethodPost, path, map[string]any{
 		"name": "ragcanary", "scopes": []string{"read:issue", "read:repository"},
 	}, func(r *http.Request) { r.SetBasicAuth(u.Name, u.Password) })
@@ -115,7 +124,6 @@ func (s *Server) CreateUser(t testing.TB, name string) User {
 		t.Fatalf("POST %s: no token in the reply", path)
 	}
 	u.Token = token.SHA1
-	return u
 }
 
 // CreateOrg makes a private organisation owned by the administrator.

@@ -12,7 +12,22 @@ type iniValues struct {
 	RunUser, WorkPath, Port, StaticRoot string
 	DBHost, DBPassword                  string
 	SecretKey, InternalToken            string
+	// SyncSchedule, when set, runs the sync_external_users task (LDAP
+	// users and their group→team mapping) on this cron schedule; every
+	// other cron task stays off.
+	SyncSchedule string
+	// OffTasks are the cron tasks turned off when cron runs for the sync.
+	OffTasks []string
 }
+
+// otherCronTasks are Gitea 1.26's cron tasks besides sync_external_users
+// and update_checker: off, so a test's Gitea runs only the sync it asked for.
+var otherCronTasks = []string{"archive_cleanup", "cancel_abandoned_jobs", "check_repo_stats", "cleanup_actions",
+	"cleanup_hook_task_table", "cleanup_packages", "delete_generated_repository_avatars", "delete_inactive_accounts",
+	"delete_missing_repos", "delete_old_actions", "delete_old_system_notices", "delete_repo_archives",
+	"deleted_branches_cleanup", "gc_lfs", "git_gc_repos", "rebuild_issue_indexer", "reinit_missing_repos",
+	"repo_health_check", "resync_all_hooks", "resync_all_sshkeys", "resync_all_sshprincipals", "start_schedule_tasks",
+	"stop_endless_tasks", "stop_zombie_tasks", "sync_repo_licenses", "update_migration_poster_id", "update_mirrors"}
 
 // iniTemplate is the whole configuration: an installed instance on
 // loopback that reaches nothing outside (offline, no mail, no update check,
@@ -105,11 +120,21 @@ ENABLE_SWAGGER = false
 ENABLED = false
 
 [cron]
-ENABLED = false
+ENABLED = {{if .SyncSchedule}}true{{else}}false{{end}}
 
 [cron.update_checker]
 ENABLED = false
-
+{{if .SyncSchedule}}
+[cron.sync_external_users]
+ENABLED = true
+RUN_AT_START = false
+NO_SUCCESS_NOTICE = true
+SCHEDULE = {{.SyncSchedule}}
+UPDATE_EXISTING = true
+{{range .OffTasks}}
+[cron.{{.}}]
+ENABLED = false
+{{end}}{{end}}
 [log]
 MODE = file
 LEVEL = Info

@@ -73,8 +73,12 @@ type User struct {
 
 // Start runs Gitea until t ends. It fails t, naming the make target, when
 // bin/gitea or its assets are missing: the tests need the real server.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	began := time.Now()
 	bin, assets, err := binary()
 	if err != nil {
@@ -97,6 +101,7 @@ func Start(t testing.TB) *Server {
 		RunUser: runAs, WorkPath: s.dir, Port: port, StaticRoot: assets,
 		DBHost: fmt.Sprintf("%s:%d", pg.Host, pg.Port), DBPassword: dbPassword,
 		SecretKey: testutil.RandomKey(t, ""), InternalToken: testutil.RandomKey(t, "") + testutil.RandomKey(t, ""),
+		SyncSchedule: o.syncSchedule(), OffTasks: otherCronTasks,
 	})
 	if err := s.writeOwned(filepath.Join(s.dir, "app.ini"), ini); err != nil {
 		t.Fatal(err)
