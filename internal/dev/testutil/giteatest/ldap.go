@@ -90,7 +90,7 @@ func (s *Server) SignInLDAP(t testing.TB, name, password string) User {
 	var me struct {
 		ID int64 `json:"id"`
 	}
-	decode(t, s.MustAPI(t, http.MethodGet, "/user", u.Token, nil, http.StatusOK), &me)
+	decode(t, s.MustAPI(t, http.MethodGet, "/users/"+url.PathEscape(name), s.Admin.Token, nil, http.StatusOK), &me)
 	u.ID = me.ID
 	return u
 }
