@@ -83,6 +83,13 @@ type Config struct {
 	// GroupsAtQueryTime resolves a persona's groups from the source on every
 	// query instead of expanding groups into access lists at sync time.
 	GroupsAtQueryTime bool
+	// Groups, when set, is the directory group memberships are read from
+	// every GroupsSyncInterval (groups.go); the contract's membership calls
+	// are then refused.
+	Groups GroupSource
+	// GroupsSyncInterval is how often Groups is read;
+	// DefaultGroupsSyncInterval when zero and Groups is set.
+	GroupsSyncInterval time.Duration
 
 	// FilterMode selects prefilter (default), postfilter or none.
 	FilterMode FilterMode
@@ -154,6 +161,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ACLSyncInterval == 0 {
 		c.ACLSyncInterval = DefaultACLSyncInterval
+	}
+	if c.Groups != nil && c.GroupsSyncInterval == 0 {
+		c.GroupsSyncInterval = DefaultGroupsSyncInterval
 	}
 	if c.FilterMode == "" {
 		c.FilterMode = FilterPrefilter
@@ -232,7 +242,7 @@ func (c Config) validate() error {
 		errs = append(errs, errors.New("max conversations must be at least 1"))
 	}
 	errs = append(errs, c.Faults.validate())
-	errs = append(errs, c.validateAuthz())
+	errs = append(errs, c.validateAuthz(), c.validateGroups())
 	errs = append(errs, c.validateStreaming(), c.validateDigest())
 	return errors.Join(errs...)
 }

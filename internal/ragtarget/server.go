@@ -216,12 +216,18 @@ func (a *api) DeleteGrant(_ context.Context, req contract.DeleteGrantRequestObje
 }
 
 func (a *api) PutGroupMember(_ context.Context, req contract.PutGroupMemberRequestObject) (contract.PutGroupMemberResponseObject, error) {
+	if a.s.groups != nil {
+		return contract.PutGroupMember400JSONResponse{BadRequestJSONResponse: groupsFromDirectory()}, nil
+	}
 	a.s.src.addMember(req.GroupId, req.Principal)
 	a.s.membershipChanged(req.Principal)
 	return contract.PutGroupMember204Response{}, nil
 }
 
 func (a *api) DeleteGroupMember(_ context.Context, req contract.DeleteGroupMemberRequestObject) (contract.DeleteGroupMemberResponseObject, error) {
+	if a.s.groups != nil {
+		return contract.DeleteGroupMember400JSONResponse{BadRequestJSONResponse: groupsFromDirectory()}, nil
+	}
 	a.s.src.removeMember(req.GroupId, req.Principal)
 	a.s.membershipChanged(req.Principal)
 	return contract.DeleteGroupMember204Response{}, nil
@@ -287,4 +293,14 @@ func toAnswerResult(a answer) contract.AnswerResult {
 		out.Reason = &r
 	}
 	return out
+}
+
+// groupsFromDirectory refuses a membership change when a directory is the
+// group authority. Refused rather than ignored: a client that believes it
+// changed a group here (a Corpus without spec.directory) must learn that
+// the change went nowhere, not measure a revocation that never happened.
+// 400, not 403: clients read 403 as a refused credential, and retrying the
+// request unchanged will never succeed, which is what 400 says.
+func groupsFromDirectory() contract.BadRequestJSONResponse {
+	return contract.BadRequestJSONResponse{Code: "groups_from_directory", Message: errGroupsFromDirectory.Error()}
 }

@@ -38,6 +38,8 @@ type Service struct {
 	check checker
 	// digests is the derived-document job's state (digest.go).
 	digests digester
+	// groups, when set, copies memberships from the directory (groups.go).
+	groups *groupSyncer
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc
@@ -67,6 +69,9 @@ func New(cfg Config) (*Service, error) {
 		groupsAtQueryTime: cfg.GroupsAtQueryTime,
 		onApplied:         s.invalidateCache,
 	}
+	if cfg.Groups != nil {
+		s.groups = &groupSyncer{src: s.src, groups: cfg.Groups, now: cfg.Clock.Now, onChanged: s.groupsChanged}
+	}
 	h, err := s.newHandler()
 	if err != nil {
 		_ = s.closeReplicas()
@@ -94,14 +99,15 @@ func (s *Service) buildReplicas() error {
 // Handler serves the driver contract.
 func (s *Service) Handler() http.Handler { return s.handler }
 
-// Start runs the content and ACL sync schedules, and the digest job when
-// configured, until ctx ends or Close is called. The tickers exist when
+// Start runs the content and ACL sync schedules, and the directory group
+// sync and the digest job when configured, until ctx ends or Close is called. The tickers exist when
 // Start returns, so a test stepping a fake clock right after Start cannot
 // miss a tick.
 func (s *Service) Start(ctx context.Context) {
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.startLoop(ctx, SyncContent, s.cfg.ContentSyncInterval)
 	s.startLoop(ctx, SyncACL, s.cfg.ACLSyncInterval)
+	s.startGroupSync(ctx)
 	if s.cfg.DigestInterval > 0 {
 		s.runEvery(ctx, s.cfg.DigestInterval, s.writeDigests)
 	}
@@ -165,15 +171,31 @@ func (s *Service) closeReplicas() error {
 
 // SyncNow runs one sync of kind immediately, as a tick would.
 func (s *Service) SyncNow(kind SyncKind) error {
+	if kind == SyncGroups {
+		return s.syncGroupsNow()
+	}
 	_, err := s.ix.sync(kind)
+	return err
+}
+
+func (s *Service) syncGroupsNow() error {
+	if s.groups == nil {
+		return errors.New("no group source is configured")
+	}
+	_, err := s.groups.sync(context.Background())
 	return err
 }
 
 // SyncCount reports how many syncs of kind have run, so tests can wait for a
 // tick to be processed instead of sleeping.
 func (s *Service) SyncCount(kind SyncKind) uint64 {
-	if kind == SyncContent {
+	switch {
+	case kind == SyncContent:
 		return s.ix.contentSyncs.Load()
+	case kind == SyncGroups && s.groups != nil:
+		return s.groups.runs.Load()
+	case kind == SyncGroups:
+		return 0
 	}
 	return s.ix.aclSyncs.Load()
 }

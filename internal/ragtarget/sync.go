@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 )
 
-// SyncKind names one of the two independent index schedules.
+// SyncKind names one of the independent sync schedules.
 type SyncKind string
 
 const (
@@ -14,6 +14,9 @@ const (
 	SyncContent SyncKind = "content"
 	// SyncACL picks up grant, revocation and membership changes.
 	SyncACL SyncKind = "acl"
+	// SyncGroups reads group memberships from the directory (groups.go);
+	// it runs only when Config.Groups is set.
+	SyncGroups SyncKind = "groups"
 )
 
 // indexer owns the primary replica and feeds every change to the lagging
