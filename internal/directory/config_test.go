@@ -109,6 +109,7 @@ func TestNewDefaults(t *testing.T) {
 // Printing a Config, however, never shows the password.
 func TestConfigPrintsNoPassword(t *testing.T) {
 	cfg := validConfig()
+	cfg.URL = "ldap://admin:" + cfg.BindPassword + "@directory.example" // refused by New, but printable
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
 		if out := fmt.Sprintf(verb, cfg); strings.Contains(out, cfg.BindPassword) || !strings.Contains(out, cfg.BindDN) {
 			t.Fatalf("%s printed %s", verb, out)

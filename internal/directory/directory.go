@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"sync/atomic"
 	"time"
 )
@@ -51,8 +52,12 @@ type Config struct {
 
 // String leaves the password out, so printing a Config cannot leak it.
 func (c Config) String() string {
+	shown := "[unparsable]"
+	if u, err := url.Parse(c.URL); err == nil {
+		shown = u.Redacted()
+	}
 	return fmt.Sprintf("{URL:%s BindDN:%s BindPassword:[redacted] GroupDN:%s MemberAttribute:%s UserDN:%s UserSearchBase:%s UserSearchAttribute:%s Timeout:%s MaxEntries:%d MaxValues:%d}",
-		c.URL, c.BindDN, c.GroupDN, c.MemberAttribute, c.UserDN, c.UserSearchBase, c.UserSearchAttribute, c.Timeout, c.MaxEntries, c.MaxValues)
+		shown, c.BindDN, c.GroupDN, c.MemberAttribute, c.UserDN, c.UserSearchBase, c.UserSearchAttribute, c.Timeout, c.MaxEntries, c.MaxValues)
 }
 
 // GoString is String, for %#v.

@@ -76,7 +76,7 @@ func (d *Directory) IsMember(ctx context.Context, group, subject string) (bool, 
 // A DN that is not a subject's (another group, an entry outside the
 // search base) is left out.
 func (d *Directory) Members(ctx context.Context, group string) ([]string, error) {
-	if err := validateNames("members", group, "-"); err != nil {
+	if err := validateNames("members", group); err != nil {
 		return nil, err
 	}
 	var subjects []string
@@ -201,8 +201,8 @@ func groupMissing(err error) error {
 
 // validateNames refuses empty names: an empty group or subject would
 // render a DN with an empty value, or a filter matching nothing useful.
-func validateNames(op, group, subject string) error {
-	if group == "" || subject == "" {
+func validateNames(op string, names ...string) error {
+	if slices.Contains(names, "") {
 		return newError(Permanent, op, 0, "empty group or subject", nil)
 	}
 	return nil
