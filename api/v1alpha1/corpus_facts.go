@@ -17,13 +17,26 @@ type CorpusSecretRef struct {
 	Ref SecretKeyReference
 }
 
-// SecretRefs are every Secret key the corpus reads: its driver's and its
-// permissions backend's. spec.surfaces has none: a surface is read with
+// SecretRefs are every Secret key the corpus reads: its driver's, its
+// permissions backend's and its directory's. spec.surfaces has none: a surface is read with
 // each persona's own credential.
 func (s *CorpusSpec) SecretRefs() []CorpusSecretRef {
 	out := s.Driver.secretRefs()
 	if b, ok := s.Permissions.Backend(); ok {
 		out = append(out, CorpusSecretRef{Field: b.KeyField, Use: b.KeyUse, Ref: b.KeyRef})
+	}
+	return append(out, s.Directory.secretRefs()...)
+}
+
+// secretRefs are the references of the directory block d.Type selects.
+func (d *Directory) secretRefs() []CorpusSecretRef {
+	if d == nil || d.Type != DirectoryLDAP || d.LDAP == nil {
+		return nil
+	}
+	out := []CorpusSecretRef{{Field: "spec.directory.ldap.bindPasswordSecretRef", Use: "directory bind password",
+		Ref: d.LDAP.BindPasswordSecretRef}}
+	if r := d.LDAP.CASecretRef; r != nil {
+		out = append(out, CorpusSecretRef{Field: "spec.directory.ldap.caSecretRef", Use: "directory CA", Ref: *r})
 	}
 	return out
 }

@@ -55,24 +55,30 @@ func TestSecretRefsListEverySecretReference(t *testing.T) {
 	listed := map[string]bool{}
 	for _, driver := range []DriverType{DriverHTTP, DriverPostgres, DriverREST} {
 		for _, perms := range []PermissionsType{"", PermissionsSpiceDB, PermissionsOpenFGA} {
-			spec := &CorpusSpec{}
-			all = fillRefs(reflect.ValueOf(spec).Elem(), "spec")
-			spec.Driver.Type = driver
-			spec.Permissions.Type = perms
-			if perms == "" {
-				spec.Permissions = nil
-			}
-			for _, r := range spec.SecretRefs() {
-				if r.Ref.Name != r.Field {
-					t.Errorf("%s/%s: ref %s holds the Secret of %s", driver, perms, r.Field, r.Ref.Name)
+			for _, dir := range []DirectoryType{"", DirectoryLDAP} {
+				spec := &CorpusSpec{}
+				all = fillRefs(reflect.ValueOf(spec).Elem(), "spec")
+				spec.Driver.Type = driver
+				spec.Permissions.Type = perms
+				if perms == "" {
+					spec.Permissions = nil
 				}
-				if r.Use == "" {
-					t.Errorf("%s/%s: ref %s says nothing of its use", driver, perms, r.Field)
+				spec.Directory.Type = dir
+				if dir == "" {
+					spec.Directory = nil
 				}
-				if !selected(r.Field, driver, perms) {
-					t.Errorf("%s/%s: ref %s belongs to a block the types do not select", driver, perms, r.Field)
+				for _, r := range spec.SecretRefs() {
+					if r.Ref.Name != r.Field {
+						t.Errorf("%s/%s: ref %s holds the Secret of %s", driver, perms, r.Field, r.Ref.Name)
+					}
+					if r.Use == "" {
+						t.Errorf("%s/%s: ref %s says nothing of its use", driver, perms, r.Field)
+					}
+					if !selected(r.Field, driver, perms, dir) {
+						t.Errorf("%s/%s: ref %s belongs to a block the types do not select", driver, perms, r.Field)
+					}
+					listed[r.Field] = true
 				}
-				listed[r.Field] = true
 			}
 		}
 	}
@@ -83,14 +89,17 @@ func TestSecretRefsListEverySecretReference(t *testing.T) {
 	}
 }
 
-// selected reports whether field lies in the driver or permissions block
+// selected reports whether field lies in the driver, permissions or directory block
 // the types select.
-func selected(field string, driver DriverType, perms PermissionsType) bool {
+func selected(field string, driver DriverType, perms PermissionsType, dir DirectoryType) bool {
 	if rest, ok := strings.CutPrefix(field, "spec.driver."); ok {
 		return strings.HasPrefix(rest, strings.ToLower(string(driver))+".")
 	}
 	if rest, ok := strings.CutPrefix(field, "spec.permissions."); ok {
 		return perms != "" && strings.HasPrefix(rest, strings.ToLower(string(perms))+".")
+	}
+	if rest, ok := strings.CutPrefix(field, "spec.directory."); ok {
+		return dir != "" && strings.HasPrefix(rest, strings.ToLower(string(dir))+".")
 	}
 	return false
 }

@@ -616,6 +616,13 @@ type CorpusSpec struct {
 	// +optional
 	Permissions *Permissions `json:"permissions,omitempty"`
 
+	// directory is the organisation's directory the system under test
+	// takes its groups from. With one, a canary's group memberships are
+	// changed there, not in the target, so a RemoveFromGroup run measures
+	// the target's group sync as well as its index.
+	// +optional
+	Directory *Directory `json:"directory,omitempty"`
+
 	// surfaces say where surfaces are probed when not through the driver:
 	// the assistant's own chat API or search API. A surface not listed is
 	// probed through the driver.

@@ -129,6 +129,9 @@ func (r *CorpusReconciler) check(ctx context.Context, corpus *v1alpha1.Corpus) (
 	if res, stop := r.checkHook(ctx, corpus, resolved.CheckDriver, "driver", interval); stop {
 		return res, nil
 	}
+	if res, stop := r.checkHook(ctx, corpus, resolved.CheckDirectory, "directory", interval); stop {
+		return res, nil
+	}
 	if err := checkSourceCredential(ctx, d); err != nil {
 		out := reconcile.Compute(err, targetCall("source credential check", interval))
 		r.setFailed(corpus, out)

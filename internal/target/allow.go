@@ -13,7 +13,7 @@ import (
 
 // Schemes an allowlist entry may name: HTTP drivers, and the DSN and gRPC
 // endpoints of drivers that are not HTTP.
-var allowedSchemes = map[string]bool{"http": true, "https": true, "postgres": true, "grpc": true}
+var allowedSchemes = map[string]bool{"http": true, "https": true, "postgres": true, "grpc": true, "ldap": true, "ldaps": true}
 
 // Allowlist is the set of targets the operator may call. The zero value
 // allows nothing; AllowAny is only for a deliberate --allow-any-target.
@@ -88,7 +88,7 @@ func normalize(raw string) (*url.URL, error) {
 	case u.User != nil:
 		return nil, fmt.Errorf("must not embed credentials (user:password@); use a credential Secret")
 	case !allowedSchemes[strings.ToLower(u.Scheme)]:
-		return nil, fmt.Errorf("must be an absolute http or https URL (postgres:// and grpc:// only where a driver uses them)")
+		return nil, fmt.Errorf("must be an absolute http or https URL (postgres://, grpc:// and ldap(s):// only where a driver, engine or directory uses them)")
 	case u.Opaque != "" || u.Hostname() == "":
 		return nil, fmt.Errorf("must be an absolute URL with a host")
 	case u.RawQuery != "" || u.Fragment != "":

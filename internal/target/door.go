@@ -88,6 +88,9 @@ type Corpus struct {
 	// security); nil when there is nothing more to check. A user problem
 	// is a Stalled *Problem.
 	CheckDriver func(ctx context.Context) error
+	// CheckDirectory verifies the corpus's directory (reachable, bind
+	// accepted); nil without one.
+	CheckDirectory func(ctx context.Context) error
 
 	limiters *Limiters
 	recipe   Recipe
@@ -177,11 +180,8 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 			return nil, err
 		}
 		r := Recipe{Driver: *spec.DeepCopy(), Credential: cred, RateLimit: obj.Spec.RateLimit, Surfaces: obj.Spec.Surfaces.DeepCopy()}
-		if p := obj.Spec.Permissions; p != nil {
-			if r.PermissionsKey, err = d.permissionsKey(ctx, obj.Namespace, p); err != nil {
-				return nil, err
-			}
-			r.Permissions = p.DeepCopy()
+		if err := d.backendsRecipe(ctx, obj, &r); err != nil {
+			return nil, err
 		}
 		return d.build(obj, r, true)
 	case v1alpha1.DriverPostgres:
@@ -190,11 +190,8 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 			return nil, err
 		}
 		r.Surfaces = obj.Spec.Surfaces.DeepCopy()
-		if p := obj.Spec.Permissions; p != nil {
-			if r.PermissionsKey, err = d.permissionsKey(ctx, obj.Namespace, p); err != nil {
-				return nil, err
-			}
-			r.Permissions = p.DeepCopy()
+		if err := d.backendsRecipe(ctx, obj, &r); err != nil {
+			return nil, err
 		}
 		return d.build(obj, r, true)
 	case v1alpha1.DriverREST:
@@ -202,17 +199,30 @@ func (d *Door) Corpus(ctx context.Context, obj *v1alpha1.Corpus) (*Corpus, error
 		if err != nil {
 			return nil, err
 		}
-		if p := obj.Spec.Permissions; p != nil {
-			if r.PermissionsKey, err = d.permissionsKey(ctx, obj.Namespace, p); err != nil {
-				return nil, err
-			}
-			r.Permissions = p.DeepCopy()
+		if err := d.backendsRecipe(ctx, obj, &r); err != nil {
+			return nil, err
 		}
 		return d.build(obj, r, true)
 	default:
 		return nil, Stall(v1alpha1.ReasonDriverUnsupported,
 			"driver type %q is not available in this version of ragcanary; use HTTP, Postgres or REST", spec.Type)
 	}
+}
+
+// backendsRecipe adds to r what the corpus keeps outside its driver: a
+// permissions backend and a directory, each with its credential.
+func (d *Door) backendsRecipe(ctx context.Context, obj *v1alpha1.Corpus, r *Recipe) error {
+	if p := obj.Spec.Permissions; p != nil {
+		key, err := d.permissionsKey(ctx, obj.Namespace, p)
+		if err != nil {
+			return err
+		}
+		r.PermissionsKey, r.Permissions = key, p.DeepCopy()
+	}
+	if dir := obj.Spec.Directory; dir != nil {
+		return d.directoryRecipe(ctx, obj.Namespace, dir, r)
+	}
+	return nil
 }
 
 // Recipe rebuilds a corpus's driver from what a run kept.
@@ -239,6 +249,12 @@ type Recipe struct {
 	// Surfaces are where the corpus's surfaces are probed when not through
 	// the driver, so a run keeps probing where it began.
 	Surfaces *v1alpha1.CorpusSurfaces `json:"surfaces,omitempty"`
+	// Directory is the corpus's group authority, if any, with its bind
+	// password and CA (secret): a run restores memberships where it
+	// changed them.
+	Directory         *v1alpha1.Directory `json:"directory,omitempty"`
+	DirectoryPassword []byte              `json:"directoryPassword,omitempty"`
+	DirectoryCA       []byte              `json:"directoryCA,omitempty"`
 }
 
 // FromRecipe rebuilds a corpus from a recipe. The allowlist is checked again,
@@ -317,6 +333,13 @@ func (d *Door) buildHeld(obj *v1alpha1.Corpus, r Recipe, live bool, h *holds) (*
 		CheckDriver: checkDriver, limiters: limiters, recipe: r, holds: h, source: drv}
 	if r.Permissions != nil {
 		if err := d.attachPermissions(c, current, r); err != nil {
+			return nil, err
+		}
+	}
+	// Inside the surfaces, outside the permissions backend: memberships go
+	// to the directory, grants to the backend.
+	if r.Directory != nil {
+		if err := d.attachDirectory(c, r); err != nil {
 			return nil, err
 		}
 	}

@@ -37,6 +37,9 @@ type TargetIdentity struct {
 	// Permissions is a separate permissions backend's type, endpoint and
 	// mapping; empty when permission changes go to the driver.
 	Permissions string
+	// Directory is the group authority's URL, group and member templates
+	// and member attribute; empty when memberships go to the target.
+	Directory string
 }
 
 // maxIdentityShown bounds an identity in a message.
@@ -51,6 +54,9 @@ func (i TargetIdentity) String() string {
 	}
 	if i.Permissions != "" {
 		parts = append(parts, "permissions at "+i.Permissions)
+	}
+	if i.Directory != "" {
+		parts = append(parts, "groups at "+i.Directory)
 	}
 	return safetext.Clean(strings.Join(parts, ", "), maxIdentityShown)
 }
@@ -81,7 +87,31 @@ func (r Recipe) Identity() (TargetIdentity, error) {
 	if id.Permissions, err = permissionsIdentity(r.Permissions); err != nil {
 		return TargetIdentity{}, err
 	}
+	if id.Directory, err = directoryIdentity(r.Directory); err != nil {
+		return TargetIdentity{}, err
+	}
 	return id, nil
+}
+
+// directoryIdentity names where and how memberships are written: one
+// server holds many trees, so the templates and attribute belong to it.
+func directoryIdentity(dir *v1alpha1.Directory) (string, error) {
+	if dir == nil {
+		return "", nil
+	}
+	if dir.Type != v1alpha1.DirectoryLDAP || dir.LDAP == nil {
+		return "", Stall(v1alpha1.ReasonDriverUnsupported, "directory %q is not available in this version of ragcanary", safetext.Clean(string(dir.Type), 32))
+	}
+	l := dir.LDAP
+	u, err := normalize(l.URL)
+	if err != nil {
+		return "", Stall(v1alpha1.ReasonInvalidURL, "%s: %v", directoryURLField, err)
+	}
+	users := l.UserDN
+	if s := l.UserSearch; s != nil {
+		users = s.BaseDN + "?" + s.Attribute
+	}
+	return strings.Join([]string{string(dir.Type), u.String(), l.GroupDN, string(l.MemberAttribute), users}, " "), nil
 }
 
 // httpIdentity is the base URL as the allowlist normalises it, without a
