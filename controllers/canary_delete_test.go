@@ -10,15 +10,14 @@ import (
 
 	"github.com/ragcanary/ragcanary/controllers/canaryrun"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
@@ -57,7 +56,7 @@ func TestRevocationCanaryDeletedMidRunLeavesNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := startCRTargetWith(t, tc.cfg, tc.opts)
-			ns := crFixture(t, tg)
+			ns := crFixture(t, tg.URL)
 			canary := runNowCanary(ns, "deleted-mid-run", time.Minute)
 			scheduleClock.SetTime(time.Now())
 			crCreate(t, canary)
@@ -81,7 +80,7 @@ func TestRevocationCanaryDeletedMidRunLeavesNothing(t *testing.T) {
 			if got := canaryGet(t, canary); !controllerutil.ContainsFinalizer(got, v1alpha1.FinalizerRevocationCanary) {
 				t.Fatalf("canary finalizers %v, want %s", got.Finalizers, v1alpha1.FinalizerRevocationCanary)
 			}
-			acl, planted := tg.svc.SourceDocuments()[doc]
+			acl, planted := tg.SourceDocuments()[doc]
 			if !planted || slices.Contains(acl, "alice@example.com") != tc.grantedAtSource {
 				t.Fatalf("before deletion: document planted %v with grants %v, want alice granted=%v", planted, acl, tc.grantedAtSource)
 			}
@@ -90,15 +89,9 @@ func TestRevocationCanaryDeletedMidRunLeavesNothing(t *testing.T) {
 			}
 
 			for _, obj := range []client.Object{canary, run} {
-				testutil.Eventually(t, eventuallyTimeout, fmt.Sprintf("%T gone", obj), func() error {
-					err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
-					if apierrors.IsNotFound(err) {
-						return nil
-					}
-					return fmt.Errorf("still present: %v", err)
-				})
+				waitGone(t, obj)
 			}
-			for id, acl := range tg.svc.SourceDocuments() {
+			for id, acl := range tg.SourceDocuments() {
 				if strings.HasPrefix(id, canaryrun.DocumentIDPrefix) {
 					t.Errorf("canary document %s remains at the source with grants %v", id, acl)
 				}
@@ -107,16 +100,8 @@ func TestRevocationCanaryDeletedMidRunLeavesNothing(t *testing.T) {
 				}
 			}
 			// The index agrees once both syncs ran: alice cannot retrieve the token.
-			for _, kind := range []ragtarget.SyncKind{ragtarget.SyncContent, ragtarget.SyncACL} {
-				if err := tg.svc.SyncNow(kind); err != nil {
-					t.Fatal(err)
-				}
-			}
-			d, err := httpdriver.New(httpdriver.Config{BaseURL: tg.url, SourceToken: testSourceToken, Timeout: 2 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			hits, err := d.Search(context.Background(), driver.Token(testAliceToken), token, 10)
+			tg.Sync(t)
+			hits, err := tg.Driver(t, 2*time.Second).Search(context.Background(), driver.Token(testAliceToken), token, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,16 +120,9 @@ func TestRevocationCanaryDeletedMidRunLeavesNothing(t *testing.T) {
 // every 200ms with two confirmations until exclusionTimeout, and has
 // mallory as control persona.
 func runNowCanary(ns, name string, exclusionTimeout time.Duration) *v1alpha1.RevocationCanary {
-	spec := crRunSpec(ns, exclusionTimeout, v1alpha1.SurfaceSearch).Spec.CanarySpec
-	spec.Probing.VisibilityTimeout = metav1.Duration{Duration: time.Minute}
-	return &v1alpha1.RevocationCanary{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			Annotations: map[string]string{v1alpha1.AnnotationRunNow: "now"}},
-		Spec: v1alpha1.RevocationCanarySpec{
-			Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: time.Hour}}},
-			CanarySpec: spec,
-		},
-	}
+	canary := objects.RevocationCanary(ns, name, time.Hour, onTarget, objects.Timeouts(time.Minute, exclusionTimeout))
+	canary.Annotations = map[string]string{v1alpha1.AnnotationRunNow: "now"}
+	return canary
 }
 
 // canaryGet reads a canary with the direct client.

@@ -26,7 +26,7 @@ import (
 // above zero, by at least the sightings the run recorded.
 func TestCanaryIsolationViolationMetric(t *testing.T) {
 	tg := startCRTarget(t, ragtarget.Config{FilterMode: ragtarget.FilterNone}, 0, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	canary := runNowCanary(ns, "leaky", 2*time.Second)
 	labels := []string{ns, metrics.KindCanary, canary.Name, "", "target"} // namespace, kind, canary, suite, corpus
 	counter := func() float64 {

@@ -43,7 +43,7 @@ func TestCanaryRunAnswerBoundsContainCacheExpiry(t *testing.T) {
 	)
 	tg := startCRTargetWith(t, ragtarget.Config{AnswerCacheTTL: cacheTTL, CacheIgnoresACLChanges: true},
 		crTargetOptions{lag: lag, hold: true})
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	// Probing two surfaces as the persona and a control every 200ms is 20
 	// requests a second, over the operator's default budget: a throttled
 	// round would overrun its interval, which is not what this test measures.
@@ -65,7 +65,7 @@ func TestCanaryRunAnswerBoundsContainCacheExpiry(t *testing.T) {
 	// sync run.
 	var expiry time.Time
 	testutil.Eventually(t, eventuallyTimeout, "a cached answer with more than half its TTL left", func() error {
-		e, ok := tg.svc.AnswerCacheExpiry(persona, token)
+		e, ok := tg.AnswerCacheExpiry(persona, token)
 		if !ok || time.Until(e) < cacheTTL/2 {
 			return fmt.Errorf("cached %v, expires in %s", ok, time.Until(e))
 		}
@@ -86,7 +86,7 @@ func TestCanaryRunAnswerBoundsContainCacheExpiry(t *testing.T) {
 	// The entry holding the canary was stored before the sync and is only
 	// replaced once it expires (the defect ignores the ACL change), so the
 	// answer surface serves the canary until exactly expiry.
-	if e, ok := tg.svc.AnswerCacheExpiry(persona, token); ok && !e.Equal(expiry) && e.Before(expiry.Add(cacheTTL)) {
+	if e, ok := tg.AnswerCacheExpiry(persona, token); ok && !e.Equal(expiry) && e.Before(expiry.Add(cacheTTL)) {
 		t.Fatalf("the cached answer was replaced before its TTL: expiry %v, want %v", e, expiry)
 	}
 

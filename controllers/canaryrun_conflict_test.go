@@ -60,11 +60,11 @@ type effectCounter struct {
 	calls map[sideEffect][]time.Time
 }
 
-// countEffects puts a counting proxy in front of tg: the Corpus the
-// fixture creates names the proxy.
-func countEffects(t *testing.T, tg *crTarget) *effectCounter {
+// countEffects puts a counting proxy in front of tg and returns its URL,
+// for the Corpus the fixture creates to name.
+func countEffects(t *testing.T, tg *crTarget) (*effectCounter, string) {
 	t.Helper()
-	upstream, err := url.Parse(tg.url)
+	upstream, err := url.Parse(tg.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +79,7 @@ func countEffects(t *testing.T, tg *crTarget) *effectCounter {
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	tg.url = srv.URL
-	return c
+	return c, srv.URL
 }
 
 func effectOf(r *http.Request) (sideEffect, bool) {
@@ -400,10 +399,10 @@ func TestCanaryRunStatusConflictActsOnce(t *testing.T) {
 			var runs []started
 			for _, cc := range cases {
 				tg := startCRTarget(t, ragtarget.Config{}, 300*time.Millisecond, false)
-				effects := countEffects(t, tg)
+				effects, front := countEffects(t, tg)
 				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "conflict-"}}
 				crCreateIn(t, c, ns)
-				crFixtureIn(t, c, ns.Name, tg)
+				crFixtureIn(t, c, ns.Name, front)
 				run := crRunSpec(ns.Name, 30*time.Second, v1alpha1.SurfaceSearch)
 				if cc.sentinel {
 					run.Spec.Sentinel = &v1alpha1.Sentinel{Lifetime: metav1.Duration{Duration: 2 * time.Second}}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,8 +25,9 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -41,9 +40,7 @@ import (
 // fail after the revocation (fault injection) and can replace the target's
 // capabilities reply.
 type crTarget struct {
-	t    *testing.T
-	svc  *ragtarget.Service
-	url  string
+	*targettest.Target
 	opts crTargetOptions
 
 	// mu is held across every test-driven sync and while a revocation
@@ -102,35 +99,29 @@ func startCRTargetWith(t *testing.T, cfg ragtarget.Config, opts crTargetOptions)
 	}
 	cfg.SourceToken = testSourceToken
 	// Personas a test adds (cfg.Tokens) join the fixture's two.
-	tokens := map[string]string{testAliceToken: "alice@example.com", testMalloryToken: "mallory@example.com"}
+	tokens := fixtureTokens()
 	maps.Copy(tokens, cfg.Tokens)
 	cfg.Tokens = tokens
 	if cfg.ContentSyncInterval == 0 {
 		cfg.ContentSyncInterval = 200 * time.Millisecond
 	}
-	cfg.ACLSyncInterval = time.Hour
+	cfg.ACLSyncInterval = targettest.Manual
 	if opts.revokeSync == ragtarget.SyncContent {
-		cfg.ContentSyncInterval = time.Hour
+		cfg.ContentSyncInterval = targettest.Manual
 	}
-	svc, err := ragtarget.New(cfg)
-	if err != nil {
-		t.Fatalf("starting ragtarget: %v", err)
-	}
+	tg := &crTarget{opts: opts}
+	tg.Target = targettest.Start(t, cfg, targettest.Wrap(tg.gate))
 	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	tg := &crTarget{t: t, svc: svc, opts: opts}
-	srv := httptest.NewServer(tg.gate(svc.Handler()))
-	tg.url = srv.URL
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		tg.driveSync(ctx)
 	}()
+	// Registered after the target's own cleanup, so it runs first: no sync
+	// reaches a closed service.
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		srv.Close()
-		_ = svc.Close()
 	})
 	return tg
 }
@@ -227,15 +218,15 @@ func (tg *crTarget) driveSync(ctx context.Context) {
 		tg.mu.Lock()
 		switch {
 		case !tg.revoked:
-			_ = tg.svc.SyncNow(ragtarget.SyncACL)
+			_ = tg.SyncNow(ragtarget.SyncACL)
 			if tg.opts.revokeSync == ragtarget.SyncContent {
-				_ = tg.svc.SyncNow(ragtarget.SyncContent)
+				_ = tg.SyncNow(ragtarget.SyncContent)
 			}
 		case revokedSeen.IsZero():
 			revokedSeen = time.Now()
 		case tg.syncStart.IsZero() && time.Since(revokedSeen) >= tg.opts.lag && (!tg.opts.hold || tg.released.Load()):
 			tg.syncStart = time.Now()
-			_ = tg.svc.SyncNow(tg.opts.revokeSync)
+			_ = tg.SyncNow(tg.opts.revokeSync)
 			tg.syncEnd = time.Now()
 		}
 		tg.mu.Unlock()
@@ -267,38 +258,32 @@ func (tg *crTarget) deleted(doc string) bool {
 	return ok
 }
 
-// crFixture creates the corpus, personas and credentials a run needs.
-func crFixture(t *testing.T, tg *crTarget) string {
+// fixtureCorpus is the Corpus crFixture creates; onTarget points a canary
+// at it.
+const fixtureCorpus = "target"
+
+var onTarget = objects.OnCorpus(fixtureCorpus)
+
+// crFixture creates, in a fresh namespace, the corpus, personas and
+// credentials a run needs, the corpus reaching the target at url.
+func crFixture(t *testing.T, url string) string {
 	t.Helper()
 	ns := newNamespace(t)
-	crFixtureIn(t, k8sClient, ns, tg)
+	crFixtureIn(t, k8sClient, ns, url)
 	return ns
 }
 
 // crFixtureIn creates the fixture in namespace ns through c.
-func crFixtureIn(t *testing.T, c client.Client, ns string, tg *crTarget) {
+func crFixtureIn(t *testing.T, c client.Client, ns, url string) {
 	t.Helper()
 	for _, s := range []struct{ name, value string }{
-		{"source", testSourceToken}, {"alice-cred", testAliceToken}, {"mallory-cred", testMalloryToken},
+		{objects.SourceSecretName, testSourceToken}, {"alice-cred", testAliceToken}, {"mallory-cred", testMalloryToken},
 	} {
-		crCreateIn(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s.name, Labels: credentialLabels()},
-			Data: map[string][]byte{"token": []byte(s.value)}})
+		crCreateIn(t, c, objects.CredentialSecret(ns, s.name, s.value))
 	}
-	corpus := &v1alpha1.Corpus{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"},
-		Spec: v1alpha1.CorpusSpec{Driver: v1alpha1.Driver{
-			Type: v1alpha1.DriverHTTP,
-			HTTP: &v1alpha1.HTTPDriver{URL: tg.url, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}},
-		}},
-	}
-	crCreateIn(t, c, corpus)
-	for _, p := range []struct{ name, subject string }{{"alice", "alice@example.com"}, {"mallory", "mallory@example.com"}} {
-		crCreateIn(t, c, &v1alpha1.Persona{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name},
-			Spec: v1alpha1.PersonaSpec{Subject: p.subject,
-				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: p.name + "-cred", Key: "token"}},
-		})
-	}
+	crCreateIn(t, c, objects.Corpus(ns, fixtureCorpus, url))
+	crCreateIn(t, c, objects.Persona(ns, "alice", "alice@example.com"))
+	crCreateIn(t, c, objects.Persona(ns, "mallory", "mallory@example.com"))
 }
 
 func crCreate(t *testing.T, obj client.Object) {
@@ -321,28 +306,12 @@ func crRun(t *testing.T, ns string, exclusionTimeout time.Duration, surfaces ...
 	return run
 }
 
-// crRunSpec is a run revoking alice's grant, probing every 200ms with two
-// confirmations and mallory as the control persona.
+// crRunSpec is the run "run" on crFixture's corpus with objects.CanarySpec's
+// rules (alice's grant revoked, probes every 200ms with two confirmations,
+// mallory as the control persona, a 30s SLO), visible within 20s and
+// excluded within exclusionTimeout, on surfaces (Search when none).
 func crRunSpec(ns string, exclusionTimeout time.Duration, surfaces ...v1alpha1.Surface) *v1alpha1.CanaryRun {
-	return &v1alpha1.CanaryRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "run"},
-		Spec: v1alpha1.CanaryRunSpec{CanarySpec: v1alpha1.CanarySpec{
-			CorpusRef:          v1alpha1.LocalObjectReference{Name: "target"},
-			PersonaRef:         v1alpha1.LocalObjectReference{Name: "alice"},
-			ControlPersonaRefs: []v1alpha1.LocalObjectReference{{Name: "mallory"}},
-			ExclusionSLO:       &metav1.Duration{Duration: 30 * time.Second},
-			Revocation:         v1alpha1.Revocation{Method: v1alpha1.RevokeRemoveGrant},
-			// Durations are structs: a typed client sends them even when
-			// zero, so the CRD defaults never apply. Set them all.
-			Probing: v1alpha1.Probing{
-				Interval:          metav1.Duration{Duration: 200 * time.Millisecond},
-				Confirmations:     2,
-				VisibilityTimeout: metav1.Duration{Duration: 20 * time.Second},
-				ExclusionTimeout:  metav1.Duration{Duration: exclusionTimeout},
-				Surfaces:          surfaces,
-			},
-		}},
-	}
+	return objects.CanaryRun(ns, "run", onTarget, objects.Timeouts(20*time.Second, exclusionTimeout), objects.Probe(surfaces...))
 }
 
 func crGet(t *testing.T, run *v1alpha1.CanaryRun) *v1alpha1.CanaryRun {
@@ -467,7 +436,7 @@ func crSurface(t *testing.T, run *v1alpha1.CanaryRun, s v1alpha1.Surface) v1alph
 func TestCanaryRunMeasuresExclusion(t *testing.T) {
 	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 2*time.Second, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	run := crRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer)
 
 	got := crWaitDone(t, run)
@@ -525,7 +494,7 @@ func TestCanaryRunMeasuresExclusion(t *testing.T) {
 func TestCanaryRunTargetFailingIsNeverExcluded(t *testing.T) {
 	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 0, true)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	run := crRun(t, ns, 3*time.Second, v1alpha1.SurfaceSearch)
 
 	got := crWaitDone(t, run)
@@ -549,7 +518,7 @@ func TestCanaryRunTargetFailingIsNeverExcluded(t *testing.T) {
 func TestCanaryRunIsolationViolation(t *testing.T) {
 	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{FilterMode: ragtarget.FilterNone}, 0, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	run := crRun(t, ns, 2*time.Second, v1alpha1.SurfaceSearch)
 
 	got := crWaitDone(t, run)
@@ -577,7 +546,7 @@ func TestCanaryRunDeletedMidFlightRemovesDocument(t *testing.T) {
 	t.Parallel()
 	// Content never syncs on its own: the run stays in AwaitingVisibility.
 	tg := startCRTarget(t, ragtarget.Config{ContentSyncInterval: time.Hour}, 0, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	run := crRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch)
 
 	var doc string
@@ -592,25 +561,15 @@ func TestCanaryRunDeletedMidFlightRemovesDocument(t *testing.T) {
 	if err := k8sClient.Delete(context.Background(), run); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, eventuallyTimeout, "run deleted", func() error {
-		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(run), &v1alpha1.CanaryRun{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still present: %v", err)
-	})
+	waitGone(t, run)
 	if !tg.deleted(doc) {
 		t.Fatal("the finalizer did not delete the canary document")
 	}
 	// Had the document survived, alice (granted) would see it once content syncs.
-	if err := tg.svc.SyncNow(ragtarget.SyncContent); err != nil {
+	if err := tg.SyncNow(ragtarget.SyncContent); err != nil {
 		t.Fatal(err)
 	}
-	d, err := httpdriver.New(httpdriver.Config{BaseURL: tg.url, SourceToken: testSourceToken, Timeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hits, err := d.Search(context.Background(), driver.Token(testAliceToken), "ragcanary revocation canary", 10)
+	hits, err := tg.Driver(t, 2*time.Second).Search(context.Background(), driver.Token(testAliceToken), "ragcanary revocation canary", 10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -28,9 +29,9 @@ var conversationIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,1
 func TestConversationRunExcludedWithinACLLag(t *testing.T) {
 	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 2*time.Second, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	crRaiseRateLimit(t, ns, "target")
-	run := convRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
+	run := crRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
 
 	got := crWaitDone(t, run)
 	if got.Status.Verdict != v1alpha1.VerdictSLOMet {
@@ -74,9 +75,9 @@ func TestConversationRunNotExcludedWhenFollowUpsReuseHistory(t *testing.T) {
 	t.Parallel()
 	const timeout = 4 * time.Second
 	tg := startCRTarget(t, ragtarget.Config{ConversationReusesHistory: true}, 500*time.Millisecond, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	crRaiseRateLimit(t, ns, "target")
-	run := convRun(t, ns, timeout, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
+	run := crRun(t, ns, timeout, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
 
 	got := crWaitDone(t, run)
 	if got.Status.Verdict != v1alpha1.VerdictNotExcluded {
@@ -109,8 +110,8 @@ func TestConversationRunOnTargetWithoutConversations(t *testing.T) {
 	tg := startCRTargetWith(t, ragtarget.Config{}, crTargetOptions{
 		capabilities: `{"contractVersion":"v1","revocationMethods":["RemoveGrant","RemoveFromGroup","DeleteDocument"],"answer":true}`,
 	})
-	ns := crFixture(t, tg)
-	run := convRun(t, ns, 10*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
+	ns := crFixture(t, tg.URL)
+	run := crRun(t, ns, 10*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
 
 	got := crWaitDone(t, run)
 	if got.Status.Verdict != v1alpha1.VerdictSetupFailed || !strings.Contains(got.Status.Message, "cannot measure Conversation") {
@@ -119,16 +120,6 @@ func TestConversationRunOnTargetWithoutConversations(t *testing.T) {
 	if got.Status.ConversationID != "" || got.Status.RevokeRequestedTime != nil {
 		t.Errorf("the run went on: conversationID %q, revokeRequested %v", got.Status.ConversationID, got.Status.RevokeRequestedTime)
 	}
-}
-
-// convRun creates crRunSpec's run; a typed client sends every duration,
-// so maxInterval is set to its CRD default too.
-func convRun(t *testing.T, ns string, exclusionTimeout time.Duration, surfaces ...v1alpha1.Surface) *v1alpha1.CanaryRun {
-	t.Helper()
-	run := crRunSpec(ns, exclusionTimeout, surfaces...)
-	run.Spec.Probing.MaxInterval = metav1.Duration{Duration: 10 * time.Minute}
-	crCreate(t, run)
-	return run
 }
 
 func assertControlAnswered(t *testing.T, run *v1alpha1.CanaryRun, s v1alpha1.Surface) {
@@ -155,9 +146,8 @@ func TestConversationRunRestartFollowsUpInTheSameConversation(t *testing.T) {
 	tg := startCRTargetWith(t, ragtarget.Config{ConversationReusesHistory: true}, crTargetOptions{lag: 200 * time.Millisecond})
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "restart-conv-"}}
 	crCreateIn(t, c, ns)
-	crFixtureIn(t, c, ns.Name, tg)
+	crFixtureIn(t, c, ns.Name, tg.URL)
 	run := crRunSpec(ns.Name, 6*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
-	run.Spec.Probing.MaxInterval = metav1.Duration{Duration: 10 * time.Minute}
 	crCreateIn(t, c, run)
 
 	first := startTestOperator(t, cfg, 250*time.Millisecond)
@@ -195,12 +185,11 @@ func TestConversationRunRestartFollowsUpInTheSameConversation(t *testing.T) {
 // conversation interval next to search's, right-censored as ">…".
 func TestSummariseCarriesConversationText(t *testing.T) {
 	t.Parallel()
-	d := func(x time.Duration) *metav1.Duration { return &metav1.Duration{Duration: x} }
 	run := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Status: v1alpha1.CanaryRunStatus{
 		Verdict: v1alpha1.VerdictNotExcluded,
 		Surfaces: []v1alpha1.SurfaceMeasurement{
-			{Surface: v1alpha1.SurfaceSearch, Bounds: &v1alpha1.ExclusionBounds{Lower: d(time.Second), Upper: d(2 * time.Second)}},
-			{Surface: v1alpha1.SurfaceConversation, Bounds: &v1alpha1.ExclusionBounds{Lower: d(30 * time.Second)}},
+			{Surface: v1alpha1.SurfaceSearch, Bounds: objects.Bounds(time.Second, 2*time.Second)},
+			{Surface: v1alpha1.SurfaceConversation, Bounds: objects.Bounds(30*time.Second, -1)},
 		}}}
 	s := revocationcanary.Summarise(run)
 	search, conv := s.Surface(v1alpha1.SurfaceSearch), s.Surface(v1alpha1.SurfaceConversation)

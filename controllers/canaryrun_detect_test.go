@@ -88,7 +88,7 @@ func TestCanaryRunOnAnAnswerSurfaceThatRestylesThePayload(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := startCRTarget(t, ragtarget.Config{}, time.Second, false)
-			ns := crFixture(t, &crTarget{url: restylingProxy(t, tg.url)})
+			ns := crFixture(t, restylingProxy(t, tg.URL))
 			run := crRun(t, ns, 20*time.Second, tc.surfaces...)
 
 			got := crWaitDone(t, run)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -27,8 +28,7 @@ import (
 // by one content sync, lag after the request, and the test records when:
 // the ground truth of a content-freshness run.
 type freshTarget struct {
-	svc *ragtarget.Service
-	url string
+	*targettest.Target
 	lag time.Duration
 
 	mu sync.Mutex
@@ -41,20 +41,29 @@ type freshTarget struct {
 
 func startFreshTarget(t *testing.T, lag time.Duration) *freshTarget {
 	t.Helper()
-	svc, err := ragtarget.New(ragtarget.Config{
-		SourceToken: testSourceToken,
-		Tokens:      map[string]string{testAliceToken: "alice@example.com", testMalloryToken: "mallory@example.com"},
+	ft := &freshTarget{lag: lag}
+	ft.Target = targettest.Start(t, fixtureConfig(ragtarget.Config{
 		// Both syncs are the test's (see drive).
-		ContentSyncInterval: time.Hour, ACLSyncInterval: time.Hour,
+		ContentSyncInterval: targettest.Manual, ACLSyncInterval: targettest.Manual,
 		AnswerCacheTTL: time.Hour,
-	})
-	if err != nil {
-		t.Fatalf("starting ragtarget: %v", err)
-	}
+	}), targettest.Wrap(ft.countPuts))
 	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	ft := &freshTarget{svc: svc, lag: lag}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ft.drive(ctx)
+	}()
+	// Registered after the target's own cleanup, so it runs first.
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ft
+}
+
+// countPuts notes when the canary document is replaced: its second PUT.
+func (ft *freshTarget) countPuts(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/documents/"+canaryrun.DocumentIDPrefix) &&
 			!strings.Contains(strings.TrimPrefix(r.URL.Path, "/v1/documents/"), "/") {
 			ft.mu.Lock()
@@ -63,21 +72,8 @@ func startFreshTarget(t *testing.T, lag time.Duration) *freshTarget {
 			}
 			ft.mu.Unlock()
 		}
-		svc.Handler().ServeHTTP(w, r)
-	}))
-	ft.url = srv.URL
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ft.drive(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		srv.Close()
-		_ = svc.Close()
+		next.ServeHTTP(w, r)
 	})
-	return ft
 }
 
 // drive syncs until the update arrives, then applies it with one content
@@ -95,11 +91,11 @@ func (ft *freshTarget) drive(ctx context.Context) {
 		ft.mu.Lock()
 		switch {
 		case ft.updatedAt.IsZero():
-			_ = ft.svc.SyncNow(ragtarget.SyncACL)
-			_ = ft.svc.SyncNow(ragtarget.SyncContent)
+			_ = ft.SyncNow(ragtarget.SyncACL)
+			_ = ft.SyncNow(ragtarget.SyncContent)
 		case ft.syncStart.IsZero() && time.Since(ft.updatedAt) >= ft.lag:
 			ft.syncStart = time.Now()
-			_ = ft.svc.SyncNow(ragtarget.SyncContent)
+			_ = ft.SyncNow(ragtarget.SyncContent)
 			ft.syncEnd = time.Now()
 		}
 		ft.mu.Unlock()
@@ -122,7 +118,7 @@ func TestCanaryRunUpdateContent(t *testing.T) {
 	t.Parallel()
 	const lag = 1500 * time.Millisecond
 	ft := startFreshTarget(t, lag)
-	ns := crFixture(t, &crTarget{url: ft.url})
+	ns := crFixture(t, ft.URL)
 	var corpus v1alpha1.Corpus
 	crGetObject(t, types.NamespacedName{Namespace: ns, Name: "target"}, &corpus)
 	// A patch, not an update: the corpus controller writes status meanwhile.
@@ -134,7 +130,7 @@ func TestCanaryRunUpdateContent(t *testing.T) {
 	run.Spec.Revocation = v1alpha1.Revocation{Method: v1alpha1.RevokeUpdateContent}
 	// The run's own exclusion SLO would pass too; a 1s freshness SLO
 	// would not, so the verdict below is the freshness SLO's.
-	run.Spec.ExclusionSLO = metav1Duration(time.Second)
+	run.Spec.ExclusionSLO = objects.DurationPtr(time.Second)
 	run.Spec.Probing.MaxInterval = metav1.Duration{Duration: time.Minute}
 	crCreate(t, run)
 
@@ -201,8 +197,6 @@ func crGetObject(t *testing.T, key types.NamespacedName, obj client.Object) {
 		t.Fatalf("reading %s: %v", key, err)
 	}
 }
-
-func metav1Duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()

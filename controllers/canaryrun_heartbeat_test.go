@@ -32,7 +32,7 @@ func TestCanaryRunHeartbeatWritesOnChangeNotOnAClock(t *testing.T) {
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "heartbeat-"}}
 	crCreateIn(t, c, nsObj)
 	ns := nsObj.Name
-	crFixtureIn(t, c, ns, tg)
+	crFixtureIn(t, c, ns, tg.URL)
 	run := crRunSpec(ns, 2*time.Minute, v1alpha1.SurfaceSearch)
 	// Not confirmed for 20 s (100 × 200ms): the streak stays open, so the test
 	// can look at status between the first negative and the verdict.

@@ -30,7 +30,7 @@ func inFlightRun(t *testing.T, mode ragtarget.ReauthorizeMode, lag time.Duration
 	t.Helper()
 	tg := startCRTarget(t, ragtarget.Config{StreamChunkInterval: inFlightChunkInterval,
 		StreamReauthorize: ragtarget.StreamReauthorize{Mode: mode}}, lag, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	crDeclareSurfaces(t, ns, tg)
 	var c v1alpha1.Corpus
 	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "target"}, &c); err != nil {
@@ -41,7 +41,7 @@ func inFlightRun(t *testing.T, mode ragtarget.ReauthorizeMode, lag time.Duration
 	if err := k8sClient.Patch(context.Background(), &c, client.MergeFrom(base)); err != nil {
 		t.Fatalf("setting the post-revocation delivery SLO: %v", err)
 	}
-	return tg, convRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceInFlight)
+	return tg, crRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceInFlight)
 }
 
 // inFlightStream is the run's only stream, checked for what every stream
@@ -174,9 +174,9 @@ func TestInFlightIntervalReauthorizationCutsWithinItsInterval(t *testing.T) {
 	const every = 450 * time.Millisecond
 	tg := startCRTarget(t, ragtarget.Config{StreamChunkInterval: inFlightChunkInterval,
 		StreamReauthorize: ragtarget.StreamReauthorize{Mode: ragtarget.ReauthorizeInterval, Every: every}}, 300*time.Millisecond, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	crDeclareSurfaces(t, ns, tg)
-	got := crWaitDone(t, convRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceInFlight))
+	got := crWaitDone(t, crRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceInFlight))
 	m := got.Status.InFlight
 	if m == nil || len(m.Streams) != 1 {
 		t.Fatalf("verdict %s (%s), status.inFlight %+v, want one stream", got.Status.Verdict, got.Status.Message, m)
@@ -212,10 +212,9 @@ func TestInFlightRestartMidStreamIsAnError(t *testing.T) {
 		crTargetOptions{hold: true})
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "restart-inflight-"}}
 	crCreateIn(t, c, ns)
-	crFixtureIn(t, c, ns.Name, tg)
+	crFixtureIn(t, c, ns.Name, tg.URL)
 	crDeclareSurfacesIn(t, c, ns.Name, tg)
 	run := crRunSpec(ns.Name, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceInFlight)
-	run.Spec.Probing.MaxInterval = metav1.Duration{Duration: 10 * time.Minute}
 	crCreateIn(t, c, run)
 
 	first := startTestOperator(t, cfg, 250*time.Millisecond)

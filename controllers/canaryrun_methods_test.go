@@ -9,7 +9,6 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -63,7 +62,7 @@ func TestCanaryRunRemoveFromGroup(t *testing.T) {
 	t.Parallel()
 	const group = "canary-readers"
 	tg := startCRTarget(t, ragtarget.Config{}, time.Second, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	run := crRunSpec(ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer)
 	run.Spec.Revocation = v1alpha1.Revocation{Method: v1alpha1.RevokeRemoveFromGroup, Group: group}
 	crCreate(t, run)
@@ -95,7 +94,7 @@ func TestCanaryRunRemoveFromGroup(t *testing.T) {
 func TestCanaryRunDeleteDocument(t *testing.T) {
 	t.Parallel()
 	tg := startCRTargetWith(t, ragtarget.Config{}, crTargetOptions{lag: time.Second, revokeSync: ragtarget.SyncContent})
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	run := crRunSpec(ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer)
 	run.Spec.Revocation = v1alpha1.Revocation{Method: v1alpha1.RevokeDeleteDocument}
 	crCreate(t, run)
@@ -110,14 +109,10 @@ func TestCanaryRunDeleteDocument(t *testing.T) {
 		t.Fatal("the canary document was never deleted")
 	}
 	// Gone afterwards: another content sync does not bring it back.
-	if err := tg.svc.SyncNow(ragtarget.SyncContent); err != nil {
+	if err := tg.SyncNow(ragtarget.SyncContent); err != nil {
 		t.Fatal(err)
 	}
-	d, err := httpdriver.New(httpdriver.Config{BaseURL: tg.url, SourceToken: testSourceToken, Timeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hits, err := d.Search(context.Background(), driver.Token(testAliceToken), crToken(t, got), 10)
+	hits, err := tg.Driver(t, 2*time.Second).Search(context.Background(), driver.Token(testAliceToken), crToken(t, got), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +155,7 @@ func TestCanaryRunUnsupportedByTarget(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tg := startCRTargetWith(t, ragtarget.Config{}, crTargetOptions{capabilities: tc.capabilities})
-			ns := crFixture(t, tg)
+			ns := crFixture(t, tg.URL)
 			run := crRunSpec(ns, 5*time.Second, tc.surfaces...)
 			run.Spec.Revocation = v1alpha1.Revocation{Method: tc.method}
 			crCreate(t, run)

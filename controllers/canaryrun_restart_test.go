@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,11 +22,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/kubetest"
 	"github.com/ragcanary/ragcanary/internal/probe"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/target"
@@ -39,25 +38,27 @@ import (
 // operators watch.
 func startOwnAPIServer(t *testing.T) (*rest.Config, client.Client) {
 	t.Helper()
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                testScheme,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting a second envtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the second envtest: %v", err)
-		}
-	})
-	c, err := client.New(cfg, client.Options{Scheme: testScheme})
+	env := startOwnEnv(t)
+	c, err := client.New(env.Config, client.Options{Scheme: testScheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cfg, c
+	return env.Config, c
+}
+
+// startOwnEnv starts an API server with the CRDs, stopped when the test ends.
+func startOwnEnv(t *testing.T) *kubetest.Env {
+	t.Helper()
+	env, err := kubetest.Start("..", testScheme)
+	if err != nil {
+		t.Fatalf("starting an API server of the test's own: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the test's API server: %v", err)
+		}
+	})
+	return env
 }
 
 // testOperator is one operator process: a manager running the CanaryRun
@@ -150,7 +151,7 @@ func TestCanaryRunRestartDuringExclusionLosesNoMeasurement(t *testing.T) {
 	tg := startCRTargetWith(t, ragtarget.Config{}, crTargetOptions{hold: true})
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "restart-"}}
 	crCreateIn(t, c, ns)
-	crFixtureIn(t, c, ns.Name, tg)
+	crFixtureIn(t, c, ns.Name, tg.URL)
 	run := crRunSpec(ns.Name, 20*time.Second, v1alpha1.SurfaceSearch)
 	crCreateIn(t, c, run)
 
@@ -259,7 +260,7 @@ func TestDeletedBeforeFirstWriteRemovesPlantedDocument(t *testing.T) {
 	tg := startCRTarget(t, ragtarget.Config{}, 0, false)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "unwritten-"}}
 	crCreateIn(t, c, ns)
-	crFixtureIn(t, c, ns.Name, tg)
+	crFixtureIn(t, c, ns.Name, tg.URL)
 
 	var refused atomic.Int64
 	failing := rest.CopyConfig(cfg)
@@ -281,7 +282,7 @@ func TestDeletedBeforeFirstWriteRemovesPlantedDocument(t *testing.T) {
 	created := crGetIn(t, c, run)
 	doc := canaryrun.DocumentID(created)
 	testutil.Eventually(t, eventuallyTimeout, "the document planted while no status write succeeds", func() error {
-		if _, ok := tg.svc.SourceDocuments()[doc]; !ok {
+		if _, ok := tg.SourceDocuments()[doc]; !ok {
 			return fmt.Errorf("document %s not at the source yet (%d status writes refused)", doc, refused.Load())
 		}
 		if refused.Load() == 0 {
@@ -303,7 +304,7 @@ func TestDeletedBeforeFirstWriteRemovesPlantedDocument(t *testing.T) {
 		}
 		return nil
 	})
-	if _, ok := tg.svc.SourceDocuments()[doc]; ok {
+	if _, ok := tg.SourceDocuments()[doc]; ok {
 		t.Fatalf("document %s left at the source", doc)
 	}
 	if !tg.deleted(doc) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +20,8 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/target"
 )
@@ -28,8 +29,7 @@ import (
 // watchedTarget is a real ragtarget that logs every request it serves as
 // "METHOD path", so a test can tell which target a run talked to.
 type watchedTarget struct {
-	svc *ragtarget.Service
-	url string
+	*targettest.Target
 
 	mu       sync.Mutex
 	requests []string
@@ -37,27 +37,19 @@ type watchedTarget struct {
 
 func startWatchedTarget(t *testing.T) *watchedTarget {
 	t.Helper()
-	svc, err := ragtarget.New(ragtarget.Config{SourceToken: testSourceToken,
-		Tokens: map[string]string{testAliceToken: "alice@example.com", testMalloryToken: "mallory@example.com"}})
-	if err != nil {
-		t.Fatalf("starting ragtarget: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	wt := &watchedTarget{svc: svc}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	wt := &watchedTarget{}
+	wt.Target = targettest.Start(t, fixtureConfig(ragtarget.Config{}), targettest.Wrap(wt.log))
+	return wt
+}
+
+// log notes every request as "METHOD path" before ragtarget serves it.
+func (wt *watchedTarget) log(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		wt.mu.Lock()
 		wt.requests = append(wt.requests, r.Method+" "+r.URL.Path)
 		wt.mu.Unlock()
-		svc.Handler().ServeHTTP(w, r)
-	}))
-	wt.url = srv.URL
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		_ = svc.Close()
+		next.ServeHTTP(w, r)
 	})
-	return wt
 }
 
 // runRequests are the requests a run's steps and probes send: persona
@@ -147,15 +139,15 @@ func TestCanaryRunRetargetedCorpusKeepsThePlantedTarget(t *testing.T) {
 	t.Parallel()
 	a := startCRTarget(t, ragtarget.Config{ContentSyncInterval: time.Hour}, 0, false)
 	b := startWatchedTarget(t)
-	ns := crFixture(t, a)
+	ns := crFixture(t, a.URL)
 	run := crRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch)
 	doc := waitPhase(t, run, v1alpha1.PhaseAwaitingVisibility).Status.DocumentID
 
-	repointCorpus(t, ns, b.url)
+	repointCorpus(t, ns, b.URL)
 	if got := crGet(t, run); got.Status.Phase != v1alpha1.PhaseAwaitingVisibility {
 		t.Fatalf("phase %s after repointing, want AwaitingVisibility: the canary is not indexed at A yet", got.Status.Phase)
 	}
-	if err := a.svc.SyncNow(ragtarget.SyncContent); err != nil {
+	if err := a.SyncNow(ragtarget.SyncContent); err != nil {
 		t.Fatal(err)
 	}
 	got := crWaitDone(t, run)
@@ -179,7 +171,7 @@ func TestCanaryRunRetargetedCorpusKeepsThePlantedTarget(t *testing.T) {
 			m.Bounds, s.Sub(got.Status.RevokeRequestedTime.Time))
 	}
 	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionTargetChanged); c == nil || c.Status != metav1.ConditionTrue ||
-		!strings.Contains(c.Message, a.url[len("http://"):]) || !strings.Contains(c.Message, b.url[len("http://"):]) {
+		!strings.Contains(c.Message, a.URL[len("http://"):]) || !strings.Contains(c.Message, b.URL[len("http://"):]) {
 		t.Errorf("TargetChanged condition %+v, want True naming both targets", c)
 	}
 	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionCleanupPending); c == nil || c.Reason != v1alpha1.ReasonCleanedUp {
@@ -188,7 +180,7 @@ func TestCanaryRunRetargetedCorpusKeepsThePlantedTarget(t *testing.T) {
 	if !a.deleted(doc) {
 		t.Error("cleanup did not delete the document at the planted target")
 	}
-	if _, left := a.svc.SourceDocuments()[doc]; left {
+	if _, left := a.SourceDocuments()[doc]; left {
 		t.Error("the planted target still holds the canary document")
 	}
 	testutil.Eventually(t, eventuallyTimeout, "one TargetChanged warning", func() error {
@@ -236,15 +228,12 @@ func TestPostgresRetargetedDatabaseKeepsThePlantedTarget(t *testing.T) {
 	createPostgresCorpus(t, ns, "target", "canary_a")
 	createPostgresCorpus(t, ns, "other", "canary_b")
 	for _, name := range []string{"target", "other"} {
-		waitCorpusReady(t, &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, metav1.ConditionTrue, v1alpha1.ReasonReachable)
+		waitCorpusReady(t, corpusKey(ns, name), metav1.ConditionTrue, v1alpha1.ReasonReachable)
 	}
 	for _, name := range []string{"alice", "mallory"} {
-		crCreate(t, &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1alpha1.PersonaSpec{Subject: name, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name + "-never-created", Key: "token"}}})
+		crCreate(t, objects.Persona(ns, name, name, objects.Credential(name+"-never-created", objects.TokenKey)))
 	}
-	run := crRunSpec(ns, 30*time.Second, v1alpha1.SurfaceSearch)
-	run.Spec.Probing.Interval = metav1.Duration{Duration: pgInterval}
-	run.Spec.Probing.VisibilityTimeout = metav1.Duration{Duration: 30 * time.Second}
+	run := methodRun(ns, "run", pgInterval, v1alpha1.RevokeRemoveGrant, "")
 	crCreate(t, run)
 	doc := waitPhase(t, run, v1alpha1.PhaseAwaitingVisibility).Status.DocumentID
 	if n := countRows(t, dsn(primary, "postgres", pgtest.SuperPassword, "canary_a"), doc); n.documents != 1 || n.grants != 1 {
@@ -294,19 +283,7 @@ func dsnSecret(role, db string) string { return role + "-" + strings.ReplaceAll(
 // through the Secrets dsnSecret("writer", db) and dsnSecret("reader", db).
 func createPostgresCorpus(t *testing.T, ns, name, db string) {
 	t.Helper()
-	crCreate(t, &v1alpha1.Corpus{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.CorpusSpec{
-			Driver: v1alpha1.Driver{Type: v1alpha1.DriverPostgres, Timeout: &metav1.Duration{Duration: 5 * time.Second},
-				Postgres: &v1alpha1.PostgresDriver{
-					DSNSecretRef:     v1alpha1.SecretKeyReference{Name: dsnSecret("writer", db), Key: "dsn"},
-					ReadDSNSecretRef: &v1alpha1.SecretKeyReference{Name: dsnSecret("reader", db), Key: "dsn"},
-					Schema:           "rag", ManageSchema: true,
-				}},
-			RateLimit:           v1alpha1.RateLimit{RequestsPerSecond: 1000, Burst: 1000},
-			HealthCheckInterval: &metav1.Duration{Duration: 5 * time.Second},
-		},
-	})
+	crCreate(t, postgresCorpus(ns, name, dsnSecret("writer", db), dsnSecret("reader", db)))
 }
 
 // repointSecret replaces a credential Secret's DSN.
@@ -371,11 +348,11 @@ func TestCanaryRunRetargetedAcrossRestartToATargetNoLongerAllowed(t *testing.T) 
 	b := startWatchedTarget(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "retarget-"}}
 	crCreateIn(t, c, ns)
-	crFixtureIn(t, c, ns.Name, a)
+	crFixtureIn(t, c, ns.Name, a.URL)
 	run := crRunSpec(ns.Name, 20*time.Second, v1alpha1.SurfaceSearch)
 	crCreateIn(t, c, run)
 
-	first := startOperatorAllowing(t, cfg, a.url, b.url)
+	first := startOperatorAllowing(t, cfg, a.URL, b.URL)
 	var doc string
 	testutil.Eventually(t, eventuallyTimeout, "awaiting visibility at A", func() error {
 		got := crGetIn(t, c, run)
@@ -391,12 +368,12 @@ func TestCanaryRunRetargetedAcrossRestartToATargetNoLongerAllowed(t *testing.T) 
 		t.Fatal(err)
 	}
 	base := corpus.DeepCopy()
-	corpus.Spec.Driver.HTTP.URL = b.url
+	corpus.Spec.Driver.HTTP.URL = b.URL
 	if err := c.Patch(context.Background(), &corpus, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 
-	second := startOperatorAllowing(t, cfg, b.url)
+	second := startOperatorAllowing(t, cfg, b.URL)
 	var got *v1alpha1.CanaryRun
 	testutil.Eventually(t, eventuallyTimeout, "Inconclusive with the cleanup pending", func() error {
 		got = crGetIn(t, c, run)
@@ -418,7 +395,7 @@ func TestCanaryRunRetargetedAcrossRestartToATargetNoLongerAllowed(t *testing.T) 
 	if isTerminal(got.Status.Phase) {
 		t.Errorf("phase %s: the run finished with its document left at A", got.Status.Phase)
 	}
-	if _, left := a.svc.SourceDocuments()[doc]; !left {
+	if _, left := a.SourceDocuments()[doc]; !left {
 		t.Error("the document is gone from A, though no operator could reach A")
 	}
 	second.stop()
@@ -426,12 +403,12 @@ func TestCanaryRunRetargetedAcrossRestartToATargetNoLongerAllowed(t *testing.T) 
 		t.Errorf("the run talked to the target it did not plant in: %s", shown(reqs))
 	}
 
-	startOperatorAllowing(t, cfg, a.url, b.url)
+	startOperatorAllowing(t, cfg, a.URL, b.URL)
 	done := crWaitDoneIn(t, c, run)
 	if cleanup := meta.FindStatusCondition(done.Status.Conditions, v1alpha1.ConditionCleanupPending); cleanup == nil || cleanup.Reason != v1alpha1.ReasonCleanedUp {
 		t.Errorf("CleanupPending %+v, want CleanedUp", cleanup)
 	}
-	if _, left := a.svc.SourceDocuments()[doc]; left || !a.deleted(doc) {
+	if _, left := a.SourceDocuments()[doc]; left || !a.deleted(doc) {
 		t.Error("cleanup did not remove the document at the planted target")
 	}
 	if done.Status.Verdict != v1alpha1.VerdictInconclusive {

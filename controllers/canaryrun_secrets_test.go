@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/kubetest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -38,21 +38,9 @@ const (
 
 // startOwnControlPlane is startOwnAPIServer with a kubectl for an admin
 // user: the test runs the documented commands as a person would.
-func startOwnControlPlane(t *testing.T) (*envtest.Environment, client.Client, func(args ...string) (string, error)) {
+func startOwnControlPlane(t *testing.T) (*kubetest.Env, client.Client, func(args ...string) (string, error)) {
 	t.Helper()
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                testScheme,
-	}
-	if _, err := env.Start(); err != nil {
-		t.Fatalf("starting an envtest of the test's own: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the test's envtest: %v", err)
-		}
-	})
+	env := startOwnEnv(t)
 	c, err := client.New(env.Config, client.Options{Scheme: testScheme})
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +103,7 @@ func TestRunSecretsAreLabelledAndTheirFinalizersReleasedByHand(t *testing.T) {
 	tg := startCRTargetWith(t, ragtarget.Config{}, crTargetOptions{hold: true})
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "secrets-"}}
 	crCreateIn(t, c, ns)
-	crFixtureIn(t, c, ns.Name, tg)
+	crFixtureIn(t, c, ns.Name, tg.URL)
 	run := crRunSpec(ns.Name, time.Minute, v1alpha1.SurfaceSearch)
 	crCreateIn(t, c, run)
 

@@ -14,13 +14,14 @@ import (
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/schedule"
@@ -49,34 +50,25 @@ func startSentinelTarget(t *testing.T, rule ragtarget.DigestACL) *crTarget {
 // Answer surfaces declared on the assistant's own APIs.
 func sentinelFixture(t *testing.T, tg *crTarget) string {
 	t.Helper()
-	ns := crFixture(t, tg)
-	crCreate(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "eve-cred", Labels: credentialLabels()},
-		Data: map[string][]byte{"token": []byte(testEveToken)}})
-	crCreate(t, &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "eve"},
-		Spec: v1alpha1.PersonaSpec{Subject: "eve@example.com",
-			CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "eve-cred", Key: "token"}}})
+	ns := crFixture(t, tg.URL)
+	crCreate(t, objects.CredentialSecret(ns, "eve-cred", testEveToken))
+	crCreate(t, objects.Persona(ns, "eve", "eve@example.com"))
 	crDeclareSurfaces(t, ns, tg)
 	return ns
 }
 
-// sentinelSpec is a sentinel owned by alice, watched by controls for
-// lifetime on Search and Answer, probing at least every 200ms and at most
-// every second.
-func sentinelSpec(ns string, lifetime time.Duration, controls ...string) v1alpha1.CanarySpec {
-	spec := crRunSpec(ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer).Spec.CanarySpec
-	spec.Sentinel = &v1alpha1.Sentinel{Lifetime: metav1.Duration{Duration: lifetime}}
-	spec.ControlPersonaRefs = nil
-	for _, c := range controls {
-		spec.ControlPersonaRefs = append(spec.ControlPersonaRefs, v1alpha1.LocalObjectReference{Name: c})
-	}
-	spec.Probing.MaxInterval = metav1.Duration{Duration: time.Second}
-	return spec
+// sentinel is a sentinel on crFixture's corpus owned by alice, watched by
+// controls for lifetime on Search and Answer, probing at least every 200ms
+// and at most every second.
+func sentinel(lifetime time.Duration, controls ...string) []objects.CanaryOption {
+	return []objects.CanaryOption{onTarget, objects.Sentinel(lifetime), objects.Controls(controls...),
+		objects.Timeouts(20*time.Second, 20*time.Second), objects.Probe(v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer),
+		func(s *v1alpha1.CanarySpec) { s.Probing.MaxInterval = objects.Duration(time.Second) }}
 }
 
 func sentinelRun(t *testing.T, ns string, lifetime time.Duration, controls ...string) *v1alpha1.CanaryRun {
 	t.Helper()
-	run := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sentinel"},
-		Spec: v1alpha1.CanaryRunSpec{CanarySpec: sentinelSpec(ns, lifetime, controls...)}}
+	run := objects.CanaryRun(ns, "sentinel", sentinel(lifetime, controls...)...)
 	crCreate(t, run)
 	return run
 }
@@ -92,7 +84,7 @@ func carriedBy(s v1alpha1.SentinelSighting, doc string) bool {
 func assertDigestQuotes(t *testing.T, tg *crTarget, run *v1alpha1.CanaryRun, acl ...string) {
 	t.Helper()
 	payload := crTokenPair(t, run).Payload
-	d, ok := tg.svc.Indexed(digestCarrier)
+	d, ok := tg.Indexed(digestCarrier)
 	if !ok {
 		t.Fatalf("the target never indexed %s", digestCarrier)
 	}
@@ -209,7 +201,7 @@ func TestSentinelMostRestrictiveDigestStaysIsolated(t *testing.T) {
 		if got.Status.Phase != v1alpha1.PhaseWatching {
 			return fmt.Errorf("phase %s", got.Status.Phase)
 		}
-		if _, ok := tg.svc.Indexed(digestCarrier); !ok {
+		if _, ok := tg.Indexed(digestCarrier); !ok {
 			return fmt.Errorf("no digest indexed")
 		}
 		return nil
@@ -284,7 +276,7 @@ func putSourceDocument(t *testing.T, tg *crTarget, id, body string, principals .
 		quoted[i] = fmt.Sprintf("%q", p)
 	}
 	doc := fmt.Sprintf(`{"title":"notes","body":%q,"principals":[%s]}`, body, strings.Join(quoted, ","))
-	req, err := http.NewRequest(http.MethodPut, tg.url+"/v1/documents/"+id, bytes.NewBufferString(doc))
+	req, err := http.NewRequest(http.MethodPut, tg.URL+"/v1/documents/"+id, bytes.NewBufferString(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,18 +297,11 @@ func putSourceDocument(t *testing.T, tg *crTarget, id, body string, principals .
 // lifetime ended, and deleting the canary removes every sentinel document
 // from the target.
 func TestSentinelCanaryReplantsAndCleansUp(t *testing.T) {
-	svc, url := startRagtarget(t, ragtarget.Config{ContentSyncInterval: 100 * time.Millisecond, ACLSyncInterval: 100 * time.Millisecond})
-	tg := &crTarget{t: t, svc: svc, url: url}
-	ns := crFixture(t, tg)
-	spec := sentinelSpec(ns, time.Second, "mallory")
-	spec.Probing.Surfaces = []v1alpha1.Surface{v1alpha1.SurfaceSearch}
-	canary := &v1alpha1.RevocationCanary{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sentinel", Annotations: map[string]string{v1alpha1.AnnotationRunNow: "now"}},
-		Spec: v1alpha1.RevocationCanarySpec{
-			Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: time.Hour}}},
-			CanarySpec: spec,
-		},
-	}
+	tg := targettest.Start(t, fixtureConfig(ragtarget.Config{ContentSyncInterval: 100 * time.Millisecond, ACLSyncInterval: 100 * time.Millisecond}))
+	ns := crFixture(t, tg.URL)
+	canary := objects.RevocationCanary(ns, "sentinel", time.Hour, append(sentinel(time.Second, "mallory"),
+		objects.Probe(v1alpha1.SurfaceSearch))...)
+	canary.Annotations = map[string]string{v1alpha1.AnnotationRunNow: "now"}
 	scheduleClock.SetTime(time.Now())
 	crCreate(t, canary)
 	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), canary) })
@@ -362,7 +347,7 @@ func TestSentinelCanaryReplantsAndCleansUp(t *testing.T) {
 		crTokenPair(t, second).Payload == firstPayload {
 		t.Fatalf("the second sentinel reuses the first's document or payload")
 	}
-	if _, ok := svc.SourceDocuments()[first.Status.DocumentID]; ok {
+	if _, ok := tg.SourceDocuments()[first.Status.DocumentID]; ok {
 		t.Errorf("the first sentinel %s is still at the source", first.Status.DocumentID)
 	}
 
@@ -370,19 +355,13 @@ func TestSentinelCanaryReplantsAndCleansUp(t *testing.T) {
 	if err := k8sClient.Delete(context.Background(), canary); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, eventuallyTimeout, "the second sentinel's run gone", func() error {
-		err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(second), &v1alpha1.CanaryRun{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still present: %v", err)
-	})
+	waitGone(t, second)
 	testutil.Eventually(t, eventuallyTimeout, "no sentinel left at the target", func() error {
 		for _, doc := range []string{first.Status.DocumentID, second.Status.DocumentID} {
-			if _, ok := svc.SourceDocuments()[doc]; ok {
+			if _, ok := tg.SourceDocuments()[doc]; ok {
 				return fmt.Errorf("%s still at the source", doc)
 			}
-			if _, ok := svc.Indexed(doc); ok {
+			if _, ok := tg.Indexed(doc); ok {
 				return fmt.Errorf("%s still indexed", doc)
 			}
 		}
@@ -400,11 +379,9 @@ func TestSentinelRestartWhileWatchingKeepsItsEvidence(t *testing.T) {
 	tg := startSentinelTarget(t, ragtarget.DigestPublic)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sentinel-restart-"}}
 	crCreateIn(t, c, ns)
-	crFixtureIn(t, c, ns.Name, tg)
+	crFixtureIn(t, c, ns.Name, tg.URL)
 	// The contract's answer surface: its citations name the carrier.
-	run := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "sentinel"},
-		Spec: v1alpha1.CanaryRunSpec{CanarySpec: sentinelSpec(ns.Name, 6*time.Second, "mallory")}}
-	run.Spec.Probing.Surfaces = []v1alpha1.Surface{v1alpha1.SurfaceAnswer}
+	run := objects.CanaryRun(ns.Name, "sentinel", append(sentinel(6*time.Second, "mallory"), objects.Probe(v1alpha1.SurfaceAnswer))...)
 	crCreateIn(t, c, run)
 
 	first := startTestOperator(t, cfg, 250*time.Millisecond)

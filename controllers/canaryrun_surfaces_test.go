@@ -47,10 +47,10 @@ func crDeclareSurfacesIn(t *testing.T, kc client.Client, ns string, tg *crTarget
 	base := c.DeepCopy()
 	c.Spec.RateLimit = v1alpha1.RateLimit{RequestsPerSecond: 200, Burst: 200}
 	c.Spec.Surfaces = &v1alpha1.CorpusSurfaces{
-		Chat: &v1alpha1.ChatSurface{Type: v1alpha1.ChatOpenAI, URL: tg.url + "/v1/", Model: "ragtarget", Stream: true,
+		Chat: &v1alpha1.ChatSurface{Type: v1alpha1.ChatOpenAI, URL: tg.URL + "/v1/", Model: "ragtarget", Stream: true,
 			Citations: "/choices/0/message/context/citations",
 			ExtraBody: &apiextensionsv1.JSON{Raw: []byte(`{"collection":"canaries"}`)}},
-		Search: &v1alpha1.SearchSurface{Type: v1alpha1.SearchHTTP, URL: tg.url + "/indexes/docs/search", Method: "POST",
+		Search: &v1alpha1.SearchSurface{Type: v1alpha1.SearchHTTP, URL: tg.URL + "/indexes/docs/search", Method: "POST",
 			Headers: map[string]string{"Content-Type": "application/json"}, Body: `{"search": {{json .Query}}, "top": {{.K}}}`,
 			CredentialHeader: v1alpha1.CredentialHeader{Name: "api-key"}, Hits: "/value", ID: "/id", Text: "/content"},
 	}
@@ -67,10 +67,10 @@ func crDeclareSurfacesIn(t *testing.T, kc client.Client, ns string, tg *crTarget
 func TestSurfacesRunExcludedWithinACLLag(t *testing.T) {
 	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 2*time.Second, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	crDeclareSurfaces(t, ns, tg)
 	surfaces := []v1alpha1.Surface{v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer, v1alpha1.SurfaceConversation, v1alpha1.SurfaceStream}
-	run := convRun(t, ns, 20*time.Second, surfaces...)
+	run := crRun(t, ns, 20*time.Second, surfaces...)
 
 	got := crWaitDone(t, run)
 	if got.Status.Verdict != v1alpha1.VerdictSLOMet {
@@ -105,9 +105,9 @@ func TestSurfacesRunExcludedWithinACLLag(t *testing.T) {
 func TestSurfacesControlSightingOnChatIsAViolation(t *testing.T) {
 	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{FilterMode: ragtarget.FilterNone}, 0, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	crDeclareSurfaces(t, ns, tg)
-	run := convRun(t, ns, 2*time.Second, v1alpha1.SurfaceAnswer)
+	run := crRun(t, ns, 2*time.Second, v1alpha1.SurfaceAnswer)
 
 	got := crWaitDone(t, run)
 	if got.Status.Verdict != v1alpha1.VerdictIsolationViolation || got.Status.IsolationViolations == 0 {
@@ -121,8 +121,8 @@ func TestSurfacesControlSightingOnChatIsAViolation(t *testing.T) {
 func TestSurfaceNotMeasurableIsRefused(t *testing.T) {
 	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 0, false)
-	ns := crFixture(t, tg)
-	run := convRun(t, ns, 2*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceStream)
+	ns := crFixture(t, tg.URL)
+	run := crRun(t, ns, 2*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceStream)
 
 	got := crWaitDone(t, run)
 	if got.Status.Verdict != v1alpha1.VerdictSetupFailed || !strings.Contains(got.Status.Message, "cannot measure Stream (needs spec.surfaces.chat with stream: true)") {

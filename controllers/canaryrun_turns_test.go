@@ -24,11 +24,10 @@ func TestConversationRunOnChatOutlastsTheOldTurnCap(t *testing.T) {
 	t.Parallel()
 	const timeout = 5 * time.Second
 	tg := startCRTarget(t, ragtarget.Config{}, 2500*time.Millisecond, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	crDeclareSurfaces(t, ns, tg)
 	run := crRunSpec(ns, timeout, v1alpha1.SurfaceSearch, v1alpha1.SurfaceConversation)
 	run.Spec.Probing.Interval = metav1.Duration{Duration: 100 * time.Millisecond}
-	run.Spec.Probing.MaxInterval = metav1.Duration{Duration: 10 * time.Minute}
 	crCreate(t, run)
 
 	got := crWaitDone(t, run)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -126,17 +128,13 @@ func (e *cacheEntries) metadata(key types.NamespacedName) bool {
 // ragtarget and the personas.
 func (cp *controlPlane) createSuiteWithCaseSource(t *testing.T, ns, configMap string) *v1alpha1.EvalSuite {
 	t.Helper()
-	_, url := startRagtarget(t, ragtarget.Config{})
+	url := targettest.Start(t, fixtureConfig(ragtarget.Config{})).URL
 	corpus := newCorpus(ns, "corpus", url)
-	cp.createSecret(t, ns, corpus.Spec.Driver.HTTP.CredentialSecretRef.Name, "token", testSourceToken)
+	cp.createSecret(t, ns, corpus.Spec.Driver.HTTP.CredentialSecretRef.Name, testSourceToken)
 	cp.create(t, corpus)
 	for name, token := range map[string]string{"alice": testAliceToken, "mallory": testMalloryToken} {
-		cp.createSecret(t, ns, name+"-cred", "token", token)
-		cp.create(t, &v1alpha1.Persona{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1alpha1.PersonaSpec{Subject: name + "@example.com",
-				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name + "-cred", Key: "token"}},
-		})
+		cp.createSecret(t, ns, name+"-cred", token)
+		cp.create(t, objects.Persona(ns, name, name+"@example.com"))
 	}
 	s := goldenSuite(ns)
 	s.Spec.CaseSources = []v1alpha1.CaseSource{{ConfigMapRef: v1alpha1.LocalObjectReference{Name: configMap}, Key: "cases.yaml"}}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,18 +16,20 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
+// newCorpus is a corpus at url whose source credential is the
+// "<name>-source" Secret's, each call bounded by 2s.
 func newCorpus(ns, name, url string) *v1alpha1.Corpus {
-	return &v1alpha1.Corpus{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.CorpusSpec{Driver: v1alpha1.Driver{
-			Type:    v1alpha1.DriverHTTP,
-			HTTP:    &v1alpha1.HTTPDriver{URL: url, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name + "-source", Key: "token"}},
-			Timeout: &metav1.Duration{Duration: 2e9},
-		}},
-	}
+	return objects.Corpus(ns, name, url, objects.SourceSecret(name+"-source", objects.TokenKey), objects.CallTimeout(2*time.Second))
+}
+
+// corpusKey names the Corpus ns/name for the reads that need only its key.
+func corpusKey(ns, name string) *v1alpha1.Corpus {
+	return &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 }
 
 func waitCorpusReady(t *testing.T, c *v1alpha1.Corpus, status metav1.ConditionStatus, reason string) *v1alpha1.Corpus {
@@ -51,7 +54,7 @@ func waitCorpusReady(t *testing.T, c *v1alpha1.Corpus, status metav1.ConditionSt
 func TestCorpusReadyAgainstRagtarget(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	_, url := startRagtarget(t, ragtarget.Config{AnswerCacheTTL: 1e9})
+	url := targettest.Start(t, fixtureConfig(ragtarget.Config{AnswerCacheTTL: 1e9})).URL
 	corpus := newCorpus(ns, "rt", url)
 	if err := k8sClient.Create(context.Background(), corpus); err != nil {
 		t.Fatal(err)
@@ -77,7 +80,7 @@ func TestCorpusReadyAgainstRagtarget(t *testing.T) {
 func TestCorpusWrongCredential(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	_, url := startRagtarget(t, ragtarget.Config{})
+	url := targettest.Start(t, fixtureConfig(ragtarget.Config{})).URL
 	corpus := newCorpus(ns, "wrong", url)
 	createSecret(t, ns, "wrong-source", "token", "not-the-token")
 	if err := k8sClient.Create(context.Background(), corpus); err != nil {

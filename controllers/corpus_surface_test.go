@@ -10,6 +10,8 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -26,12 +28,10 @@ func searchSurface(url, body string) *v1alpha1.CorpusSurfaces {
 func TestCorpusRefusesHostileSearchTemplates(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	_, url := startRagtarget(t, ragtarget.Config{AnswerCacheTTL: 1e9})
+	url := targettest.Start(t, fixtureConfig(ragtarget.Config{AnswerCacheTTL: 1e9})).URL
 	const aliceKey = "alice-key-4c1e0b97d2"
 	createSecret(t, ns, "alice-cred", "token", aliceKey)
-	alice := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"},
-		Spec: v1alpha1.PersonaSpec{Subject: "alice", CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "alice-cred", Key: "token"}}}
-	if err := k8sClient.Create(context.Background(), alice); err != nil {
+	if err := k8sClient.Create(context.Background(), objects.Persona(ns, "alice", "alice")); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"growing", "leaky", "sound"} {

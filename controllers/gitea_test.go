@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil/giteatest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 )
 
 // The Gitea tests plant canaries in a real application none of us wrote,
@@ -94,23 +94,20 @@ func (g *giteaFixture) giteaNamespace(t *testing.T) string {
 	c.Namespace = ns
 	crCreate(t, c)
 	for _, u := range []giteatest.User{g.alice, g.mallory} {
-		crCreate(t, &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: u.Name},
-			Spec: v1alpha1.PersonaSpec{Subject: u.Name,
-				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: u.Name + "-cred", Key: "token"}}})
+		crCreate(t, objects.Persona(ns, u.Name, u.Name))
 	}
 	return ns
 }
 
+// giteaRun is a run on the docs' Gitea corpus revoking by method (the
+// team's membership for RemoveFromGroup), probing every 300ms.
 func giteaRun(ns string, method v1alpha1.RevocationMethod) *v1alpha1.CanaryRun {
-	run := crRunSpec(ns, 30*time.Second, v1alpha1.SurfaceSearch)
-	run.Spec.CorpusRef.Name = "gitea"
-	run.Spec.Revocation = v1alpha1.Revocation{Method: method}
+	group := ""
 	if method == v1alpha1.RevokeRemoveFromGroup {
-		run.Spec.Revocation.Group = giteaTeam
+		group = giteaTeam
 	}
-	run.Spec.Probing.Interval = metav1.Duration{Duration: 300 * time.Millisecond}
-	run.Spec.Probing.VisibilityTimeout = metav1.Duration{Duration: 60 * time.Second}
-	return run
+	return objects.CanaryRun(ns, "run", objects.OnCorpus("gitea"), objects.Revoke(method, group),
+		objects.Every(300*time.Millisecond, 2), objects.Timeouts(60*time.Second, 30*time.Second))
 }
 
 // TestGiteaCanaryMethods: for RemoveGrant (collaborator), RemoveFromGroup

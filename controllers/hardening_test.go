@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +25,8 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
@@ -37,8 +38,7 @@ import (
 // request itself (the test's fault) and counts the calls on canary
 // documents themselves (PUT and DELETE /v1/documents/rc-…, not grants).
 type gatedTarget struct {
-	svc *ragtarget.Service
-	url string
+	*targettest.Target
 
 	mu sync.Mutex
 	// docCalls counts canary document calls by method.
@@ -52,19 +52,15 @@ type gatedTarget struct {
 // which may be nil.
 func startGatedTarget(t *testing.T, cfg ragtarget.Config, intercept func(http.ResponseWriter, *http.Request) bool) *gatedTarget {
 	t.Helper()
-	cfg.SourceToken = testSourceToken
-	if cfg.Tokens == nil {
-		cfg.Tokens = map[string]string{testAliceToken: "alice@example.com", testMalloryToken: "mallory@example.com"}
-	}
-	svc, err := ragtarget.New(cfg)
-	if err != nil {
-		t.Fatalf("starting ragtarget: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	g := &gatedTarget{svc: svc, docCalls: map[string]int{}, intercept: intercept}
-	next := svc.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g := &gatedTarget{docCalls: map[string]int{}, intercept: intercept}
+	g.Target = targettest.Start(t, fixtureConfig(cfg), targettest.Wrap(g.gate))
+	return g
+}
+
+// gate counts canary document calls, then lets intercept answer or
+// ragtarget serve.
+func (g *gatedTarget) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isCanaryDocCall(r) {
 			g.mu.Lock()
 			g.docCalls[r.Method]++
@@ -74,14 +70,7 @@ func startGatedTarget(t *testing.T, cfg ragtarget.Config, intercept func(http.Re
 			return
 		}
 		next.ServeHTTP(w, r)
-	}))
-	g.url = srv.URL
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		_ = svc.Close()
 	})
-	return g
 }
 
 // isCanaryDocCall: a call on a canary document itself, not on its grants.
@@ -112,16 +101,9 @@ func hardFixture(t *testing.T, url, malloryToken string) string {
 	createSecret(t, ns, "source", "token", testSourceToken)
 	createSecret(t, ns, "alice-cred", "token", testAliceToken)
 	createSecret(t, ns, "mallory-cred", "token", malloryToken)
-	corpus := newCorpus(ns, "target", url)
-	corpus.Spec.Driver.HTTP.CredentialSecretRef.Name = "source"
-	crCreate(t, corpus)
-	for _, p := range []struct{ name, subject string }{{"alice", "alice@example.com"}, {"mallory", "mallory@example.com"}} {
-		crCreate(t, &v1alpha1.Persona{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name},
-			Spec: v1alpha1.PersonaSpec{Subject: p.subject,
-				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: p.name + "-cred", Key: "token"}},
-		})
-	}
+	crCreate(t, objects.Corpus(ns, fixtureCorpus, url, objects.CallTimeout(2*time.Second)))
+	crCreate(t, objects.Persona(ns, "alice", "alice@example.com"))
+	crCreate(t, objects.Persona(ns, "mallory", "mallory@example.com"))
 	return ns
 }
 
@@ -204,16 +186,9 @@ func eventsWithReason(t *testing.T, ns, name, reason string) []eventsv1.Event {
 
 // newHardCanary is a RevocationCanary of the fixture's corpus and personas.
 func newHardCanary(ns string, policy v1alpha1.ConcurrencyPolicy, every time.Duration) *v1alpha1.RevocationCanary {
-	return &v1alpha1.RevocationCanary{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "canary"},
-		Spec: v1alpha1.RevocationCanarySpec{
-			Scheduling: v1alpha1.Scheduling{
-				Schedule:          v1alpha1.Schedule{Every: &metav1.Duration{Duration: every}},
-				ConcurrencyPolicy: policy,
-			},
-			CanarySpec: crRunSpec(ns, 5*time.Minute, v1alpha1.SurfaceSearch).Spec.CanarySpec,
-		},
-	}
+	canary := objects.RevocationCanary(ns, "canary", every, onTarget, objects.Timeouts(20*time.Second, 5*time.Minute))
+	canary.Spec.Scheduling.ConcurrencyPolicy = policy
+	return canary
 }
 
 // TestHardeningActiveRunCap: a canary with concurrencyPolicy Allow every
@@ -226,7 +201,7 @@ func TestHardeningActiveRunCap(t *testing.T) {
 	// Neither content nor access lists sync within the test: every run
 	// waits in AwaitingVisibility for its 2 minute visibility timeout.
 	tg := startGatedTarget(t, ragtarget.Config{ContentSyncInterval: time.Hour, ACLSyncInterval: time.Hour}, nil)
-	ns := hardFixture(t, tg.url, testMalloryToken)
+	ns := hardFixture(t, tg.URL, testMalloryToken)
 	canary := newHardCanary(ns, v1alpha1.AllowConcurrent, time.Second)
 	canary.Spec.Probing.Interval = metav1.Duration{Duration: time.Second}
 	canary.Spec.Probing.VisibilityTimeout = metav1.Duration{Duration: 2 * time.Minute}
@@ -325,20 +300,18 @@ func blackhole(t *testing.T) string {
 func TestHardeningSlowCorpusDoesNotDelayOthers(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	_, healthyURL := startRagtarget(t, ragtarget.Config{})
+	healthyURL := targettest.Start(t, fixtureConfig(ragtarget.Config{})).URL
 	// One Secret for all, created first: each corpus is checked once, on
 	// its creation, not again when its Secret appears.
 	createSecret(t, ns, "source", "token", testSourceToken)
 	const blackholed = 8
 	var slow []*v1alpha1.Corpus
 	for i := range blackholed {
-		c := newCorpus(ns, fmt.Sprintf("blackholed-%d", i), blackhole(t))
-		c.Spec.Driver.HTTP.CredentialSecretRef.Name = "source"
+		c := objects.Corpus(ns, fmt.Sprintf("blackholed-%d", i), blackhole(t), objects.CallTimeout(2*time.Second))
 		crCreate(t, c)
 		slow = append(slow, c)
 	}
-	healthy := newCorpus(ns, "healthy", healthyURL)
-	healthy.Spec.Driver.HTTP.CredentialSecretRef.Name = "source"
+	healthy := objects.Corpus(ns, "healthy", healthyURL, objects.CallTimeout(2*time.Second))
 	created := time.Now()
 	crCreate(t, healthy)
 	const bound = 5 * time.Second
@@ -375,7 +348,7 @@ func capsTarget(t *testing.T, reply *atomic.Pointer[string]) string {
 		_, _ = w.Write([]byte(*body))
 		return true
 	})
-	return g.url
+	return g.URL
 }
 
 // TestHardeningHostileCapabilities: a capabilities reply naming a
@@ -391,9 +364,7 @@ func TestHardeningHostileCapabilities(t *testing.T) {
 	ns := newNamespace(t)
 	createSecret(t, ns, "source", "token", testSourceToken)
 	newHostile := func(name string, reply *atomic.Pointer[string]) *v1alpha1.Corpus {
-		c := newCorpus(ns, name, capsTarget(t, reply))
-		c.Spec.Driver.HTTP.CredentialSecretRef.Name = "source"
-		c.Spec.HealthCheckInterval = &metav1.Duration{Duration: 5 * time.Second}
+		c := objects.Corpus(ns, name, capsTarget(t, reply), objects.CallTimeout(2*time.Second), objects.HealthCheck(5*time.Second))
 		crCreate(t, c)
 		return c
 	}
@@ -438,7 +409,7 @@ func TestHardeningSetupDeadline(t *testing.T) {
 		}
 		return false
 	})
-	ns := hardFixture(t, tg.url, testMalloryToken)
+	ns := hardFixture(t, tg.URL, testMalloryToken)
 	// Retries come every canaryrun.SourceRetry (2s) and the deadline counts from the
 	// creation timestamp, which has whole seconds: it can fall up to 1s
 	// early. With 3s, a first PUT half a second in left no room for a
@@ -486,7 +457,7 @@ func TestHardeningCleanupNotFoundIsDone(t *testing.T) {
 		}
 		return false
 	})
-	ns := hardFixture(t, tg.url, testMalloryToken)
+	ns := hardFixture(t, tg.URL, testMalloryToken)
 	run := crRun(t, ns, 10*time.Second, v1alpha1.SurfaceSearch)
 
 	got := crWaitDone(t, run)
@@ -515,7 +486,7 @@ func TestHardeningCleanupRejectedIsACondition(t *testing.T) {
 		}
 		return false
 	})
-	ns := hardFixture(t, tg.url, testMalloryToken)
+	ns := hardFixture(t, tg.URL, testMalloryToken)
 	run := crRun(t, ns, 10*time.Second, v1alpha1.SurfaceSearch)
 
 	var got *v1alpha1.CanaryRun
@@ -550,7 +521,7 @@ func TestHardeningCleanupRejectedIsACondition(t *testing.T) {
 	doc := got.Status.DocumentID
 	reject.Store(false)
 	deleteAndWait(t, run)
-	if _, left := tg.svc.SourceDocuments()[doc]; left {
+	if _, left := tg.SourceDocuments()[doc]; left {
 		t.Errorf("canary document %s is still at the target after the run was deleted", doc)
 	}
 }
@@ -562,7 +533,7 @@ func TestHardeningCleanupRejectedIsACondition(t *testing.T) {
 // cleanup Secret are left.
 func TestHardeningCleanupWithoutCorpusOrSecret(t *testing.T) {
 	tg := startCRTargetWith(t, ragtarget.Config{}, crTargetOptions{hold: true})
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	canary := newHardCanary(ns, v1alpha1.ForbidConcurrent, time.Hour)
 	canary.Annotations = map[string]string{v1alpha1.AnnotationRunNow: "now"}
 	scheduleClock.SetTime(time.Now())
@@ -581,7 +552,7 @@ func TestHardeningCleanupWithoutCorpusOrSecret(t *testing.T) {
 		return nil
 	})
 	doc := run.Status.DocumentID
-	if _, planted := tg.svc.SourceDocuments()[doc]; !planted {
+	if _, planted := tg.SourceDocuments()[doc]; !planted {
 		t.Fatalf("canary document %s is not at the target", doc)
 	}
 	recipe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: canaryrun.RecipeSecretName(&run)}}
@@ -592,14 +563,14 @@ func TestHardeningCleanupWithoutCorpusOrSecret(t *testing.T) {
 		t.Fatalf("cleanup Secret finalizers %v, owners %v", recipe.Finalizers, recipe.OwnerReferences)
 	}
 
-	deleteAndWait(t, &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"}})
+	deleteAndWait(t, corpusKey(ns, fixtureCorpus))
 	deleteAndWait(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "source"}})
 	deleteAndWait(t, canary)
 
 	if runs := listRuns(t, ns); len(runs) != 0 {
 		t.Errorf("runs left after the canary was deleted: %d", len(runs))
 	}
-	if _, left := tg.svc.SourceDocuments()[doc]; left {
+	if _, left := tg.SourceDocuments()[doc]; left {
 		t.Errorf("canary document %s is still at the target: the kept copy did not clean up", doc)
 	}
 	if !tg.deleted(doc) {
@@ -615,7 +586,7 @@ func TestHardeningCleanupWithoutCorpusOrSecret(t *testing.T) {
 func TestHardeningControlPersonaAlwaysFailing(t *testing.T) {
 	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 0, false)
-	ns := hardFixture(t, tg.url, "a-token-the-target-does-not-know")
+	ns := hardFixture(t, tg.URL, "a-token-the-target-does-not-know")
 	run := crRun(t, ns, 10*time.Second, v1alpha1.SurfaceSearch)
 
 	got := crWaitDone(t, run)

@@ -1,17 +1,13 @@
 package controllers
 
 import (
-	"context"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/surface"
 	"github.com/ragcanary/ragcanary/internal/target"
@@ -35,29 +31,22 @@ const (
 	testMalloryToken = "test-mallory-token"
 )
 
-// startRagtarget serves a real reference RAG service over HTTP on loopback
-// and returns its base URL. Zero config fields get test-friendly values.
-func startRagtarget(t *testing.T, cfg ragtarget.Config) (*ragtarget.Service, string) {
-	t.Helper()
+// fixtureTokens map the credentials the fixtures' persona Secrets hold to
+// the principals the test ragtargets know alice and mallory by.
+func fixtureTokens() map[string]string {
+	return map[string]string{testAliceToken: "alice@example.com", testMalloryToken: "mallory@example.com"}
+}
+
+// fixtureConfig is cfg accepting the fixtures' source credential and, when
+// cfg names no personas of its own, alice's and mallory's.
+func fixtureConfig(cfg ragtarget.Config) ragtarget.Config {
 	if cfg.SourceToken == "" {
 		cfg.SourceToken = testSourceToken
 	}
 	if cfg.Tokens == nil {
-		cfg.Tokens = map[string]string{testAliceToken: "alice@example.com", testMalloryToken: "mallory@example.com"}
+		cfg.Tokens = fixtureTokens()
 	}
-	svc, err := ragtarget.New(cfg)
-	if err != nil {
-		t.Fatalf("starting ragtarget: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	svc.Start(ctx)
-	srv := httptest.NewServer(svc.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		cancel()
-		_ = svc.Close()
-	})
-	return svc, srv.URL
+	return cfg
 }
 
 // credentialLabels mark a test Secret as a ragcanary credential.
@@ -65,16 +54,12 @@ func credentialLabels() map[string]string {
 	return map[string]string{v1alpha1.LabelCredential: v1alpha1.LabelCredentialValue}
 }
 
-// createSecret stores one key in a credential Secret.
+// createSecret stores value under key in a credential Secret.
 func createSecret(t *testing.T, ns, name, key, value string) {
 	t.Helper()
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: credentialLabels()},
-		Data:       map[string][]byte{key: []byte(value)},
-	}
-	if err := k8sClient.Create(context.Background(), s); err != nil {
-		t.Fatalf("creating secret %s: %v", name, err)
-	}
+	s := objects.CredentialSecret(ns, name, value)
+	s.Data = map[string][]byte{key: []byte(value)}
+	crCreate(t, s)
 }
 
 // isTerminal reports whether a run reached a phase it never leaves.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/controllers/revocationcanary"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -34,7 +35,7 @@ func assertWidened(t *testing.T, field, shown string, b *v1alpha1.ExclusionBound
 func TestCanaryRunWritesMeasurementText(t *testing.T) {
 	t.Parallel()
 	tg := startCRTarget(t, ragtarget.Config{}, 500*time.Millisecond, false)
-	ns := crFixture(t, tg)
+	ns := crFixture(t, tg.URL)
 	got := crWaitDone(t, crRun(t, ns, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceAnswer))
 	if got.Status.Verdict != v1alpha1.VerdictSLOMet {
 		t.Fatalf("verdict %s (%s), want SLOMet", got.Status.Verdict, got.Status.Message)
@@ -48,9 +49,9 @@ func TestCanaryRunWritesMeasurementText(t *testing.T) {
 			t.Errorf("%s: slo %v from %q, want the judged SLO and its source", m.Surface, m.SLO, m.SLOSource)
 		}
 	}
-	if exclusionText(&got.Status, v1alpha1.SurfaceConversation) != "" || got.Status.ContentFreshness != "" {
-		t.Errorf("conversationExclusion %q contentFreshness %q, want both empty: neither was measured",
-			exclusionText(&got.Status, v1alpha1.SurfaceConversation), got.Status.ContentFreshness)
+	if conv := got.Status.Surface(v1alpha1.SurfaceConversation); (conv != nil && conv.Exclusion != "") || got.Status.ContentFreshness != "" {
+		t.Errorf("conversation measurement %+v contentFreshness %q, want no text for either: neither was measured",
+			conv, got.Status.ContentFreshness)
 	}
 	if got.Status.TimeToVisibility == nil {
 		t.Fatalf("no timeToVisibility")
@@ -71,9 +72,9 @@ func TestCanaryRunWritesMeasurementText(t *testing.T) {
 func TestSummariseCarriesMeasurementText(t *testing.T) {
 	t.Parallel()
 	run := &v1alpha1.CanaryRun{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Status: v1alpha1.CanaryRunStatus{
-		Verdict: v1alpha1.VerdictSLOBreached, TimeToVisibility: dur(850 * time.Millisecond),
+		Verdict: v1alpha1.VerdictSLOBreached, TimeToVisibility: objects.DurationPtr(850 * time.Millisecond),
 		Surfaces: []v1alpha1.SurfaceMeasurement{
-			{Surface: v1alpha1.SurfaceSearch, Bounds: &v1alpha1.ExclusionBounds{Lower: dur(40 * time.Second), Upper: dur(41 * time.Second)}},
+			{Surface: v1alpha1.SurfaceSearch, Bounds: objects.Bounds(40*time.Second, 41*time.Second)},
 		}}}
 	s := revocationcanary.Summarise(run)
 	if s.VisibleAfter != "850ms" || s.Surface(v1alpha1.SurfaceSearch) == nil || s.Surface(v1alpha1.SurfaceSearch).Exclusion != "40s–41s" ||
@@ -108,14 +109,4 @@ func displayStep(d time.Duration) time.Duration {
 		return time.Millisecond
 	}
 	return 100 * time.Millisecond
-}
-
-func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
-
-// exclusionText is a surface's interval text, "" when it has no entry.
-func exclusionText(st *v1alpha1.CanaryRunStatus, s v1alpha1.Surface) string {
-	if m := st.Surface(s); m != nil {
-		return m.Exclusion
-	}
-	return ""
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 )
 
 // TestCanaryGaugesWithoutReconciledCompletion is the restart case. The
@@ -30,8 +31,7 @@ func TestCanaryGaugesWithoutReconciledCompletion(t *testing.T) {
 	canary.Status.LastRun = &v1alpha1.RunSummary{
 		Name: "grant-revocation-earlier", Verdict: v1alpha1.VerdictSLOBreached,
 		CompletionTime: &metav1.Time{Time: completed},
-		Surfaces: []v1alpha1.SurfaceSummary{{Surface: v1alpha1.SurfaceSearch, Bounds: &v1alpha1.ExclusionBounds{
-			Lower: &metav1.Duration{Duration: 25 * time.Second}, Upper: &metav1.Duration{Duration: 40 * time.Second}}}},
+		Surfaces:       []v1alpha1.SurfaceSummary{{Surface: v1alpha1.SurfaceSearch, Bounds: objects.Bounds(25*time.Second, 40*time.Second)}},
 	}
 	if err := k8sClient.Status().Patch(context.Background(), canary, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,8 @@ import (
 	"github.com/ragcanary/ragcanary/internal/dev/openfgatest"
 	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/openfga"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
@@ -116,13 +118,12 @@ func waitReplicated(t *testing.T, srv *openfgatest.Server, store, what string, d
 // with consistency and filter, and returns its URL.
 func startOpenFGATarget(t *testing.T, srv *openfgatest.Server, store string, consistency openfga.Consistency, filter ragtarget.FilterMode) string {
 	t.Helper()
-	_, url := startRagtarget(t, ragtarget.Config{
+	return targettest.Start(t, fixtureConfig(ragtarget.Config{
 		Tokens:              engineTokens,
 		ContentSyncInterval: 100 * time.Millisecond,
-		ACLSyncInterval:     time.Hour, // unused: OpenFGA decides
+		ACLSyncInterval:     targettest.Manual, // unused: OpenFGA decides
 		OpenFGA:             &ragtarget.OpenFGAAuthz{URL: srv.URL, Store: store, Token: srv.Token, Consistency: consistency, Filter: filter},
-	})
-	return url
+	})).URL
 }
 
 // openfgaFixture creates a corpus whose permissions live in srv's store
@@ -130,31 +131,10 @@ func startOpenFGATarget(t *testing.T, srv *openfgatest.Server, store string, con
 // mallory.
 func openfgaFixture(t *testing.T, url string, srv *openfgatest.Server, spec v1alpha1.OpenFGAPermissions) string {
 	t.Helper()
-	ns := newNamespace(t)
-	createSecret(t, ns, "source", "token", testSourceToken)
-	createSecret(t, ns, "alice-cred", "token", testAliceToken)
-	createSecret(t, ns, "mallory-cred", "token", testMalloryToken)
-	createSecret(t, ns, "openfga-key", "token", srv.Token)
 	spec.APIURL = srv.URL
-	spec.APITokenSecretRef = v1alpha1.SecretKeyReference{Name: "openfga-key", Key: "token"}
-	crCreate(t, &v1alpha1.Corpus{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"},
-		Spec: v1alpha1.CorpusSpec{
-			Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP,
-				HTTP: &v1alpha1.HTTPDriver{URL: url, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
-			RateLimit:   v1alpha1.RateLimit{RequestsPerSecond: 1000, Burst: 1000},
-			Permissions: &v1alpha1.Permissions{Type: v1alpha1.PermissionsOpenFGA, OpenFGA: &spec},
-		},
-	})
-	for _, p := range []struct{ name, subject string }{{"alice", "alice"}, {"mallory", "mallory"}} {
-		crCreate(t, &v1alpha1.Persona{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name},
-			Spec: v1alpha1.PersonaSpec{Subject: p.subject,
-				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: p.name + "-cred", Key: "token"}},
-		})
-	}
-	waitCorpusReady(t, &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"}},
-		metav1.ConditionTrue, v1alpha1.ReasonReachable)
+	spec.APITokenSecretRef = objects.SecretKey("openfga-key", objects.TokenKey)
+	ns := engineFixture(t, url, v1alpha1.Permissions{Type: v1alpha1.PermissionsOpenFGA, OpenFGA: &spec}, "openfga-key", srv.Token)
+	waitCorpusReady(t, corpusKey(ns, fixtureCorpus), metav1.ConditionTrue, v1alpha1.ReasonReachable)
 	return ns
 }
 
@@ -331,7 +311,7 @@ func TestOpenFGACorpusResolvesStoreNameAndChecksModel(t *testing.T) {
 	store := srv.NewStore(t, "helpdesk")
 	url := startOpenFGATarget(t, srv, store, openfga.HigherConsistency, ragtarget.FilterPrefilter)
 	ns := openfgaFixture(t, url, srv, v1alpha1.OpenFGAPermissions{StoreName: "helpdesk"})
-	corpus := &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"}}
+	corpus := corpusKey(ns, fixtureCorpus)
 	got := waitCorpusReady(t, corpus, metav1.ConditionTrue, v1alpha1.ReasonReachable)
 	if p := got.Status.Permissions; p == nil || p.StoreID != store || p.AuthorizationModelID == "" {
 		t.Fatalf("status.permissions = %+v, want store %s and the model checked", p, store)

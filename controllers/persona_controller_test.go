@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 )
 
 const personaCredential = "s3cr3t-persona-credential"
@@ -25,13 +26,7 @@ func TestPersonaReadyFollowsSecret(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
-	persona := &v1alpha1.Persona{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"},
-		Spec: v1alpha1.PersonaSpec{
-			Subject:             "alice@example.com",
-			CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "alice-cred", Key: "token"},
-		},
-	}
+	persona := objects.Persona(ns, "alice", "alice@example.com")
 	if err := k8sClient.Create(ctx, persona); err != nil {
 		t.Fatal(err)
 	}
@@ -71,13 +66,7 @@ func TestPersonaIgnoresUnrelatedSecrets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
-	persona := &v1alpha1.Persona{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bob"},
-		Spec: v1alpha1.PersonaSpec{
-			Subject:             "bob",
-			CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "bob-cred", Key: "token"},
-		},
-	}
+	persona := objects.Persona(ns, "bob", "bob")
 	if err := k8sClient.Create(ctx, persona); err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/pgtest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 )
 
 // Passwords of the test roles; they must never reach a status.
@@ -48,27 +50,34 @@ func postgresFixture(t *testing.T, writerDSN, readerDSN string, statements *v1al
 	ns := newNamespace(t)
 	createSecret(t, ns, "pg-writer", "dsn", writerDSN)
 	createSecret(t, ns, "pg-reader", "dsn", readerDSN)
-	crCreate(t, &v1alpha1.Corpus{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"},
-		Spec: v1alpha1.CorpusSpec{
-			Driver: v1alpha1.Driver{Type: v1alpha1.DriverPostgres, Timeout: &metav1.Duration{Duration: 5 * time.Second},
-				Postgres: &v1alpha1.PostgresDriver{
-					DSNSecretRef:     v1alpha1.SecretKeyReference{Name: "pg-writer", Key: "dsn"},
-					ReadDSNSecretRef: &v1alpha1.SecretKeyReference{Name: "pg-reader", Key: "dsn"},
-					Schema:           "rag", ManageSchema: true, Statements: statements,
-				}},
-			RateLimit:           v1alpha1.RateLimit{RequestsPerSecond: 1000, Burst: 1000},
-			HealthCheckInterval: &metav1.Duration{Duration: 5 * time.Second},
-		},
-	})
+	c := postgresCorpus(ns, fixtureCorpus, "pg-writer", "pg-reader")
+	c.Spec.Driver.Postgres.Statements = statements
+	crCreate(t, c)
 	for _, name := range []string{"alice", "mallory"} {
-		crCreate(t, &v1alpha1.Persona{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: v1alpha1.PersonaSpec{Subject: name,
-				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name + "-never-created", Key: "token"}},
-		})
+		crCreate(t, objects.Persona(ns, name, name, objects.Credential(name+"-never-created", objects.TokenKey)))
 	}
 	return ns
+}
+
+// postgresCorpus is a Postgres corpus managing the reference schema "rag",
+// writing with the DSN in Secret writer and reading with the one in
+// reader; 5s per call, a health check every 5s, and a request budget
+// that never spaces probes out. The builders' corpus speaks HTTP, so this
+// one is written out.
+func postgresCorpus(ns, name, writer, reader string) *v1alpha1.Corpus {
+	return &v1alpha1.Corpus{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.CorpusSpec{
+			Driver: v1alpha1.Driver{Type: v1alpha1.DriverPostgres, Timeout: objects.DurationPtr(5 * time.Second),
+				Postgres: &v1alpha1.PostgresDriver{
+					DSNSecretRef:     objects.SecretKey(writer, "dsn"),
+					ReadDSNSecretRef: ptr.To(objects.SecretKey(reader, "dsn")),
+					Schema:           "rag", ManageSchema: true,
+				}},
+			RateLimit:           v1alpha1.RateLimit{RequestsPerSecond: 1000, Burst: 1000},
+			HealthCheckInterval: objects.DurationPtr(5 * time.Second),
+		},
+	}
 }
 
 var pgMethods = []v1alpha1.RevocationMethod{v1alpha1.RevokeRemoveGrant, v1alpha1.RevokeRemoveFromGroup, v1alpha1.RevokeDeleteDocument}
@@ -79,14 +88,11 @@ func pgRuns(t *testing.T, ns string) map[v1alpha1.RevocationMethod]*v1alpha1.Can
 	out := map[v1alpha1.RevocationMethod]*v1alpha1.CanaryRun{}
 	runs := map[v1alpha1.RevocationMethod]*v1alpha1.CanaryRun{}
 	for i, m := range pgMethods {
-		run := crRunSpec(ns, 30*time.Second, v1alpha1.SurfaceSearch)
-		run.Name = fmt.Sprintf("run-%d", i)
-		run.Spec.Probing.Interval = metav1.Duration{Duration: pgInterval}
-		run.Spec.Probing.VisibilityTimeout = metav1.Duration{Duration: 30 * time.Second}
-		run.Spec.Revocation = v1alpha1.Revocation{Method: m}
+		name, group := fmt.Sprintf("run-%d", i), ""
 		if m == v1alpha1.RevokeRemoveFromGroup {
-			run.Spec.Revocation.Group = "engineering-" + run.Name
+			group = "engineering-" + name
 		}
+		run := methodRun(ns, name, pgInterval, m, group)
 		crCreate(t, run)
 		runs[m] = run
 	}
@@ -126,7 +132,7 @@ func TestPostgresDelayedStandbyLagIsBracketed(t *testing.T) {
 	const delay = 3 * time.Second
 	_, writer, reader := startPostgres(t, delay)
 	ns := postgresFixture(t, writer, reader, nil)
-	waitCorpusReady(t, pgCorpusKey(ns), metav1.ConditionTrue, v1alpha1.ReasonReachable)
+	waitCorpusReady(t, corpusKey(ns, fixtureCorpus), metav1.ConditionTrue, v1alpha1.ReasonReachable)
 	for m, run := range pgRuns(t, ns) {
 		lower, upper := pgBounds(t, run)
 		if lower > delay+probeSlack || upper < delay || upper > delay+pgInterval+probeSlack {
@@ -143,16 +149,12 @@ func TestPostgresDelayedStandbyLagIsBracketed(t *testing.T) {
 func TestPostgresStandbyWithoutDelayExcludesAtOnce(t *testing.T) {
 	_, writer, reader := startPostgres(t, 0)
 	ns := postgresFixture(t, writer, reader, nil)
-	waitCorpusReady(t, pgCorpusKey(ns), metav1.ConditionTrue, v1alpha1.ReasonReachable)
+	waitCorpusReady(t, corpusKey(ns, fixtureCorpus), metav1.ConditionTrue, v1alpha1.ReasonReachable)
 	for m, run := range pgRuns(t, ns) {
 		if _, upper := pgBounds(t, run); upper > pgInterval+probeSlack {
 			t.Errorf("%s: upper bound %s exceeds one probe interval plus a probe", m, upper)
 		}
 	}
-}
-
-func pgCorpusKey(ns string) *v1alpha1.Corpus {
-	return &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"}}
 }
 
 // TestPostgresCorpusRefusals: a reader role with BYPASSRLS is refused with
@@ -161,13 +163,13 @@ func pgCorpusKey(ns string) *v1alpha1.Corpus {
 func TestPostgresCorpusRefusals(t *testing.T) {
 	primary, writer, _ := startPostgres(t, 0)
 	ns := postgresFixture(t, writer, primary.DSN("bypasser", "bypass-secret"), nil)
-	got := waitCorpusReady(t, pgCorpusKey(ns), metav1.ConditionFalse, v1alpha1.ReasonReaderBypassesRLS)
+	got := waitCorpusReady(t, corpusKey(ns, fixtureCorpus), metav1.ConditionFalse, v1alpha1.ReasonReaderBypassesRLS)
 	assertNoPassword(t, got)
 
 	ns = postgresFixture(t, writer, primary.DSN("reader", pgReaderPassword), &v1alpha1.PostgresStatements{
 		Revoke: "delete from rag.no_such_acl where document_id = $1 and principal = $2",
 	})
-	got = waitCorpusReady(t, pgCorpusKey(ns), metav1.ConditionFalse, v1alpha1.ReasonStatementInvalid)
+	got = waitCorpusReady(t, corpusKey(ns, fixtureCorpus), metav1.ConditionFalse, v1alpha1.ReasonStatementInvalid)
 	if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "spec.driver.postgres.statements.revoke") {
 		t.Fatalf("message %q does not name the statement", msg)
 	}

@@ -1,26 +1,20 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ragcanary/ragcanary/controllers/shared"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +25,10 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/charttest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/kubetest"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 )
 
@@ -47,7 +45,7 @@ func TestSecretAccessScopedToSecretNamespaces(t *testing.T) {
 	for _, ns := range []string{operatorNS, granted, denied} {
 		cp.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
-	chart := renderChart(t, release, operatorNS, "--set", "secretNamespaces={"+granted+"}", "--set", "operator.allowAnyTarget=true")
+	chart := charttest.Objects(t, "..", release, operatorNS, "--set", "secretNamespaces={"+granted+"}", "--set", "operator.allowAnyTarget=true")
 	sa := cp.applyIdentity(t, chart)
 	saConfig := cp.serviceAccountConfig(t, sa)
 	expectSecretReadForbidden(t, saConfig, denied)
@@ -61,24 +59,20 @@ func TestSecretAccessScopedToSecretNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, url := startRagtarget(t, ragtarget.Config{})
+	url := targettest.Start(t, fixtureConfig(ragtarget.Config{})).URL
 	grantedCorpus := newCorpus(granted, "rt", url)
 	deniedCorpus := newCorpus(denied, "rt", url)
 	cp.create(t, grantedCorpus)
 	cp.create(t, deniedCorpus)
-	cp.createSecret(t, denied, "rt-source", "token", testSourceToken)
+	cp.createSecret(t, denied, "rt-source", testSourceToken)
 	for _, ns := range []string{granted, denied} {
-		cp.createSecret(t, ns, "alice-cred", "token", testAliceToken)
-		cp.create(t, &v1alpha1.Persona{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alice"},
-			Spec: v1alpha1.PersonaSpec{Subject: aliceSubject,
-				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "alice-cred", Key: "token"}},
-		})
+		cp.createSecret(t, ns, "alice-cred", testAliceToken)
+		cp.create(t, objects.Persona(ns, "alice", aliceSubject))
 	}
 	stopped := runReconcilers(t, saConfig, cacheOpts)
 
 	cp.waitReady(t, grantedCorpus, metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound)
-	cp.createSecret(t, granted, "rt-source", "token", testSourceToken)
+	cp.createSecret(t, granted, "rt-source", testSourceToken)
 	cp.waitReady(t, grantedCorpus, metav1.ConditionTrue, v1alpha1.ReasonReachable)
 	cp.waitReady(t, &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: granted, Name: "alice"}},
 		metav1.ConditionTrue, v1alpha1.ReasonSecretFound)
@@ -148,12 +142,10 @@ func (cp *controlPlane) create(t *testing.T, obj client.Object) {
 	}
 }
 
-func (cp *controlPlane) createSecret(t *testing.T, ns, name, key, value string) {
+// createSecret stores value in a credential Secret.
+func (cp *controlPlane) createSecret(t *testing.T, ns, name, value string) {
 	t.Helper()
-	cp.create(t, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: credentialLabels()},
-		Data:       map[string][]byte{key: []byte(value)},
-	})
+	cp.create(t, objects.CredentialSecret(ns, name, value))
 }
 
 // waitReady waits until obj's Ready condition has status and reason, read
@@ -187,43 +179,17 @@ func readyConditions(obj client.Object) []metav1.Condition {
 	return nil
 }
 
-// renderChart renders the chart with bin/helm.
-func renderChart(t *testing.T, release, namespace string, args ...string) []*unstructured.Unstructured {
-	t.Helper()
-	cmd := exec.Command(filepath.Join("..", "bin", "helm"),
-		append([]string{"template", release, filepath.Join("..", "charts", "ragcanary"), "--namespace", namespace}, args...)...)
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm template: %v\n%s", err, stderr.String())
-	}
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(&out, 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatalf("decoding the rendered chart: %v", err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
-}
-
 // identityKinds are the rendered objects that make up the operator's
 // identity and what it may do.
 var identityKinds = []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}
 
 // applyIdentity creates the chart's ServiceAccount and RBAC objects, as an
 // install would, and returns the ServiceAccount.
-func (cp *controlPlane) applyIdentity(t *testing.T, chart []*unstructured.Unstructured) *corev1.ServiceAccount {
+func (cp *controlPlane) applyIdentity(t *testing.T, chart []unstructured.Unstructured) *corev1.ServiceAccount {
 	t.Helper()
 	var sa *corev1.ServiceAccount
-	for _, obj := range chart {
+	for i := range chart {
+		obj := &chart[i]
 		if !slices.Contains(identityKinds, obj.GetKind()) {
 			continue
 		}
@@ -242,12 +208,12 @@ func (cp *controlPlane) applyIdentity(t *testing.T, chart []*unstructured.Unstru
 // issued for sa: what the operator's Pod gets.
 func (cp *controlPlane) serviceAccountConfig(t *testing.T, sa *corev1.ServiceAccount) *rest.Config {
 	t.Helper()
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	if err := cp.admin.SubResource("token").Create(context.Background(), sa, req); err != nil {
-		t.Fatalf("requesting a token for %s: %v", sa.Name, err)
+	token, err := kubetest.ServiceAccountToken(context.Background(), cp.admin, sa.Namespace, sa.Name, time.Hour)
+	if err != nil {
+		t.Fatal(err)
 	}
 	cfg := rest.AnonymousClientConfig(cp.config)
-	cfg.BearerToken = req.Status.Token
+	cfg.BearerToken = token
 	return cfg
 }
 
@@ -267,7 +233,7 @@ func expectSecretReadForbidden(t *testing.T, cfg *rest.Config, ns string) {
 
 // containerArg returns the value of flag in the rendered Deployment's
 // manager container.
-func containerArg(t *testing.T, chart []*unstructured.Unstructured, flag string) (string, bool) {
+func containerArg(t *testing.T, chart []unstructured.Unstructured, flag string) (string, bool) {
 	t.Helper()
 	for _, obj := range chart {
 		if obj.GetKind() != "Deployment" {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 )
 
 // forge is a small Gitea-shaped source for the REST source's crash-safety
@@ -169,8 +170,7 @@ func forgeFixture(t *testing.T, base string, lookup bool) string {
 	}
 	crCreate(t, forgeCorpus(ns, base, lookup))
 	for _, p := range []string{"alice", "mallory"} {
-		crCreate(t, &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p},
-			Spec: v1alpha1.PersonaSpec{Subject: p, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: p + "-cred", Key: "token"}}})
+		crCreate(t, objects.Persona(ns, p, p))
 	}
 	return ns
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 )
 
@@ -52,29 +53,8 @@ func newCanaryFixture(t *testing.T, refs canaryRefs, mutate func(*v1alpha1.Revoc
 	if refs.control {
 		f.createPersona("mallory")
 	}
-	canary := &v1alpha1.RevocationCanary{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "grant-revocation"},
-		Spec: v1alpha1.RevocationCanarySpec{
-			Scheduling: v1alpha1.Scheduling{
-				Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: time.Hour}},
-			},
-			CanarySpec: v1alpha1.CanarySpec{
-				CorpusRef:          v1alpha1.LocalObjectReference{Name: "corpus"},
-				PersonaRef:         v1alpha1.LocalObjectReference{Name: "alice"},
-				ControlPersonaRefs: []v1alpha1.LocalObjectReference{{Name: "mallory"}},
-				ExclusionSLO:       &metav1.Duration{Duration: 30 * time.Second},
-				// Durations are structs, so a typed client sends them even
-				// when zero and the CRD defaults never apply: set them.
-				Probing: v1alpha1.Probing{
-					Interval:          metav1.Duration{Duration: time.Second},
-					Confirmations:     3,
-					VisibilityTimeout: metav1.Duration{Duration: 2 * time.Minute},
-					ExclusionTimeout:  metav1.Duration{Duration: 5 * time.Minute},
-					Surfaces:          []v1alpha1.Surface{v1alpha1.SurfaceSearch},
-				},
-			},
-		},
-	}
+	canary := objects.RevocationCanary(f.ns, "grant-revocation", time.Hour,
+		objects.Every(time.Second, 3), objects.Timeouts(2*time.Minute, 5*time.Minute))
 	if mutate != nil {
 		mutate(canary)
 	}
@@ -93,14 +73,7 @@ func newCanaryFixture(t *testing.T, refs canaryRefs, mutate func(*v1alpha1.Revoc
 
 func (f *canaryFixture) createCorpus() {
 	f.t.Helper()
-	corpus := &v1alpha1.Corpus{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "corpus"},
-		Spec: v1alpha1.CorpusSpec{Driver: v1alpha1.Driver{
-			Type: v1alpha1.DriverHTTP,
-			HTTP: &v1alpha1.HTTPDriver{URL: "http://127.0.0.1:1",
-				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "corpus-source", Key: "token"}},
-		}},
-	}
+	corpus := objects.Corpus(f.ns, objects.CorpusName, "http://127.0.0.1:1", objects.SourceSecret("corpus-source", objects.TokenKey))
 	if err := k8sClient.Create(context.Background(), corpus); err != nil {
 		f.t.Fatalf("creating corpus: %v", err)
 	}
@@ -108,12 +81,7 @@ func (f *canaryFixture) createCorpus() {
 
 func (f *canaryFixture) createPersona(name string) {
 	f.t.Helper()
-	persona := &v1alpha1.Persona{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
-		Spec: v1alpha1.PersonaSpec{Subject: name,
-			CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name + "-cred", Key: "token"}},
-	}
-	if err := k8sClient.Create(context.Background(), persona); err != nil {
+	if err := k8sClient.Create(context.Background(), objects.Persona(f.ns, name, name)); err != nil {
 		f.t.Fatalf("creating persona: %v", err)
 	}
 }
@@ -558,12 +526,10 @@ func TestRevocationCanaryLastRunAndSLOMet(t *testing.T) {
 	run.Status = v1alpha1.CanaryRunStatus{
 		Phase: v1alpha1.PhaseSucceeded, Verdict: v1alpha1.VerdictSLOMet,
 		CompletionTime:   &metav1.Time{Time: completed},
-		TimeToVisibility: &metav1.Duration{Duration: 4 * time.Second},
+		TimeToVisibility: objects.DurationPtr(4 * time.Second),
 		Surfaces: []v1alpha1.SurfaceMeasurement{
-			{Surface: v1alpha1.SurfaceSearch, Bounds: &v1alpha1.ExclusionBounds{
-				Lower: &metav1.Duration{Duration: 10 * time.Second}, Upper: &metav1.Duration{Duration: 12 * time.Second}}},
-			{Surface: v1alpha1.SurfaceAnswer, Bounds: &v1alpha1.ExclusionBounds{
-				Lower: &metav1.Duration{Duration: 50 * time.Second}, Upper: &metav1.Duration{Duration: 55 * time.Second}}},
+			{Surface: v1alpha1.SurfaceSearch, Bounds: objects.Bounds(10*time.Second, 12*time.Second)},
+			{Surface: v1alpha1.SurfaceAnswer, Bounds: objects.Bounds(50*time.Second, 55*time.Second)},
 		},
 	}
 	if err := k8sClient.Status().Patch(context.Background(), run, client.MergeFrom(before)); err != nil {

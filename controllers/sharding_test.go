@@ -27,6 +27,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/shard"
@@ -188,8 +189,8 @@ func TestShardedReplicas(t *testing.T) {
 	// exclusion until the test is done.
 	tg := startCRTargetWith(t, ragtarget.Config{}, crTargetOptions{hold: true})
 	probes := &probeLog{}
-	front := probes.front(t, tg.url)
-	crFixtureIn(t, k8sClient, shardTestNamespace, &crTarget{url: front})
+	front := probes.front(t, tg.URL)
+	crFixtureIn(t, k8sClient, shardTestNamespace, front)
 
 	name := canaryMovingTo("r-2", []string{"r-1", "r-2"})
 	forgets := &forgetLog{forgot: map[string]int{}}
@@ -276,15 +277,9 @@ func nameMovingTo(ns, prefix, want string, replicas []string) string {
 
 // shardTestCanary is an hourly canary that runs once now (run-now).
 func shardTestCanary(name string) *v1alpha1.RevocationCanary {
-	spec := crRunSpec(shardTestNamespace, 5*time.Minute).Spec.CanarySpec
-	return &v1alpha1.RevocationCanary{
-		ObjectMeta: metav1.ObjectMeta{Namespace: shardTestNamespace, Name: name,
-			Annotations: map[string]string{v1alpha1.AnnotationRunNow: "first"}},
-		Spec: v1alpha1.RevocationCanarySpec{
-			Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: time.Hour}}},
-			CanarySpec: spec,
-		},
-	}
+	canary := objects.RevocationCanary(shardTestNamespace, name, time.Hour, onTarget, objects.Timeouts(20*time.Second, 5*time.Minute))
+	canary.Annotations = map[string]string{v1alpha1.AnnotationRunNow: "first"}
+	return canary
 }
 
 // waitShardRun waits for the canary's one run to be owned by owner (as is

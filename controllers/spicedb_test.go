@@ -14,6 +14,8 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/spicedbtest"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/spicedb"
 )
@@ -30,12 +32,12 @@ const spicedbInterval = 200 * time.Millisecond
 func startSpiceDBTarget(t *testing.T, consistency spicedb.Consistency) (string, *spicedbtest.Server) {
 	t.Helper()
 	db := spicedbtest.Start(t, spicedbtest.Options{Quantization: quantization, NoExtraStaleness: true})
-	_, url := startRagtarget(t, ragtarget.Config{
+	url := targettest.Start(t, fixtureConfig(ragtarget.Config{
 		Tokens:              engineTokens,
 		ContentSyncInterval: 100 * time.Millisecond,
-		ACLSyncInterval:     time.Hour, // unused: SpiceDB decides
+		ACLSyncInterval:     targettest.Manual, // unused: SpiceDB decides
 		Authz:               &ragtarget.SpiceDBAuthz{Endpoint: db.Endpoint, Key: db.Key, Consistency: consistency},
-	})
+	})).URL
 	return url, db
 }
 
@@ -43,37 +45,40 @@ func startSpiceDBTarget(t *testing.T, consistency spicedb.Consistency) (string, 
 // engine holds tuples for.
 var engineTokens = map[string]string{testAliceToken: "alice", testMalloryToken: "mallory"}
 
-// spicedbFixture creates a corpus whose permissions live in db, and personas
-// alice (in group engineering) and mallory.
-func spicedbFixture(t *testing.T, url string, db *spicedbtest.Server) string {
+// engineFixture creates, in a fresh namespace, the corpus "target" at url
+// whose permissions live in an authorization engine (perms), the engine's
+// key in Secret keySecret, and personas alice and mallory, known to the
+// engine by those names.
+func engineFixture(t *testing.T, url string, perms v1alpha1.Permissions, keySecret, key string) string {
 	t.Helper()
 	ns := newNamespace(t)
 	createSecret(t, ns, "source", "token", testSourceToken)
 	createSecret(t, ns, "alice-cred", "token", testAliceToken)
 	createSecret(t, ns, "mallory-cred", "token", testMalloryToken)
-	createSecret(t, ns, "spicedb-key", "token", db.Key)
-	crCreate(t, &v1alpha1.Corpus{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"},
-		Spec: v1alpha1.CorpusSpec{
-			Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP,
-				HTTP: &v1alpha1.HTTPDriver{URL: url, CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: "token"}}},
-			// Ten runs probing every 200ms as two personas must not queue
-			// behind the default limit: that would space their probes out.
-			RateLimit: v1alpha1.RateLimit{RequestsPerSecond: 1000, Burst: 1000},
-			Permissions: &v1alpha1.Permissions{Type: v1alpha1.PermissionsSpiceDB, SpiceDB: &v1alpha1.SpiceDBPermissions{
-				Endpoint: db.Endpoint, Insecure: true,
-				PresharedKeySecretRef: v1alpha1.SecretKeyReference{Name: "spicedb-key", Key: "token"},
-			}},
-		},
-	})
-	for _, p := range []struct{ name, subject string }{{"alice", "alice"}, {"mallory", "mallory"}} {
-		crCreate(t, &v1alpha1.Persona{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name},
-			Spec: v1alpha1.PersonaSpec{Subject: p.subject,
-				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: p.name + "-cred", Key: "token"}},
-		})
-	}
+	createSecret(t, ns, keySecret, "token", key)
+	// Ten runs probing every 200ms as two personas must not queue behind
+	// the default limit: that would space their probes out.
+	crCreate(t, objects.Corpus(ns, fixtureCorpus, url, objects.RateLimit(1000, 1000), objects.Permissions(perms)))
+	crCreate(t, objects.Persona(ns, "alice", "alice"))
+	crCreate(t, objects.Persona(ns, "mallory", "mallory"))
 	return ns
+}
+
+// spicedbFixture creates a corpus whose permissions live in db, and personas
+// alice (in group engineering) and mallory.
+func spicedbFixture(t *testing.T, url string, db *spicedbtest.Server) string {
+	t.Helper()
+	return engineFixture(t, url, v1alpha1.Permissions{Type: v1alpha1.PermissionsSpiceDB, SpiceDB: &v1alpha1.SpiceDBPermissions{
+		Endpoint: db.Endpoint, Insecure: true, PresharedKeySecretRef: objects.SecretKey("spicedb-key", objects.TokenKey)}},
+		"spicedb-key", db.Key)
+}
+
+// methodRun is a run named name on the fixture's corpus revoking by method
+// (from group, for RemoveFromGroup), probing search every interval with
+// two confirmations, visible and excluded within 30s each.
+func methodRun(ns, name string, interval time.Duration, method v1alpha1.RevocationMethod, group string) *v1alpha1.CanaryRun {
+	return objects.CanaryRun(ns, name, onTarget, objects.Revoke(method, group), objects.Every(interval, 2),
+		objects.Timeouts(30*time.Second, 30*time.Second))
 }
 
 // spicedbRuns creates n runs revoking by method, probing search every
@@ -82,14 +87,11 @@ func spicedbRuns(t *testing.T, ns string, n int, method v1alpha1.RevocationMetho
 	t.Helper()
 	runs := make([]*v1alpha1.CanaryRun, n)
 	for i := range runs {
-		run := crRunSpec(ns, 30*time.Second, v1alpha1.SurfaceSearch)
-		run.Name = fmt.Sprintf("run-%d", i)
-		run.Spec.Probing.Interval = metav1.Duration{Duration: spicedbInterval}
-		run.Spec.Probing.VisibilityTimeout = metav1.Duration{Duration: 30 * time.Second}
-		run.Spec.Revocation = v1alpha1.Revocation{Method: method}
+		group := ""
 		if method == v1alpha1.RevokeRemoveFromGroup {
-			run.Spec.Revocation.Group = fmt.Sprintf("engineering-%d", i)
+			group = fmt.Sprintf("engineering-%d", i)
 		}
+		run := methodRun(ns, fmt.Sprintf("run-%d", i), spicedbInterval, method, group)
 		crCreate(t, run)
 		runs[i] = run
 	}
@@ -142,7 +144,7 @@ const probeSlack = time.Second
 func TestSpiceDBMinimizeLatencyLagIsMeasured(t *testing.T) {
 	url, db := startSpiceDBTarget(t, spicedb.MinimizeLatency)
 	ns := spicedbFixture(t, url, db)
-	waitCorpusReady(t, &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"}}, metav1.ConditionTrue, v1alpha1.ReasonReachable)
+	waitCorpusReady(t, corpusKey(ns, fixtureCorpus), metav1.ConditionTrue, v1alpha1.ReasonReachable)
 	waitQuantizing(t, db)
 	uppers := upperBounds(t, spicedbRuns(t, ns, 10, v1alpha1.RevokeRemoveGrant))
 	if limit := quantization + spicedbInterval + probeSlack; uppers[len(uppers)-1] > limit {
@@ -224,9 +226,9 @@ func TestSpiceDBRemoveFromGroup(t *testing.T) {
 // TestSpiceDBSchemaMismatchAndUnlabelledKey: the Corpus names what to fix.
 func TestSpiceDBSchemaMismatchAndUnlabelledKey(t *testing.T) {
 	db := spicedbtest.Start(t, spicedbtest.Options{})
-	_, url := startRagtarget(t, ragtarget.Config{})
+	url := targettest.Start(t, fixtureConfig(ragtarget.Config{})).URL
 	ns := spicedbFixture(t, url, db)
-	corpus := &v1alpha1.Corpus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "target"}}
+	corpus := corpusKey(ns, fixtureCorpus)
 	// No schema in SpiceDB: nothing ragcanary could write would mean anything.
 	got := waitCorpusReady(t, corpus, metav1.ConditionFalse, v1alpha1.ReasonPermissionsSchemaMismatch)
 	t.Logf("condition: %v", got.Status.Conditions)

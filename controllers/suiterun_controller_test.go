@@ -24,8 +24,9 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/driver"
-	httpdriver "github.com/ragcanary/ragcanary/internal/driver/http"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/schedule"
 	"github.com/ragcanary/ragcanary/internal/scoring"
@@ -48,10 +49,10 @@ const (
 // suiteFixture is one test's ragtarget, corpus, personas and suite in a
 // fresh namespace.
 type suiteFixture struct {
-	t     *testing.T
-	ns    string
-	svc   *ragtarget.Service
-	suite *v1alpha1.EvalSuite
+	t      *testing.T
+	ns     string
+	target *targettest.Target
+	suite  *v1alpha1.EvalSuite
 	// created is the suite's creation time: schedules count from it.
 	created time.Time
 }
@@ -69,25 +70,17 @@ func newSuiteFixture(t *testing.T, cfg ragtarget.Config, mutate func(*v1alpha1.E
 func newSuiteFixtureIn(t *testing.T, ns string, cfg ragtarget.Config, front func(string) string,
 	mutate func(*v1alpha1.EvalSuite)) *suiteFixture {
 	t.Helper()
-	f := &suiteFixture{t: t, ns: ns}
-	svc, url := startRagtarget(t, cfg)
-	f.svc = svc
-	f.plant(url)
+	f := &suiteFixture{t: t, ns: ns, target: targettest.Start(t, fixtureConfig(cfg))}
+	f.plant()
+	url := f.target.URL
 	if front != nil {
 		url = front(url)
 	}
 	createSecret(t, f.ns, "corpus-source", "token", testSourceToken)
 	createSecret(t, f.ns, "alice-cred", "token", testAliceToken)
 	createSecret(t, f.ns, "mallory-cred", "token", testMalloryToken)
-	f.create(&v1alpha1.Corpus{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "corpus"},
-		Spec: v1alpha1.CorpusSpec{
-			Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{URL: url,
-				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "corpus-source", Key: "token"}},
-				Timeout: &metav1.Duration{Duration: 5 * time.Second}},
-			RateLimit: v1alpha1.RateLimit{RequestsPerSecond: 200, Burst: 200},
-		},
-	})
+	f.create(objects.Corpus(f.ns, objects.CorpusName, url, objects.SourceSecret("corpus-source", objects.TokenKey),
+		objects.CallTimeout(5*time.Second), objects.RateLimit(200, 200)))
 	f.createPersona("alice", aliceSubject)
 	f.createPersona("mallory", mallorySubject)
 	s := goldenSuite(f.ns)
@@ -105,30 +98,15 @@ func newSuiteFixtureIn(t *testing.T, ns string, cfg ragtarget.Config, front func
 	return f
 }
 
-// plant writes the documents through the http driver with the source
-// credential and syncs them into the index at once.
-func (f *suiteFixture) plant(url string) {
+// plant writes the documents at the target's source and syncs them into
+// its index at once.
+func (f *suiteFixture) plant() {
 	f.t.Helper()
-	d, err := httpdriver.New(httpdriver.Config{BaseURL: url, SourceToken: testSourceToken, Timeout: 5 * time.Second})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	docs := []driver.Document{
-		{ID: "salary", Title: "Salary bands", Body: "Salary bands for 2026: engineers earn between 100k and 200k.",
+	f.target.Plant(f.t,
+		driver.Document{ID: "salary", Title: "Salary bands", Body: "Salary bands for 2026: engineers earn between 100k and 200k.",
 			Principals: []string{aliceSubject}},
-		{ID: "handbook", Title: "Handbook", Body: "Vacation policy: employees receive twenty paid vacation days yearly.",
-			Principals: []string{aliceSubject, mallorySubject}},
-	}
-	for _, doc := range docs {
-		if err := d.CreateDocument(context.Background(), doc); err != nil {
-			f.t.Fatalf("planting %s: %v", doc.ID, err)
-		}
-	}
-	for _, kind := range []ragtarget.SyncKind{ragtarget.SyncContent, ragtarget.SyncACL} {
-		if err := f.svc.SyncNow(kind); err != nil {
-			f.t.Fatalf("syncing %s: %v", kind, err)
-		}
-	}
+		driver.Document{ID: "handbook", Title: "Handbook", Body: "Vacation policy: employees receive twenty paid vacation days yearly.",
+			Principals: []string{aliceSubject, mallorySubject}})
 }
 
 func (f *suiteFixture) create(obj client.Object) {
@@ -140,37 +118,25 @@ func (f *suiteFixture) create(obj client.Object) {
 
 func (f *suiteFixture) createPersona(name, subject string) {
 	f.t.Helper()
-	f.create(&v1alpha1.Persona{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
-		Spec: v1alpha1.PersonaSpec{Subject: subject,
-			CredentialSecretRef: v1alpha1.SecretKeyReference{Name: name + "-cred", Key: "token"}},
-	})
+	f.create(objects.Persona(f.ns, name, subject))
 }
 
 // goldenSuite asks about salaries (hr: alice answers, mallory must be
 // blocked, through the answer surface) and vacation (policy: both find the
 // handbook, search only). On demand only, no schedule.
 func goldenSuite(ns string) *v1alpha1.EvalSuite {
-	return &v1alpha1.EvalSuite{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "isolation"},
-		Spec: v1alpha1.EvalSuiteSpec{
-			CorpusRef:   v1alpha1.LocalObjectReference{Name: "corpus"},
-			K:           5,
-			Parallelism: 4,
-			Cases: []v1alpha1.EvalCase{
-				{ID: "salary-bands", Question: "What are the salary bands for engineers?", Stratum: "hr", AskAnswer: true,
-					Expectations: []v1alpha1.Expectation{
-						{Persona: "alice", RelevantIDs: []string{salaryChunk}, AllowedIDs: []string{salaryChunk, handbookChunk}},
-						{Persona: "mallory", AllowedIDs: []string{handbookChunk}, MustAbstain: true},
-					}},
-				{ID: "vacation", Question: "How many vacation days?", Stratum: "policy",
-					Expectations: []v1alpha1.Expectation{
-						{Persona: "alice", RelevantIDs: []string{handbookChunk}, AllowedIDs: []string{salaryChunk, handbookChunk}},
-						{Persona: "mallory", RelevantIDs: []string{handbookChunk}, AllowedIDs: []string{handbookChunk}},
-					}},
-			},
-		},
-	}
+	return objects.EvalSuite(ns, "isolation", []v1alpha1.EvalCase{
+		{ID: "salary-bands", Question: "What are the salary bands for engineers?", Stratum: "hr", AskAnswer: true,
+			Expectations: []v1alpha1.Expectation{
+				{Persona: "alice", RelevantIDs: []string{salaryChunk}, AllowedIDs: []string{salaryChunk, handbookChunk}},
+				{Persona: "mallory", AllowedIDs: []string{handbookChunk}, MustAbstain: true},
+			}},
+		{ID: "vacation", Question: "How many vacation days?", Stratum: "policy",
+			Expectations: []v1alpha1.Expectation{
+				{Persona: "alice", RelevantIDs: []string{handbookChunk}, AllowedIDs: []string{salaryChunk, handbookChunk}},
+				{Persona: "mallory", RelevantIDs: []string{handbookChunk}, AllowedIDs: []string{handbookChunk}},
+			}},
+	}, objects.TopK(5, 4))
 }
 
 // runNow sets the run-now annotation to token.

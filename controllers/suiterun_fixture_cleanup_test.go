@@ -16,6 +16,7 @@ import (
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/suite"
 )
@@ -39,8 +40,7 @@ var neverSyncing = ragtarget.Config{ContentSyncInterval: time.Hour, ACLSyncInter
 
 func (f *suiteFixture) createRun(name string) *v1alpha1.SuiteRun {
 	f.t.Helper()
-	run := &v1alpha1.SuiteRun{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
-		Spec: v1alpha1.SuiteRunSpec{SuiteRef: v1alpha1.LocalObjectReference{Name: f.suite.Name}}}
+	run := objects.SuiteRun(f.ns, name, f.suite.Name)
 	f.create(run)
 	return run
 }
@@ -48,7 +48,7 @@ func (f *suiteFixture) createRun(name string) *v1alpha1.SuiteRun {
 // plantedDocs lists the source's documents under prefix.
 func (f *suiteFixture) plantedDocs(prefix string) []string {
 	var out []string
-	for id := range f.svc.SourceDocuments() {
+	for id := range f.target.SourceDocuments() {
 		if strings.HasPrefix(id, prefix+"-") {
 			out = append(out, id)
 		}

@@ -20,13 +20,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/targettest"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/scoring"
 )
@@ -42,11 +43,11 @@ const matchedSample = "../config/samples/eval/matched-cases.yaml"
 // startMatchedTarget serves a fresh ragtarget for the sample's personas.
 // Short sync intervals: planted documents become visible on their own,
 // which the run waits for.
-func startMatchedTarget(t *testing.T) (*ragtarget.Service, string) {
-	return startRagtarget(t, ragtarget.Config{
+func startMatchedTarget(t *testing.T) *targettest.Target {
+	return targettest.Start(t, fixtureConfig(ragtarget.Config{
 		Tokens:              map[string]string{employeeToken: "user:employee", contractorTok: "user:contractor"},
 		ContentSyncInterval: 100 * time.Millisecond, ACLSyncInterval: 100 * time.Millisecond,
-	})
+	}))
 }
 
 // TestMatchedCasesClusterLiveReplay runs the sample fixture suite — the
@@ -59,26 +60,18 @@ func startMatchedTarget(t *testing.T) (*ragtarget.Service, string) {
 func TestMatchedCasesClusterLiveReplay(t *testing.T) {
 	t.Parallel()
 	ns := newNamespace(t)
-	svc, url := startMatchedTarget(t)
+	tg := startMatchedTarget(t)
 	createSecret(t, ns, "corpus-source", "token", testSourceToken)
 	createSecret(t, ns, "persona-employee", "token", employeeToken)
 	createSecret(t, ns, "persona-contractor", "token", contractorTok)
-	mustCreate(t, &v1alpha1.Corpus{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ragtarget"},
-		Spec: v1alpha1.CorpusSpec{
-			Driver: v1alpha1.Driver{Type: v1alpha1.DriverHTTP, HTTP: &v1alpha1.HTTPDriver{URL: url,
-				CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "corpus-source", Key: "token"}},
-				Timeout: &metav1.Duration{Duration: 5 * time.Second}},
-			RateLimit: v1alpha1.RateLimit{RequestsPerSecond: 500, Burst: 500},
-		},
-	})
+	crCreate(t, objects.Corpus(ns, "ragtarget", tg.URL, objects.SourceSecret("corpus-source", objects.TokenKey),
+		objects.CallTimeout(5*time.Second), objects.RateLimit(500, 500)))
 	for _, obj := range readObjects(t, matchedSample) {
 		obj.SetNamespace(ns)
-		mustCreate(t, obj)
+		crCreate(t, obj)
 	}
-	run := &v1alpha1.SuiteRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "matched-1"},
-		Spec: v1alpha1.SuiteRunSpec{SuiteRef: v1alpha1.LocalObjectReference{Name: "matched-cases"}}}
-	mustCreate(t, run)
+	run := objects.SuiteRun(ns, "matched-1", "matched-cases")
+	crCreate(t, run)
 
 	run = waitRunReleased(t, client.ObjectKeyFromObject(run))
 	if c := meta.FindStatusCondition(run.Status.Conditions, v1alpha1.ConditionPassed); c == nil || strings.HasPrefix(c.Reason, "Fixture") {
@@ -90,7 +83,7 @@ func TestMatchedCasesClusterLiveReplay(t *testing.T) {
 	if !meta.IsStatusConditionTrue(run.Status.Conditions, v1alpha1.ConditionFixtureRemoved) {
 		t.Errorf("FixtureRemoved condition not True: %+v", run.Status.Conditions)
 	}
-	for id := range svc.SourceDocuments() {
+	for id := range tg.SourceDocuments() {
 		if strings.HasPrefix(id, run.Status.Fixture.Prefix) {
 			t.Errorf("run left document %s at the target", id)
 		}
@@ -138,7 +131,7 @@ func TestMatchedCasesClusterLiveReplay(t *testing.T) {
 	}
 
 	bin := buildCLI(t, dir)
-	_, liveURL := startMatchedTarget(t)
+	liveURL := startMatchedTarget(t).URL
 	corpusFile := filepath.Join(dir, "corpus.yaml")
 	writeFile(t, corpusFile, fmt.Sprintf(`apiVersion: ragcanary.dev/v1alpha1
 kind: Corpus
@@ -248,13 +241,6 @@ func waitRunReleased(t *testing.T, key client.ObjectKey) *v1alpha1.SuiteRun {
 		return nil
 	})
 	return run
-}
-
-func mustCreate(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := k8sClient.Create(context.Background(), obj); err != nil {
-		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-	}
 }
 
 func writeFile(t *testing.T, path, data string) {
