@@ -4,16 +4,9 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/dev/testutil/objects"
 )
-
-func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
-
-func bounds(lower, upper time.Duration) *v1alpha1.ExclusionBounds {
-	return &v1alpha1.ExclusionBounds{Lower: dur(lower), Upper: dur(upper)}
-}
 
 // measurementText is the short status fields setMeasurementText writes.
 type measurementText struct {
@@ -45,16 +38,16 @@ func TestSetMeasurementText(t *testing.T) {
 		want measurementText
 	}{{
 		name: "three surfaces excluded: intervals rounded outwards",
-		in: v1alpha1.CanaryRunStatus{TimeToVisibility: dur(5916485 * time.Microsecond), Surfaces: []v1alpha1.SurfaceMeasurement{
-			{Surface: v1alpha1.SurfaceSearch, Bounds: bounds(1234*time.Millisecond, 1666*time.Millisecond)},
-			{Surface: v1alpha1.SurfaceAnswer, Bounds: bounds(61*time.Second, 250500*time.Millisecond)},
-			{Surface: v1alpha1.SurfaceConversation, Bounds: bounds(850400*time.Microsecond, 1010*time.Millisecond)},
+		in: v1alpha1.CanaryRunStatus{TimeToVisibility: objects.DurationPtr(5916485 * time.Microsecond), Surfaces: []v1alpha1.SurfaceMeasurement{
+			{Surface: v1alpha1.SurfaceSearch, Bounds: objects.Bounds(1234*time.Millisecond, 1666*time.Millisecond)},
+			{Surface: v1alpha1.SurfaceAnswer, Bounds: objects.Bounds(61*time.Second, 250500*time.Millisecond)},
+			{Surface: v1alpha1.SurfaceConversation, Bounds: objects.Bounds(850400*time.Microsecond, 1010*time.Millisecond)},
 		}},
 		want: measurementText{visible: "5.9s", search: "1.2s–1.7s", answer: "1m1s–4m11s", conversation: "850ms–1.1s"},
 	}, {
 		name: "answer surface not probed: no claim about it",
 		in: v1alpha1.CanaryRunStatus{Surfaces: []v1alpha1.SurfaceMeasurement{
-			{Surface: v1alpha1.SurfaceSearch, Bounds: &v1alpha1.ExclusionBounds{Lower: dur(30 * time.Minute)}},
+			{Surface: v1alpha1.SurfaceSearch, Bounds: objects.Bounds(30*time.Minute, -1)},
 		}},
 		want: measurementText{search: ">30m"},
 	}, {
@@ -69,17 +62,17 @@ func TestSetMeasurementText(t *testing.T) {
 		// old content, the upper bound 3.62s the search surface's new one.
 		name: "content freshness: the later of every surface's old and new content",
 		in: v1alpha1.CanaryRunStatus{Surfaces: []v1alpha1.SurfaceMeasurement{
-			{Surface: v1alpha1.SurfaceSearch, Bounds: bounds(1234*time.Millisecond, 1666*time.Millisecond),
-				NewContent: &v1alpha1.ContentMeasurement{Visible: true, Bounds: bounds(2050*time.Millisecond, 3620*time.Millisecond)}},
-			{Surface: v1alpha1.SurfaceAnswer, Bounds: bounds(3300*time.Millisecond, 3410*time.Millisecond),
-				NewContent: &v1alpha1.ContentMeasurement{Visible: true, Bounds: bounds(900*time.Millisecond, 1200*time.Millisecond)}},
+			{Surface: v1alpha1.SurfaceSearch, Bounds: objects.Bounds(1234*time.Millisecond, 1666*time.Millisecond),
+				NewContent: &v1alpha1.ContentMeasurement{Visible: true, Bounds: objects.Bounds(2050*time.Millisecond, 3620*time.Millisecond)}},
+			{Surface: v1alpha1.SurfaceAnswer, Bounds: objects.Bounds(3300*time.Millisecond, 3410*time.Millisecond),
+				NewContent: &v1alpha1.ContentMeasurement{Visible: true, Bounds: objects.Bounds(900*time.Millisecond, 1200*time.Millisecond)}},
 		}},
 		want: measurementText{search: "1.2s–1.7s", answer: "3.3s–3.5s", content: "3.3s–3.7s"},
 	}, {
 		name: "content freshness right-censored: new content never seen",
 		in: v1alpha1.CanaryRunStatus{Surfaces: []v1alpha1.SurfaceMeasurement{
-			{Surface: v1alpha1.SurfaceSearch, Bounds: bounds(time.Second, 1500*time.Millisecond),
-				NewContent: &v1alpha1.ContentMeasurement{Bounds: &v1alpha1.ExclusionBounds{Lower: dur(20 * time.Second)}}},
+			{Surface: v1alpha1.SurfaceSearch, Bounds: objects.Bounds(time.Second, 1500*time.Millisecond),
+				NewContent: &v1alpha1.ContentMeasurement{Bounds: objects.Bounds(20*time.Second, -1)}},
 		}},
 		want: measurementText{search: "1s–1.5s", content: ">20s"},
 	}, {

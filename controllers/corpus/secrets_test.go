@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"k8s.io/utils/ptr"
 )
 
 // TestSecretIndexNamesEverySecretTheCorpusReads: a change to any Secret a
@@ -15,7 +16,7 @@ func TestSecretIndexNamesEverySecretTheCorpusReads(t *testing.T) {
 		return v1alpha1.SecretKeyReference{Name: name, Key: "k"}
 	}
 	c := &v1alpha1.Corpus{Spec: v1alpha1.CorpusSpec{
-		Driver:      v1alpha1.Driver{Type: v1alpha1.DriverPostgres, Postgres: &v1alpha1.PostgresDriver{DSNSecretRef: ref("writer"), ReadDSNSecretRef: ptr(ref("reader"))}},
+		Driver:      v1alpha1.Driver{Type: v1alpha1.DriverPostgres, Postgres: &v1alpha1.PostgresDriver{DSNSecretRef: ref("writer"), ReadDSNSecretRef: ptr.To(ref("reader"))}},
 		Permissions: &v1alpha1.Permissions{Type: v1alpha1.PermissionsOpenFGA, OpenFGA: &v1alpha1.OpenFGAPermissions{APITokenSecretRef: ref("fga")}},
 	}}
 	got := secretIndexValues(c)
@@ -25,5 +26,3 @@ func TestSecretIndexNamesEverySecretTheCorpusReads(t *testing.T) {
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
