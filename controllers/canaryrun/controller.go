@@ -106,6 +106,25 @@ type runCtx struct {
 	// step's write: that step persists before it acts, and a restart in
 	// between redoes this step idempotently.
 	persistWithNext bool
+	// events are the transitions' events, sent once the status recording
+	// the transition is stored: a write that fails is retried from the
+	// stored status, which finds the transition again and would send its
+	// event twice.
+	events []func()
+}
+
+// eventAfterWrite queues an event until the status is persisted.
+func (r *CanaryRunReconciler) eventAfterWrite(rc *runCtx, eventtype, reason, action, note string, args ...any) {
+	run := rc.run
+	rc.events = append(rc.events, func() { r.Recorder.Eventf(run, nil, eventtype, reason, action, note, args...) })
+}
+
+// flushEvents sends the queued events; persist calls it after a write.
+func (rc *runCtx) flushEvents() {
+	for _, e := range rc.events {
+		e()
+	}
+	rc.events = nil
 }
 
 // Reconcile advances one run as far as it can without waiting.
@@ -226,6 +245,7 @@ func (r *CanaryRunReconciler) step(phase v1alpha1.CanaryPhase) stepFunc {
 // and sent again, once.
 func (r *CanaryRunReconciler) persist(ctx context.Context, rc *runCtx) error {
 	if equality.Semantic.DeepEqual(rc.before.Status, rc.run.Status) {
+		rc.flushEvents()
 		return nil
 	}
 	err := r.Status().Patch(ctx, rc.run, client.MergeFromWithOptions(rc.before, client.MergeFromWithOptimisticLock{}))
@@ -236,6 +256,7 @@ func (r *CanaryRunReconciler) persist(ctx context.Context, rc *runCtx) error {
 		return err
 	}
 	rc.before = rc.run.DeepCopy()
+	rc.flushEvents()
 	return nil
 }
 

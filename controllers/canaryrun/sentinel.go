@@ -142,7 +142,7 @@ func (r *CanaryRunReconciler) recordSightings(rc *runCtx, snap probe.Snapshot) b
 		return false
 	}
 	if st.TotalSightings == 0 && len(snap.Sightings) > 0 {
-		r.Recorder.Eventf(run, nil, "Warning", v1alpha1.ReasonSentinelSighting, "Probe", "%s", describeSighting(snap.Sightings[0]))
+		r.eventAfterWrite(rc, "Warning", v1alpha1.ReasonSentinelSighting, "Probe", "%s", describeSighting(snap.Sightings[0]))
 	}
 	st.Sightings, st.TotalSightings = snap.Sightings, snap.SightingTotal
 	return true

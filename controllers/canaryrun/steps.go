@@ -408,7 +408,7 @@ func (r *CanaryRunReconciler) recordViolations(rc *runCtx, seen int32) {
 		return
 	}
 	if rc.run.Status.IsolationViolations == 0 {
-		r.Recorder.Eventf(rc.run, nil, "Warning", string(v1alpha1.VerdictIsolationViolation), "Probe",
+		r.eventAfterWrite(rc, "Warning", string(v1alpha1.VerdictIsolationViolation), "Probe",
 			"a control persona saw the canary token")
 	}
 	rc.run.Status.IsolationViolations = seen
