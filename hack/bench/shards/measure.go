@@ -10,10 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
-	"github.com/ragcanary/ragcanary/controllers"
 	"github.com/ragcanary/ragcanary/hack/bench/internal/benchkit"
 	"github.com/ragcanary/ragcanary/internal/dev/localcluster"
-	"github.com/ragcanary/ragcanary/internal/shard"
 )
 
 // replicaFigures are one replica's figures over a phase.
@@ -242,7 +240,7 @@ func canaryOwners(ctx context.Context, c client.Client) (map[string]string, erro
 	}
 	out := make(map[string]string, len(list.Items))
 	for _, m := range list.Items {
-		out[m.Namespace+"/"+m.Name] = m.Labels[shard.LabelOwner]
+		out[m.Namespace+"/"+m.Name] = m.Labels[v1alpha1.LabelShardOwner]
 	}
 	return out, nil
 }
@@ -267,9 +265,9 @@ func readWorld(ctx context.Context, c client.Client) (world, error) {
 	for i := range list.Items {
 		r := &list.Items[i]
 		key := r.Namespace + "/" + r.Name
-		canary := r.Namespace + "/" + r.Labels[controllers.LabelCanary]
+		canary := r.Namespace + "/" + r.Labels[v1alpha1.LabelCanary]
 		slot := "run-now"
-		if t := r.Annotations[controllers.AnnotationScheduledTime]; t != "" {
+		if t := r.Annotations[v1alpha1.AnnotationScheduledTime]; t != "" {
 			slot = t
 		}
 		w.runs = append(w.runs, runRef{canary: canary, name: key, uid: string(r.UID), slot: slot})

@@ -13,7 +13,6 @@ import (
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/hack/bench/internal/benchkit"
 	"github.com/ragcanary/ragcanary/internal/dev/localcluster"
-	"github.com/ragcanary/ragcanary/internal/shard"
 )
 
 // modeResult is one mode's figures.
@@ -119,7 +118,7 @@ func waitLeases(ctx context.Context, c client.Client, set replicaSet) error {
 	defer t.Stop()
 	for {
 		var leases coordinationv1.LeaseList
-		if err := c.List(ctx, &leases, client.InNamespace(leaderElectionNamespace), client.MatchingLabels{shard.LabelShardLease: "true"}); err != nil {
+		if err := c.List(ctx, &leases, client.InNamespace(leaderElectionNamespace), client.MatchingLabels{v1alpha1.LabelShardLease: "true"}); err != nil {
 			return err
 		}
 		if len(leases.Items) >= len(set) {
