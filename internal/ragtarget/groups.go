@@ -92,8 +92,7 @@ func (g *groupSyncer) sync(ctx context.Context) (GroupSync, error) {
 	grantees := g.src.grantees()
 	next, errs := g.read(ctx, grantees, prev)
 	rec.Added, rec.Removed = membershipDiff(prev, next)
-	g.src.replaceGroups(next)
-	rec.Applied, rec.Groups = g.now(), len(grantees)
+	rec.Applied, rec.Groups = g.src.replaceGroups(next, g.now), len(grantees)
 	for group := range errs {
 		rec.Failed = append(rec.Failed, group)
 	}
@@ -213,8 +212,10 @@ func (s *source) groupTable() map[string][]string {
 }
 
 // replaceGroups makes table the whole membership, as one change: a query
-// sees either the previous copy or this one.
-func (s *source) replaceGroups(table map[string][]string) {
+// sees either the previous copy or this one. It returns now() read under
+// the same lock, so every query that saw the old copy began before that
+// instant and every query that saw the new one ended after it.
+func (s *source) replaceGroups(table map[string][]string, now func() time.Time) time.Time {
 	groups := make(map[string]map[string]struct{}, len(table))
 	for g, members := range table {
 		groups[g] = setOf(members)
@@ -222,6 +223,7 @@ func (s *source) replaceGroups(table map[string][]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.groups = groups
+	return now()
 }
 
 // errGroupsFromDirectory answers the contract's membership calls when a
