@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ragcanary/ragcanary/internal/directory"
 	"github.com/ragcanary/ragcanary/internal/openfga"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
 	"github.com/ragcanary/ragcanary/internal/spicedb"
@@ -50,7 +51,11 @@ type options struct {
 	// streamReauthorize and digestACL are parsed into the config by complete.
 	streamReauthorize string
 	digestACL         string
-	cfg               ragtarget.Config
+	// groups name the directory group memberships are read from; directory
+	// is it once opened.
+	groups    groupFlags
+	directory *directory.Directory
+	cfg       ragtarget.Config
 }
 
 // tokenList collects repeatable --token token=principal flags. String never
@@ -105,6 +110,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.streamReauthorize, "stream-reauthorize", string(ragtarget.ReauthorizeNone), "re-check a streaming answer's documents: none, per-chunk (before every content chunk) or interval=D (once D passed since the last check); a lost access ends the stream with an access_revoked error event")
 	fs.DurationVar(&c.DigestInterval, "digest-interval", 0, "derive a digest document per collection (document ID up to its first '-') of recent documents this often, written into the source like any document; 0 derives none")
 	fs.StringVar(&o.digestACL, "digest-acl", string(ragtarget.DigestMostRestrictive), "who may read a digest: most-restrictive (readers of every source, correct), union (readers of any source, a bug) or public (every persona, a bug)")
+	o.groups.register(fs)
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: ragtarget [flags]\n\nReference permission-aware RAG service implementing the ragcanary driver contract v1.1.\nTokens are never logged.\n\nflags:\n")
@@ -126,6 +132,7 @@ func run(args []string, stderr io.Writer) int {
 	if err == nil {
 		err = o.complete(logger)
 	}
+	defer o.closeDirectory()
 	if err != nil {
 		fmt.Fprintf(stderr, "ragtarget: %v\n", err)
 		return 2
@@ -146,7 +153,8 @@ func run(args []string, stderr io.Writer) int {
 }
 
 // complete fills what flags alone cannot: the environment fallback for the
-// source token, the tokens file, and typed enums.
+// source token, the tokens file, typed enums, and the directory groups are
+// read from.
 func (o *options) complete(logger *slog.Logger) error {
 	if o.cfg.SourceToken == "" {
 		o.cfg.SourceToken = os.Getenv("RAGTARGET_SOURCE_TOKEN")
@@ -174,7 +182,10 @@ func (o *options) complete(logger *slog.Logger) error {
 		return fmt.Errorf("--stream-reauthorize %w", err)
 	}
 	o.cfg.StreamReauthorize = reauth
-	return o.completeAuthz()
+	if err := o.completeAuthz(); err != nil {
+		return err
+	}
+	return o.completeGroups()
 }
 
 // completeAuthz builds the query-time engine's settings. Which
