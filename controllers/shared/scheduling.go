@@ -74,7 +74,7 @@ func IndexRunsByOwner(mgr ctrl.Manager, run client.Object) error {
 	})
 }
 
-// listRuns returns the runs owner controls. They come from the cache,
+// ListRuns returns the runs owner controls. They come from the cache,
 // unless this process created a run for owner that the cache does not show
 // yet: "no overlapping runs" must not start a second run because of that
 // lag, so then they are listed straight from the API server. A run for the
@@ -287,7 +287,7 @@ type RunScheduler struct {
 	// held remembers parents whose hold was announced, so two reconciles
 	// reading the same cached status announce it once.
 	Held *sync.Map
-	// created tells listRuns which runs the cache may not show yet.
+	// Created tells ListRuns which runs the cache may not show yet.
 	Created *CreatedRuns
 	// shard labels new runs with their parent's owner, so they land in
 	// the same replica's cache.
@@ -299,7 +299,7 @@ type RunScheduler struct {
 type ParentReconciler struct {
 	client.Client
 	// APIReader lists runs straight from the API server while the cache
-	// may not yet hold a run this reconciler just created (see listRuns).
+	// may not yet hold a run this reconciler just created (see ListRuns).
 	APIReader client.Reader
 	// Clock decides when runs are due; tests replace it.
 	Clock clock.PassiveClock
@@ -309,7 +309,7 @@ type ParentReconciler struct {
 	History HistoryDefaults
 	// held is shared by every reconcile of this reconciler (see RunScheduler).
 	Held *sync.Map
-	// created is shared likewise (see listRuns); nil lists from the API server.
+	// Created is shared likewise (see ListRuns); nil lists from the API server.
 	Created *CreatedRuns
 	// Shard is this replica's place among the replicas.
 	Shard shard.Replica
