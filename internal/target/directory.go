@@ -68,7 +68,7 @@ func (d *Door) attachDirectory(c *Corpus, r Recipe) error {
 		return Stall(v1alpha1.ReasonInvalidURL, "spec.directory.ldap: %v", err)
 	}
 	holdUntilLastRelease(c.holds, func() { _ = dir.Close() })
-	c.Driver = &withDirectory{Driver: c.Driver, dir: dir}
+	c.Driver = &withDirectory{passThrough: passThrough{c.Driver}, dir: dir}
 	c.CheckDirectory = func(ctx context.Context) error { return directoryError("Check", dir.Check(ctx)) }
 	return nil
 }
@@ -114,7 +114,7 @@ func userSearchAttribute(l *v1alpha1.LDAPDirectory) string {
 // withDirectory is a corpus driver whose group memberships are changed in
 // a directory; every other call goes to the driver it wraps.
 type withDirectory struct {
-	driver.Driver
+	passThrough
 	dir *directory.Directory
 }
 
@@ -141,24 +141,6 @@ func (w *withDirectory) RevokeGroup(ctx context.Context, doc, group string) erro
 		return g.RevokeGroup(ctx, doc, group)
 	}
 	return w.Driver.Revoke(ctx, doc, group)
-}
-
-// StartConversation passes conversations through to the wrapped driver.
-func (w *withDirectory) StartConversation(ctx context.Context, persona driver.Token, question string) (string, driver.Answer, error) {
-	c, ok := w.Driver.(driver.Conversations)
-	if !ok {
-		return "", driver.Answer{}, errNoConversations
-	}
-	return c.StartConversation(ctx, persona, question)
-}
-
-// FollowUp passes conversations through to the wrapped driver.
-func (w *withDirectory) FollowUp(ctx context.Context, persona driver.Token, id, question string) (driver.Answer, error) {
-	c, ok := w.Driver.(driver.Conversations)
-	if !ok {
-		return driver.Answer{}, errNoConversations
-	}
-	return c.FollowUp(ctx, persona, id, question)
 }
 
 // directoryError classifies a directory failure the way every driver error

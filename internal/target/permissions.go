@@ -48,7 +48,7 @@ type resolvingBackend interface {
 // withPermissions is a corpus driver whose permission changes go to a
 // PermissionsBackend.
 type withPermissions struct {
-	driver.Driver
+	passThrough
 	perms PermissionsBackend
 }
 
@@ -78,10 +78,16 @@ func (w *withPermissions) RevokeGroup(ctx context.Context, doc, group string) er
 	return w.permissions().RevokeGroup(ctx, doc, group)
 }
 
-// StartConversation passes conversations through to the corpus driver:
-// only permission changes go elsewhere.
-func (w *withPermissions) StartConversation(ctx context.Context, persona driver.Token, question string) (string, driver.Answer, error) {
-	c, ok := w.Driver.(driver.Conversations)
+// passThrough is a wrapped corpus driver whose conversations go through to
+// it: what a wrapper that moves only permission or membership changes
+// elsewhere embeds.
+type passThrough struct {
+	driver.Driver
+}
+
+// StartConversation passes conversations through to the corpus driver.
+func (p passThrough) StartConversation(ctx context.Context, persona driver.Token, question string) (string, driver.Answer, error) {
+	c, ok := p.Driver.(driver.Conversations)
 	if !ok {
 		return "", driver.Answer{}, errNoConversations
 	}
@@ -89,8 +95,8 @@ func (w *withPermissions) StartConversation(ctx context.Context, persona driver.
 }
 
 // FollowUp passes conversations through to the corpus driver.
-func (w *withPermissions) FollowUp(ctx context.Context, persona driver.Token, id, question string) (driver.Answer, error) {
-	c, ok := w.Driver.(driver.Conversations)
+func (p passThrough) FollowUp(ctx context.Context, persona driver.Token, id, question string) (driver.Answer, error) {
+	c, ok := p.Driver.(driver.Conversations)
 	if !ok {
 		return driver.Answer{}, errNoConversations
 	}
@@ -151,7 +157,7 @@ func (d *Door) attachPermissions(c *Corpus, corpus string, r Recipe) error {
 		return err
 	}
 	c.perms = backend
-	c.Driver = &withPermissions{Driver: c.Driver, perms: backend}
+	c.Driver = &withPermissions{passThrough: passThrough{c.Driver}, perms: backend}
 	c.CheckPermissions = backend.CheckSchema
 	if r, ok := backend.(resolvingBackend); ok {
 		c.PermissionsStatus = r.Resolved
