@@ -10,6 +10,12 @@ SHELL := /usr/bin/env bash -o pipefail
 BIN := $(abspath bin)
 GO ?= go
 export GOTOOLCHAIN := local
+# vet, the tests and the images (and the binaries tests build) compile the
+# project's packages the same way: pure Go, without local paths. So one cold
+# compile serves all of them; before, the images' -trimpath, cgo-free builds
+# compiled the whole dependency graph a second time.
+export CGO_ENABLED := 0
+export GOFLAGS := -trimpath $(GOFLAGS)
 
 KUBERNETES_VERSION := v1.37.2
 CONTROLLER_TOOLS_VERSION := v0.23.0
@@ -92,11 +98,14 @@ test-unit: ## Run the unit tier: the packages whose tests start no server and ne
 # built from the work tree, uncommitted edits included, so the cluster runs
 # the change under test; their revision is marked -dirty when the tree
 # differs from HEAD, and make image-push refuses them (make image builds a
-# commit, reproducibly).
+# commit, reproducibly). They are built for this machine's platform only
+# (the node runs nothing else; a second platform cost minutes of cross
+# compiling on a cold cache) into their own folder, so bin/images stays
+# make image's release build.
+CLUSTER_TEST_IMAGES := $(BIN)/cluster-test-images
 .PHONY: test-cluster
 test-cluster: cluster-tools image-tools prometheus-tools ## Install the chart on a one-node cluster (kubelet, containerd, kube-proxy, CoreDNS) from images of the work tree: restricted Pod, SLOMet, metrics via the Service, Pod death mid-run, leader handover, upgrade, uninstall, teardown.
-	$(GO) run ./hack/image build --worktree --out $(IMAGE_DIR)
-	$(GO) run ./hack/image build --worktree --images pause --platforms linux/$$($(GO) env GOARCH) --out $(BIN)/cluster-images
+	$(GO) run ./hack/image build --worktree --images manager,ragtarget,pause --platforms linux/$$($(GO) env GOARCH) --out $(CLUSTER_TEST_IMAGES)
 	$(GO) test -tags cluster ./test/cluster -count=1 -v -timeout 30m
 
 # Every parser of what a target or a tenant sends, fuzzed for a bounded
@@ -241,31 +250,19 @@ cluster-down: ## Tear the one-node cluster down: every process, container, mount
 tools: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) gitea-tools $(CONTROLLER_GEN) $(KUBELET) $(KUBE_SCHEDULER) $(KUBE_PROXY) $(CONTAINERD) $(COREDNS) $(CNI_BRIDGE) ## Build every tool the tests need into bin/ (cached; make -j2 tools builds two at a time).
 
 .PHONY: envtest-assets
-envtest-assets: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) ## Build kube-apiserver, kube-controller-manager and etcd into bin/ (cached).
+envtest-assets: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) ## Build kube-apiserver, kube-controller-manager and etcd into bin/ (cached; the other Kubernetes binaries come from the same go build).
 
-$(KUBE_APISERVER): hack/tools/kube-apiserver/go.mod
-	@echo "building kube-apiserver $(KUBERNETES_VERSION) from Go modules (first time: 8-15 min)"
-	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-apiserver
-
-# The local control plane runs kube-controller-manager too, so garbage
-# collection and namespace deletion behave as in a cluster.
-$(KUBE_CONTROLLER_MANAGER): hack/tools/kube-apiserver/go.mod
-	@echo "building kube-controller-manager $(KUBERNETES_VERSION) from Go modules (first time: several minutes)"
-	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-controller-manager
-
-# The node of the one-node cluster (make test-cluster): the same Kubernetes
-# release as the control plane, so the version-skew policy holds trivially.
-$(KUBELET): hack/tools/kube-apiserver/go.mod
-	@echo "building kubelet $(KUBERNETES_VERSION) from Go modules (first time: several minutes)"
-	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kubelet
-
-$(KUBE_SCHEDULER): hack/tools/kube-apiserver/go.mod
-	@echo "building kube-scheduler $(KUBERNETES_VERSION) from Go modules"
-	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-scheduler
-
-$(KUBE_PROXY): hack/tools/kube-apiserver/go.mod
-	@echo "building kube-proxy $(KUBERNETES_VERSION) from Go modules"
-	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kube-proxy
+# The Kubernetes binaries come from one module graph: one go build compiles
+# the packages they share once and links them side by side (built one by
+# one under make -j2, two builds compiled the same packages at once). The
+# local control plane runs kube-controller-manager too, so garbage
+# collection and namespace deletion behave as in a cluster; the node of the
+# one-node cluster (make test-cluster) is the same release, so the
+# version-skew policy holds trivially.
+K8S_COMMANDS := kube-apiserver kube-controller-manager kubectl kubelet kube-scheduler kube-proxy
+$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBECTL) $(KUBELET) $(KUBE_SCHEDULER) $(KUBE_PROXY) &: hack/tools/kube-apiserver/go.mod
+	@echo "building $(K8S_COMMANDS) $(KUBERNETES_VERSION) from Go modules (first time: 10-20 min)"
+	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $(BIN)/ $(addprefix k8s.io/kubernetes/cmd/,$(K8S_COMMANDS))
 
 # containerd without cgo: the snapshotters that need it are not used here.
 CONTAINERD_TAGS := no_btrfs no_devmapper no_zfs
@@ -284,10 +281,6 @@ $(CNI_BRIDGE): hack/tools/cni/go.mod
 	mkdir -p $(BIN)/cni
 	cd hack/tools/cni && for p in ipam/host-local main/loopback meta/portmap main/bridge; do \
 		CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/cni/$${p##*/} github.com/containernetworking/plugins/plugins/$$p; done
-
-$(KUBECTL): hack/tools/kube-apiserver/go.mod
-	@echo "building kubectl $(KUBERNETES_VERSION) from Go modules"
-	cd hack/tools/kube-apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(K8S_LDFLAGS)" -o $@ k8s.io/kubernetes/cmd/kubectl
 
 $(ETCD): hack/tools/etcd/go.mod
 	@echo "building etcd from Go modules (first time: about 1-2 min)"

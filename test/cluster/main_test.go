@@ -91,7 +91,7 @@ func run(m *testing.M) (int, error) {
 			return 1, fmt.Errorf("%s missing: run 'make test-cluster', which builds the images", f)
 		}
 	}
-	digest, err := os.ReadFile(filepath.Join(root, "bin", "images", "manager.digest"))
+	digest, err := os.ReadFile(filepath.Join(root, "bin", "cluster-test-images", "manager.digest"))
 	if err != nil {
 		return 1, err
 	}
@@ -138,9 +138,9 @@ func run(m *testing.M) (int, error) {
 
 func clusterImages() []string {
 	return []string{
-		filepath.Join(env.root, "bin", "images", image.Manager.Name+".oci.tar"),
-		filepath.Join(env.root, "bin", "images", image.RagTarget.Name+".oci.tar"),
-		filepath.Join(env.root, "bin", "cluster-images", image.Pause.Name+".oci.tar"),
+		filepath.Join(env.root, "bin", "cluster-test-images", image.Manager.Name+".oci.tar"),
+		filepath.Join(env.root, "bin", "cluster-test-images", image.RagTarget.Name+".oci.tar"),
+		filepath.Join(env.root, "bin", "cluster-test-images", image.Pause.Name+".oci.tar"),
 	}
 }
 

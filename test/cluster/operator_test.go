@@ -38,13 +38,13 @@ const (
 )
 
 // The manager's Pod passes the restricted admission, runs the image make
-// image built (by digest), as uid 65532 on a read-only root filesystem, and
+// test-cluster built (by digest), as uid 65532 on a read-only root filesystem, and
 // its probes pass.
 func TestManagerPodRunsRestricted(t *testing.T) {
 	pod := readyManagers(t, 1, 2*time.Minute)[0]
 	st := pod.Status.ContainerStatuses[0]
 	if !strings.Contains(st.ImageID, env.managerDigest) && !strings.Contains(st.Image, env.managerDigest) {
-		t.Errorf("manager runs image %s (%s), want the digest make image wrote, %s", st.Image, st.ImageID, env.managerDigest)
+		t.Errorf("manager runs image %s (%s), want the digest make test-cluster wrote, %s", st.Image, st.ImageID, env.managerDigest)
 	}
 	pid := containerPID(t, st.ContainerID)
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
