@@ -383,6 +383,7 @@ func TestCanaryRunStatusConflictActsOnce(t *testing.T) {
 	}
 	for _, sharded := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sharded=%t", sharded), func(t *testing.T) {
+			t.Parallel() // each has its own API server and operators
 			cfg, c := startOwnAPIServer(t)
 			label := "test.ragcanary.dev/touched"
 			if sharded {

@@ -142,6 +142,7 @@ func assertControlAnswered(t *testing.T, run *v1alpha1.CanaryRun, s v1alpha1.Sur
 // the run can end NotExcluded only if the restarted operator follows up in
 // the conversation whose ID was persisted before the revocation.
 func TestConversationRunRestartFollowsUpInTheSameConversation(t *testing.T) {
+	t.Parallel() // its own API server and operator
 	cfg, c := startOwnAPIServer(t)
 	tg := startCRTargetWith(t, ragtarget.Config{ConversationReusesHistory: true}, crTargetOptions{lag: 200 * time.Millisecond})
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "restart-conv-"}}

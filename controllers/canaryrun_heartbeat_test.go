@@ -22,6 +22,7 @@ import (
 // visible, probe rounds write nothing; the first negative is persisted at
 // once, with the last sighting before it, which is the exact lower bound.
 func TestCanaryRunHeartbeatWritesOnChangeNotOnAClock(t *testing.T) {
+	t.Parallel() // its own API server and operator
 	const (
 		interval = 200 * time.Millisecond // crRunSpec's probe interval
 		// slack absorbs scheduling on a loaded machine.

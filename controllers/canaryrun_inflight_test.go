@@ -207,6 +207,7 @@ func TestInFlightIntervalReauthorizationCutsWithinItsInterval(t *testing.T) {
 // stream is reported as an Error and the run Inconclusive, never as a cut
 // or as nothing delivered; the Search surface is still measured.
 func TestInFlightRestartMidStreamIsAnError(t *testing.T) {
+	t.Parallel() // its own API server and operator
 	cfg, c := startOwnAPIServer(t)
 	tg := startCRTargetWith(t, ragtarget.Config{StreamChunkInterval: inFlightChunkInterval},
 		crTargetOptions{hold: true})

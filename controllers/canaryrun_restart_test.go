@@ -141,6 +141,7 @@ func (op *testOperator) stop() {
 // exclusion time, be computed from the persisted timestamps to the
 // microsecond, and be wider only by the time nothing was observed.
 func TestCanaryRunRestartDuringExclusionLosesNoMeasurement(t *testing.T) {
+	t.Parallel() // its own API server and operator
 	const (
 		heartbeat = 250 * time.Millisecond
 		interval  = 200 * time.Millisecond // crRunSpec's probe interval
@@ -256,6 +257,7 @@ func TestCanaryRunRestartDuringExclusionLosesNoMeasurement(t *testing.T) {
 // run's cleanup must still find the document, under the ID it derives, and
 // remove it before the run goes.
 func TestDeletedBeforeFirstWriteRemovesPlantedDocument(t *testing.T) {
+	t.Parallel() // its own API server and operator
 	cfg, c := startOwnAPIServer(t)
 	tg := startCRTarget(t, ragtarget.Config{}, 0, false)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "unwritten-"}}

@@ -343,6 +343,7 @@ func startOperatorAllowing(t *testing.T, cfg *rest.Config, urls ...string) *test
 // stays pending (A still holds the document) instead of reporting it
 // removed; once A is allowed again, cleanup removes the document at A.
 func TestCanaryRunRetargetedAcrossRestartToATargetNoLongerAllowed(t *testing.T) {
+	t.Parallel() // its own API server and operator
 	cfg, c := startOwnAPIServer(t)
 	a := startCRTarget(t, ragtarget.Config{ContentSyncInterval: time.Hour}, 0, false)
 	b := startWatchedTarget(t)

@@ -94,6 +94,7 @@ func documentedArgs(t *testing.T, doc, command string, fill map[string]string) [
 // hold a namespace deletion), and the commands docs/secrets.md gives let
 // both go.
 func TestRunSecretsAreLabelledAndTheirFinalizersReleasedByHand(t *testing.T) {
+	t.Parallel() // its own API server and operator
 	doc, err := os.ReadFile(secretsDoc)
 	if err != nil {
 		t.Fatal(err)

@@ -375,6 +375,7 @@ func TestSentinelCanaryReplantsAndCleansUp(t *testing.T) {
 // persisted before watching began, the sightings persisted before the stop
 // are kept as they were, and the lifetime ends in the violation.
 func TestSentinelRestartWhileWatchingKeepsItsEvidence(t *testing.T) {
+	t.Parallel() // its own API server and operator
 	cfg, c := startOwnAPIServer(t)
 	tg := startSentinelTarget(t, ragtarget.DigestPublic)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sentinel-restart-"}}

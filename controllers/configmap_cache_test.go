@@ -29,6 +29,7 @@ import (
 // run, which all read the cases — while the metadata watch still brings the
 // suite back on an edit and the suite reads the edited data.
 func TestConfigMapsCachedAsMetadataOnly(t *testing.T) {
+	t.Parallel() // its own API server and operator
 	const ns = "suites"
 	cp := startControlPlane(t)
 	cp.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})

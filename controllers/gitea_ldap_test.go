@@ -143,6 +143,7 @@ func (f *giteaLDAPFixture) isMember(ctx context.Context, name string) (bool, err
 // bounds reach Gitea's next sync_external_users run, the password's do not
 // wait for it.
 func TestGiteaLDAPGroupSync(t *testing.T) {
+	t.Parallel() // its own Gitea, directory and namespace; its bounds are checked against its own observer, so load widens them but cannot move them
 	f := startGiteaLDAP(t, "bob", "carol")
 	ns := f.namespace(t)
 	type path struct{ persona, user, corpus, control string }

@@ -24,6 +24,7 @@ const ragtargetGroupsEvery = 3 * time.Second
 // canary removes alice from the group in the directory, and its bounds
 // contain the first group sync that read the directory after the change.
 func TestRagtargetDirectoryGroupSync(t *testing.T) {
+	t.Parallel() // its own directory, target and namespace; its bounds are checked against the target's own sync record
 	dir := ldaptest.Start(t)
 	for _, subject := range []string{"alice@example.com", "mallory@example.com"} {
 		dir.AddUser(t, subject, "unused")

@@ -40,6 +40,7 @@ import (
 // Secret watch can tell it); a Corpus and a Persona in team-b are refused
 // with SecretAccessDenied naming the namespace and the chart value.
 func TestSecretAccessScopedToSecretNamespaces(t *testing.T) {
+	t.Parallel() // its own API server and operator
 	const release, operatorNS, granted, denied = "scoped", "ragcanary-system", "team-a", "team-b"
 	cp := startControlPlane(t)
 	for _, ns := range []string{operatorNS, granted, denied} {
