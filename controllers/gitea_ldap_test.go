@@ -103,14 +103,14 @@ func (f *giteaLDAPFixture) namespace(t *testing.T) string {
 	// The control on the password corpus signs in with its password too.
 	createSecret(t, ns, "mallory-password", "token", base64.StdEncoding.EncodeToString([]byte("mallory:"+f.mallory.Password)))
 	controlPW := objects.Persona(ns, "mallory-password", "mallory")
-	controlPW.Spec.CredentialSecretRef = v1alpha1.SecretKeyReference{Name: "mallory-password", Key: "token"}
+	controlPW.Spec.CredentialSecretRef = &v1alpha1.SecretKeyReference{Name: "mallory-password", Key: "token"}
 	crCreate(t, controlPW)
 	for name, u := range f.users {
 		createSecret(t, ns, name+"-token", "token", u.Token)
 		createSecret(t, ns, name+"-password", "token", base64.StdEncoding.EncodeToString([]byte(name+":"+f.passwords[name])))
 		for _, cred := range []string{"token", "password"} {
 			p := objects.Persona(ns, name+"-"+cred, name)
-			p.Spec.CredentialSecretRef = v1alpha1.SecretKeyReference{Name: name + "-" + cred, Key: "token"}
+			p.Spec.CredentialSecretRef = &v1alpha1.SecretKeyReference{Name: name + "-" + cred, Key: "token"}
 			crCreate(t, p)
 		}
 	}

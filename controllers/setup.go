@@ -100,7 +100,7 @@ func setupReconcilers(mgr ctrl.Manager, opts shared.Options) error {
 	c := shared.NewUncachedConfigMaps(mgr.GetClient(), mgr.GetAPIReader())
 	setups := []func() error{
 		func() error {
-			return (&persona.PersonaReconciler{Client: c, Secrets: opts.Secrets}).SetupWithManager(mgr)
+			return (&persona.PersonaReconciler{Client: c, Secrets: opts.Secrets, Door: opts.Door}).SetupWithManager(mgr)
 		},
 		func() error {
 			return (&revocationcanary.RevocationCanaryReconciler{ParentReconciler: shared.NewParentReconciler(mgr, c, opts, "revocationcanary-controller")}).SetupWithManager(mgr)

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "slices"
+
 // The facts of a Corpus's backends, read from whichever block its types
 // select, so the controllers, the door, the manifests reader of live mode,
 // the reports and the CLI all read one list: a backend's Secret reference
@@ -159,4 +161,24 @@ func (s *CorpusSurfaces) URLs() []string {
 		out = append(out, s.Search.URL)
 	}
 	return out
+}
+
+// SurfaceURL is where a probe of surface goes with the persona's
+// credential: the declared surface serving it, or else the driver. "" when
+// no persona credential travels (a Postgres corpus names the principal in
+// the transaction).
+func (s *CorpusSpec) SurfaceURL(surface Surface) string {
+	if slices.Contains(s.Surfaces.Serves(), surface) {
+		if surface == SurfaceSearch {
+			return s.Surfaces.Search.URL
+		}
+		return s.Surfaces.Chat.URL
+	}
+	switch {
+	case s.Driver.Type == DriverHTTP && s.Driver.HTTP != nil:
+		return s.Driver.HTTP.URL
+	case s.Driver.Type == DriverREST && s.Driver.REST != nil:
+		return s.Driver.REST.URL
+	}
+	return ""
 }

@@ -5,6 +5,7 @@ import (
 )
 
 // PersonaSpec describes a synthetic principal that probes a RAG system.
+// +kubebuilder:validation:XValidation:rule="has(self.credentialSecretRef) != has(self.oauth2)",message="set exactly one of credentialSecretRef and oauth2"
 type PersonaSpec struct {
 	// subject is the principal identifier the RAG system knows this persona by
 	// (for example a user ID or e-mail address used in document ACLs).
@@ -36,9 +37,87 @@ type PersonaSpec struct {
 	// credentialSecretRef selects the Secret key holding the persona's bearer
 	// credential. Retrieval runs with this credential so it passes through
 	// the RAG system's real authorization path. The value is never copied
-	// into status, events or logs.
+	// into status, events or logs. Exactly one of credentialSecretRef and
+	// oauth2 is set.
+	// +optional
+	CredentialSecretRef *SecretKeyReference `json:"credentialSecretRef,omitempty"`
+
+	// oauth2 makes the persona's credential an OAuth2 access token, the form
+	// enterprise assistants accept: the operator obtains it from the token
+	// endpoint, replaces it before it expires, and sends it only to surfaces
+	// on the token endpoint's own origin or on an origin listed in
+	// audiences.
+	// +optional
+	OAuth2 *PersonaOAuth2 `json:"oauth2,omitempty"`
+}
+
+// OAuth2Grant is how a persona's OAuth2 tokens are obtained.
+// +kubebuilder:validation:Enum=ClientCredentials;RefreshToken
+type OAuth2Grant string
+
+const (
+	// OAuth2ClientCredentials: the client's own ID and secret (RFC 6749
+	// section 4.4); the persona is the client.
+	OAuth2ClientCredentials OAuth2Grant = "ClientCredentials"
+	// OAuth2RefreshToken: a refresh token issued to the persona once (for
+	// example by signing in through the application's consent page),
+	// exchanged for each new access token (RFC 6749 section 6).
+	OAuth2RefreshToken OAuth2Grant = "RefreshToken"
+)
+
+// OAuth2 credential keys of a persona's Secret.
+const (
+	OAuth2ClientIDKey     = "client_id"
+	OAuth2ClientSecretKey = "client_secret"
+	OAuth2RefreshTokenKey = "refresh_token"
+)
+
+// PersonaOAuth2 is a persona credential obtained from an OAuth2 token
+// endpoint.
+type PersonaOAuth2 struct {
+	// grant: ClientCredentials or RefreshToken.
 	// +required
-	CredentialSecretRef SecretKeyReference `json:"credentialSecretRef"`
+	Grant OAuth2Grant `json:"grant"`
+
+	// tokenURL is the authorization server's token endpoint. Like every URL
+	// the operator calls, it must pass the operator's target allowlist and
+	// address policy; redirects are not followed.
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	TokenURL string `json:"tokenURL"`
+
+	// secretRef names the persona's Secret (labelled as a ragcanary
+	// credential) holding client_id, client_secret and, for the
+	// RefreshToken grant, refresh_token. A rotated refresh token is kept in
+	// memory only: an authorization server that invalidates each refresh
+	// token it exchanges needs the Secret refreshed after an operator
+	// restart.
+	// +required
+	SecretRef LocalObjectReference `json:"secretRef"`
+
+	// scopes to ask for.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	Scopes []string `json:"scopes,omitempty"`
+
+	// refreshBefore: a token is replaced this long before it expires, or
+	// when half its life is gone if that comes first, so no probe carries
+	// a token about to expire. Defaults to 30s.
+	// +optional
+	RefreshBefore *metav1.Duration `json:"refreshBefore,omitempty"`
+
+	// audiences are further origins (scheme://host[:port]) the token may be
+	// sent to, beyond the token endpoint's own. A run whose probed surfaces
+	// lie elsewhere is refused before any token is sent.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:items:Pattern=`^https?://[^/\s]+$`
+	Audiences []string `json:"audiences,omitempty"`
 }
 
 // PersonaStatus is the observed state of a Persona.

@@ -40,6 +40,9 @@ const (
 	ReasonSecretNotFound = "SecretNotFound"
 	ReasonKeyNotFound    = "KeyNotFound"
 	ReasonSecretFound    = "CredentialFound"
+	// ReasonTokenIssued: the persona's OAuth2 token endpoint issued it a
+	// token.
+	ReasonTokenIssued = "TokenIssued"
 	// ReasonSecretNotLabeled: the Secret exists but does not carry
 	// LabelCredential, so the operator will not read it.
 	ReasonSecretNotLabeled = "SecretNotLabeled"

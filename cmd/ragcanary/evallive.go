@@ -288,8 +288,10 @@ func liveTarget(ctx context.Context, m *manifests.Set, allow target.Allowlist, p
 		}
 	}
 	for name, p := range def.Personas {
-		if _, err := m.Credential(p.Namespace, p.Spec.CredentialSecretRef); err != nil {
-			return suite.Target{}, nil, inputError("Persona %q: %v", name, err)
+		for _, r := range p.Spec.SecretRefs() {
+			if _, err := m.Credential(p.Namespace, r.Ref); err != nil {
+				return suite.Target{}, nil, inputError("Persona %q: %s: %v", name, r.Field, err)
+			}
 		}
 	}
 	t, corpus, err := suite.BuildTarget(ctx, &target.Door{Reader: m, Allow: allow, DefaultLimit: target.DefaultLimit}, plan, c, def.Personas)

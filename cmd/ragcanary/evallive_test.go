@@ -208,7 +208,7 @@ func TestEvalLiveInvalidInput(t *testing.T) {
 		{name: "missing corpus", edits: edits{"corpus.yaml": {{"name: ragtarget", "name: other"}}},
 			stderr: `CorpusNotFound: Corpus "ragtarget"`},
 		{name: "missing credential", unsetBob: true,
-			stderr: `Persona "bob": missing credential: Secret "bob-cred" key "token" is neither set in $RAGCANARY_SECRET_BOB_CRED_TOKEN nor in a Secret manifest`},
+			stderr: `Persona "bob": spec.credentialSecretRef: missing credential: Secret "bob-cred" key "token" is neither set in $RAGCANARY_SECRET_BOB_CRED_TOKEN nor in a Secret manifest`},
 		{name: "invalid cases", edits: edits{"suite.yaml": {{`relevantIDs: ["memo-0#0", "memo-1#0"]`, `relevantIDs: ["salary#0"]`}}},
 			stderr: `InvalidCases: case "revenue" in spec.cases: persona "bob": relevant ID "salary#0" is not in allowedIDs`},
 		{name: "invalid ConfigMap cases", edits: edits{"suite.yaml": {{"askAnswer: true", "askAnswer: true\n      asked: twice"}}},

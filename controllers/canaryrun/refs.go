@@ -117,6 +117,14 @@ func (r *CanaryRunReconciler) resolvePersonas(ctx context.Context, run *v1alpha1
 		}
 		deps.controls = append(deps.controls, p)
 	}
+	for _, p := range append([]target.Persona{deps.persona}, deps.controls...) {
+		if c.Object == nil {
+			break // a corpus rebuilt from a run's recipe to clean up: nothing is probed
+		}
+		if err := target.CheckTokenAudience(&c.Object.Spec, p.Object, requestedSurfaces(run)); err != nil {
+			return nil, err
+		}
+	}
 	return deps, nil
 }
 

@@ -373,7 +373,7 @@ func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage,
 		Interval:      probeInterval(run),
 		Schedule:      probeSchedule(run, deps.corpus.Object, stage),
 		Confirmations: confirmations(run), Surfaces: probingSurfaces(run),
-		Persona: deps.persona.Token,
+		Persona: deps.persona.Token, PersonaSource: deps.persona.Source,
 		Target:  token.target(run.Status.DocumentID),
 		Metrics: metricsRun(run),
 		Resume:  run.Status.Surfaces, ResumeViolations: run.Status.IsolationViolations,
@@ -381,7 +381,7 @@ func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage,
 	}
 	p.Target.Conversation = conversationOf(run, deps.persona.Token)
 	for _, c := range deps.controls {
-		p.Controls = append(p.Controls, probe.Control{Name: c.Object.Name, Token: c.Token})
+		p.Controls = append(p.Controls, probe.Control{Name: c.Object.Name, Token: c.Token, Source: c.Source})
 	}
 	if ack := run.Status.RevokeAcknowledgedTime; ack != nil {
 		p.RevokeAcknowledged = ack.Time

@@ -2,10 +2,12 @@ package persona
 
 import (
 	"context"
+	"time"
 
 	"github.com/ragcanary/ragcanary/controllers/shared"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,17 +22,26 @@ import (
 	"github.com/ragcanary/ragcanary/internal/target"
 )
 
-// personaSecretIndex indexes Personas by the name of their credential Secret.
-const personaSecretIndex = ".spec.credentialSecretRef.name"
+// personaSecretIndex indexes Personas by the names of their credential
+// Secrets (PersonaSpec.SecretNames).
+const personaSecretIndex = ".spec.secretNames"
 
-// PersonaReconciler marks a Persona Ready when its credential Secret exists
-// and holds the named key. It never reads the credential into status, events
-// or logs.
+// oauth2Recheck is how often an OAuth2 persona's credential is checked
+// again: a client revoked at the authorization server changes no object
+// the operator watches.
+const oauth2Recheck = 5 * time.Minute
+
+// PersonaReconciler marks a Persona Ready when its credential can be used:
+// its Secret exists and holds the named key, or its OAuth2 token endpoint
+// issues it a token. It never reads the credential into status, events or
+// logs.
 type PersonaReconciler struct {
 	client.Client
 	// Secrets reads credential Secrets: in the operator the door's reader,
 	// whose value cache is checked against the Secret metadata informer.
 	Secrets client.Reader
+	// Door obtains OAuth2 personas' tokens (and keeps them for the runs).
+	Door *target.Door
 }
 
 // +kubebuilder:rbac:groups=ragcanary.dev,resources=personas,verbs=get;list;watch
@@ -41,6 +52,9 @@ type PersonaReconciler struct {
 func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var persona v1alpha1.Persona
 	if err := r.Get(ctx, req.NamespacedName, &persona); err != nil {
+		if apierrors.IsNotFound(err) && r.Door != nil {
+			r.Door.ForgetPersona(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := persona.DeepCopy()
@@ -52,9 +66,13 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	meta.SetStatusCondition(&persona.Status.Conditions, ready)
 	persona.Status.ObservedGeneration = persona.Generation
 	if ready.Status == metav1.ConditionFalse {
-		log.FromContext(ctx).Info("persona credential unavailable", "reason", ready.Reason, "secret", persona.Spec.CredentialSecretRef.Name)
+		log.FromContext(ctx).Info("persona credential unavailable", "reason", ready.Reason, "secrets", persona.Spec.SecretNames())
 	}
-	return ctrl.Result{}, shared.PatchStatus(ctx, r.Client, before, &persona, before.Status, persona.Status)
+	var res ctrl.Result
+	if persona.Spec.OAuth2 != nil {
+		res.RequeueAfter = oauth2Recheck
+	}
+	return res, shared.PatchStatus(ctx, r.Client, before, &persona, before.Status, persona.Status)
 }
 
 // credentialCondition computes the Ready condition from the referenced
@@ -63,17 +81,40 @@ func (r *PersonaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 // so there is no retry loop. API errors are returned for backoff.
 func (r *PersonaReconciler) credentialCondition(ctx context.Context, p *v1alpha1.Persona) (metav1.Condition, error) {
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: p.Generation}
-	_, err := target.Credential(ctx, r.Secrets, p.Namespace, p.Spec.CredentialSecretRef)
+	err := r.checkCredential(ctx, p)
 	out := reconcile.Compute(err, reconcile.Policy{})
 	switch {
 	case out.Err != nil:
 		return cond, out.Err
 	case out.Condition != nil:
 		cond.Status, cond.Reason, cond.Message = out.Condition.Status, out.Condition.Reason, out.Condition.Message
+	case p.Spec.OAuth2 != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ReasonTokenIssued, "the token endpoint issued a token"
 	default:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, v1alpha1.ReasonSecretFound, "credential Secret and key are present"
 	}
 	return cond, nil
+}
+
+// checkCredential reads the persona's key, or has the door obtain its
+// OAuth2 token.
+func (r *PersonaReconciler) checkCredential(ctx context.Context, p *v1alpha1.Persona) error {
+	if p.Spec.OAuth2 != nil {
+		if r.Door == nil {
+			return target.Stall(v1alpha1.ReasonKeyNotFound, "this operator cannot obtain OAuth2 tokens")
+		}
+		_, err := r.Door.Persona(ctx, p)
+		return err
+	}
+	for _, ref := range p.Spec.SecretRefs() {
+		if _, err := target.Credential(ctx, r.Secrets, p.Namespace, ref.Ref); err != nil {
+			return err
+		}
+	}
+	if len(p.Spec.SecretRefs()) == 0 {
+		return target.Stall(v1alpha1.ReasonKeyNotFound, "set spec.credentialSecretRef or spec.oauth2")
+	}
+	return nil
 }
 
 // SetupWithManager registers the controller. Secrets are watched as metadata
@@ -83,7 +124,7 @@ func (r *PersonaReconciler) credentialCondition(ctx context.Context, p *v1alpha1
 func (r *PersonaReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Persona{}, personaSecretIndex,
 		func(o client.Object) []string {
-			return []string{o.(*v1alpha1.Persona).Spec.CredentialSecretRef.Name}
+			return o.(*v1alpha1.Persona).Spec.SecretNames()
 		}); err != nil {
 		return err
 	}

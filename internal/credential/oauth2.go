@@ -166,10 +166,24 @@ func (o *OAuth2) fetch(ctx context.Context) (*oauth2.Token, error) {
 	if err != nil {
 		return nil, classify(err)
 	}
-	if t.AccessToken == "" {
-		return nil, &Error{Kind: Malformed, Detail: "the reply holds no access token"}
+	if t.AccessToken == "" || len(t.AccessToken) > MaxToken || !headerSafe(t.AccessToken) {
+		return nil, &Error{Kind: Malformed, Detail: "the reply holds an empty, oversized or unprintable access token"}
 	}
 	return t, nil
+}
+
+// MaxToken bounds an access token the operator holds and sends.
+const MaxToken = 8 << 10
+
+// headerSafe: a token travels in a header, so it holds no control
+// character that would end or split one.
+func headerSafe(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // ErrorKind says what a failed token request means for the persona.
@@ -235,7 +249,9 @@ func classify(err error) error {
 		if rfc6749Codes[re.ErrorCode] {
 			e.Code = re.ErrorCode
 		}
-		if e.Code != "" || e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
+		// RFC 6749 section 5.2 answers a bad client or grant with 400 or 401.
+		switch e.Status {
+		case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden:
 			e.Kind = Refused
 		}
 		return e

@@ -243,7 +243,9 @@ func (m *Set) secretRefs() []secretRef {
 				refs = append(refs, secretRef{o.Namespace, r.Ref.Name, r.Ref.Key})
 			}
 		case *v1alpha1.Persona:
-			refs = append(refs, secretRef{o.Namespace, o.Spec.CredentialSecretRef.Name, o.Spec.CredentialSecretRef.Key})
+			for _, r := range o.Spec.SecretRefs() {
+				refs = append(refs, secretRef{o.Namespace, r.Ref.Name, r.Ref.Key})
+			}
 		}
 	}
 	return refs

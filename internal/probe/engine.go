@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/credential"
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/metrics"
@@ -41,9 +42,13 @@ type Plan struct {
 	Confirmations int32
 	// Surfaces to probe, in status order.
 	Surfaces []v1alpha1.Surface
-	// Persona is the probed persona's credential; Controls are the control personas.
-	Persona  driver.Token
-	Controls []Control
+	// Persona is the probed persona's credential; Controls are the control
+	// personas. PersonaSource, when set, gives the credential each round
+	// instead (an OAuth2 token is replaced as it expires, and a probe loop
+	// outlives it).
+	Persona       driver.Token
+	PersonaSource credential.Source
+	Controls      []Control
 	// Target is the canary document and token.
 	Target Target
 	// Metrics labels this run's series.
@@ -73,10 +78,11 @@ func (p Plan) release() {
 }
 
 // Control is a control persona: a name for counts and messages, and its
-// credential.
+// credential (Source, when set, gives it each round, as Plan.PersonaSource).
 type Control struct {
-	Name  string
-	Token driver.Token
+	Name   string
+	Token  driver.Token
+	Source credential.Source
 }
 
 // Engine runs one probe loop per active run. It is a manager.Runnable:
@@ -278,25 +284,35 @@ func (e *Engine) waitUntil(ctx context.Context, due time.Time) bool {
 func (e *Engine) round(ctx context.Context, p Plan, series *metrics.ProbeSeries, st *State, due time.Time) (change, roundSummary) {
 	type job struct {
 		surface v1alpha1.Surface
-		token   driver.Token
+		token   credentialNow
 		control string
+	}
+	persona := currentCredential(ctx, p.Persona, p.PersonaSource)
+	controls := make([]credentialNow, len(p.Controls))
+	for i, c := range p.Controls {
+		controls[i] = currentCredential(ctx, c.Token, c.Source)
 	}
 	var jobs []job
 	for _, s := range p.Surfaces {
 		// A sentinel's owner saw it before watching began; only the
 		// personas outside its access list are watching.
 		if p.Stage != StageWatch {
-			jobs = append(jobs, job{surface: s, token: p.Persona})
+			jobs = append(jobs, job{surface: s, token: persona})
 		}
-		for _, c := range p.Controls {
-			jobs = append(jobs, job{surface: s, token: c.Token, control: c.Name})
+		for i, c := range p.Controls {
+			jobs = append(jobs, job{surface: s, token: controls[i], control: c.Name})
 		}
 	}
 	results := make([]result, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
 		wg.Go(func() {
-			results[i] = e.probe(ctx, p, series, j.surface, j.token, j.control, due)
+			if j.token.err != nil {
+				// No credential, no probe: an error, never an absence.
+				results[i] = result{surface: j.surface, control: j.control, outcome: measure.Error}
+				return
+			}
+			results[i] = e.probe(ctx, p, series, j.surface, j.token.token, j.control, due)
 		})
 	}
 	wg.Wait()
@@ -306,6 +322,22 @@ func (e *Engine) round(ctx context.Context, p Plan, series *metrics.ProbeSeries,
 	}
 	ch := st.apply(p.Surfaces, results)
 	return ch, st.summarize(results)
+}
+
+// credentialNow is a persona's credential for one round.
+type credentialNow struct {
+	token driver.Token
+	err   error
+}
+
+// currentCredential asks src for the credential to send this round; a
+// plan without a source sends its fixed token.
+func currentCredential(ctx context.Context, fixed driver.Token, src credential.Source) credentialNow {
+	if src == nil {
+		return credentialNow{token: fixed}
+	}
+	tok, err := src.Token(ctx)
+	return credentialNow{token: tok, err: err}
 }
 
 // probe runs one rate-limited probe. The driver bounds it by the corpus

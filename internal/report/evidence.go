@@ -213,5 +213,14 @@ func personaSecret(use string, p *v1alpha1.PersonaSpec) []SecretName {
 	if p == nil {
 		return nil
 	}
-	return []SecretName{{Use: use, Name: p.CredentialSecretRef.Name, Key: p.CredentialSecretRef.Key}}
+	refs := p.SecretRefs()
+	out := make([]SecretName, 0, len(refs))
+	for _, r := range refs {
+		u := use
+		if len(refs) > 1 { // an OAuth2 persona: say which key is which
+			u = use + " (" + r.Use + ")"
+		}
+		out = append(out, SecretName{Use: u, Name: r.Ref.Name, Key: r.Ref.Key})
+	}
+	return out
 }

@@ -105,12 +105,12 @@ func canaryFixture() CanaryInput {
 		// Edited 30s after the run was created: the report must say so.
 		ObjectMeta: metav1.ObjectMeta{Name: "alice", Namespace: "rag", Generation: 3, ManagedFields: written(30 * time.Second)},
 		Spec: v1alpha1.PersonaSpec{Subject: "alice@example.com", Tenant: "acme", Groups: []string{"hr", "staff"},
-			CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "alice-credential", Key: "token"}},
+			CredentialSecretRef: &v1alpha1.SecretKeyReference{Name: "alice-credential", Key: "token"}},
 	}
 	mallory := &v1alpha1.Persona{
 		ObjectMeta: metav1.ObjectMeta{Name: "mallory", Namespace: "rag", Generation: 1, ManagedFields: written(-time.Hour)},
 		Spec: v1alpha1.PersonaSpec{Subject: "mallory@example.com", Tenant: "acme",
-			CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "mallory-credential", Key: "token"}},
+			CredentialSecretRef: &v1alpha1.SecretKeyReference{Name: "mallory-credential", Key: "token"}},
 	}
 	return CanaryInput{Run: run, Corpus: corpus, Persona: alice,
 		Controls: map[string]*v1alpha1.Persona{"mallory": mallory}}

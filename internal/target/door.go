@@ -125,12 +125,6 @@ func (c *Corpus) Wait(ctx context.Context) error { return c.limiters.Wait(ctx, c
 // Secret: a run keeps it so it can always remove what it planted.
 func (c *Corpus) Recipe() Recipe { return c.recipe }
 
-// Persona is a resolved Persona and its credential.
-type Persona struct {
-	Object *v1alpha1.Persona
-	Token  driver.Token
-}
-
 // Forget releases what the door keeps for a deleted corpus: its limiter,
 // and its connections once the last run holding them lets go.
 func (d *Door) Forget(namespace, name string) {
@@ -379,15 +373,6 @@ func (d *Door) httpClient() *http.Client {
 		return withUserAgent(d.HTTPClient, d.UserAgent)
 	}
 	return withUserAgent(d.conns().http, d.UserAgent)
-}
-
-// Persona resolves a Persona's credential.
-func (d *Door) Persona(ctx context.Context, obj *v1alpha1.Persona) (Persona, error) {
-	cred, err := Credential(ctx, d.Reader, obj.Namespace, obj.Spec.CredentialSecretRef)
-	if err != nil {
-		return Persona{}, Named("Persona", obj.Name, err)
-	}
-	return Persona{Object: obj, Token: driver.Token(cred)}, nil
 }
 
 // CheckCapabilities refuses capability replies ragcanary cannot rely on, so

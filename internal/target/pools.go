@@ -25,6 +25,9 @@ type conns struct {
 	http *http.Client
 	// chats keep chat surfaces' conversations across resolutions.
 	chats chatClients
+	// tokens keep personas' OAuth2 tokens across resolutions, so a token is
+	// fetched when it is due, not on every reconcile.
+	tokens tokenSources
 }
 
 func newConns(policy AddressPolicy) *conns {

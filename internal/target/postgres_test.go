@@ -118,7 +118,7 @@ func TestPersonaForPostgresIsTheSubject(t *testing.T) {
 		t.Fatal(err)
 	}
 	persona := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "alice"},
-		Spec: v1alpha1.PersonaSpec{Subject: "alice@example.com", CredentialSecretRef: v1alpha1.SecretKeyReference{Name: "missing", Key: "token"}}}
+		Spec: v1alpha1.PersonaSpec{Subject: "alice@example.com", CredentialSecretRef: &v1alpha1.SecretKeyReference{Name: "missing", Key: "token"}}}
 	got, err := d.PersonaFor(context.Background(), pg, persona)
 	if err != nil || got.Token.Reveal() != "alice@example.com" {
 		t.Fatalf("Postgres persona: %v, token %q", err, got.Token.Reveal())

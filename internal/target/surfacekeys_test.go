@@ -61,7 +61,7 @@ func personaWithKey(name, key string) (*v1alpha1.Persona, *corev1.Secret) {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name + "-key",
 		Labels: map[string]string{v1alpha1.LabelCredential: v1alpha1.LabelCredentialValue}}, Data: map[string][]byte{"key": []byte(key)}}
 	p := &v1alpha1.Persona{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-	p.Spec.CredentialSecretRef = v1alpha1.SecretKeyReference{Name: s.Name, Key: "key"}
+	p.Spec.CredentialSecretRef = &v1alpha1.SecretKeyReference{Name: s.Name, Key: "key"}
 	return p, s
 }
 

@@ -6,14 +6,12 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
-	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
 	"k8s.io/utils/clock"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
+	"github.com/ragcanary/ragcanary/internal/credential"
 	"github.com/ragcanary/ragcanary/internal/driver"
 )
 
@@ -44,9 +42,6 @@ type authenticator interface {
 	// headerName is the header the credential travels in ("" for none).
 	headerName() string
 }
-
-// maxToken bounds an OAuth2 access token the operator holds and sends.
-const maxToken = 8 << 10
 
 // newAuthenticator builds the authenticator of a. client sends OAuth2
 // token requests (the door's: no redirects, address policy, bounded
@@ -87,9 +82,13 @@ func newAuthenticator(a *Auth, client *http.Client, clk clock.PassiveClock) (aut
 		if a.TokenURL == "" || a.ClientID == "" {
 			return nil, errors.New("auth: tokenURL and clientID are required for OAuth2ClientCredentials")
 		}
-		cfg := &clientcredentials.Config{ClientID: a.ClientID, ClientSecret: secret, TokenURL: a.TokenURL,
-			Scopes: a.Scopes, AuthStyle: oauth2.AuthStyleInHeader}
-		return &oauthAuth{cfg: cfg, client: client, clock: clk}, nil
+		src, err := credential.NewOAuth2(credential.OAuth2Config{Grant: credential.ClientCredentials,
+			TokenURL: a.TokenURL, ClientID: a.ClientID, ClientSecret: secret, Scopes: a.Scopes,
+			RefreshBefore: expiryDelta, HTTPClient: client, Clock: clk})
+		if err != nil {
+			return nil, err
+		}
+		return &oauthAuth{src: src, clientSecret: secret}, nil
 	}
 	return nil, errors.New("auth.type must be Bearer, Basic, Header or OAuth2ClientCredentials")
 }
@@ -111,73 +110,41 @@ func (a staticAuth) set(_ context.Context, req *http.Request) ([]string, error) 
 
 func (a staticAuth) headerName() string { return a.name }
 
-// oauthAuth fetches a client-credentials token, keeps it until it expires
-// (expiryDelta early), and sends it as a bearer token. The token and the
-// client secret never reach an error, a log or a status.
+// oauthAuth sends a client-credentials token as a bearer token, replaced
+// before it expires (package credential). The token and the client secret
+// never reach an error, a log or a status.
 type oauthAuth struct {
-	cfg    *clientcredentials.Config
-	client *http.Client
-	clock  clock.PassiveClock
-
-	mu     sync.Mutex
-	token  string
-	expiry time.Time // zero: never expires
+	src          *credential.OAuth2
+	clientSecret string
 }
 
-// expiryDelta renews a token this long before it expires, so a request
-// never carries one that expires on its way.
+// expiryDelta renews a token this long before it expires (or at half its
+// life, if sooner), so a request never carries one that expires on its way.
 const expiryDelta = 10 * time.Second
 
 func (a *oauthAuth) headerName() string { return "Authorization" }
 
 func (a *oauthAuth) set(ctx context.Context, req *http.Request) ([]string, error) {
-	tok, err := a.current(ctx)
+	tok, err := a.src.Token(ctx)
 	if err != nil {
-		return nil, err
+		return nil, tokenError(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	return []string{a.cfg.ClientSecret, tok}, nil
+	req.Header.Set("Authorization", "Bearer "+tok.Reveal())
+	return []string{a.clientSecret, tok.Reveal()}, nil
 }
 
-// current returns the cached token, fetching a new one when there is none
-// or it expires within expiryDelta. Concurrent callers share one fetch.
-func (a *oauthAuth) current(ctx context.Context) (string, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.token != "" && (a.expiry.IsZero() || a.clock.Now().Add(expiryDelta).Before(a.expiry)) {
-		return a.token, nil
-	}
-	tok, err := a.cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, a.client))
-	if err != nil {
-		return "", tokenError(err)
-	}
-	if tok.AccessToken == "" || len(tok.AccessToken) > maxToken || !validHeaderValue(tok.AccessToken) {
-		return "", driver.NewError(driver.Transient, "OAuth2Token", 0, "the token endpoint returned an empty, oversized or unprintable token", nil)
-	}
-	a.token, a.expiry = tok.AccessToken, time.Time{}
-	if !tok.Expiry.IsZero() {
-		// The library stamps expires_in with the wall clock; the cache
-		// reads its own clock, so only the lifetime is kept.
-		a.expiry = a.clock.Now().Add(time.Until(tok.Expiry))
-	}
-	return a.token, nil
-}
-
-// tokenError classifies a failed token request without its text: an
-// oauth2.RetrieveError prints the endpoint's reply.
+// tokenError is a failed token request as a driver error: a refusal of the
+// client's credentials is Unauthorized, anything else Transient.
 func tokenError(err error) error {
-	var re *oauth2.RetrieveError
-	if errors.As(err, &re) && re.Response != nil {
-		status := re.Response.StatusCode
-		if status == http.StatusBadRequest || status == http.StatusUnauthorized || status == http.StatusForbidden {
-			return driver.NewError(driver.Unauthorized, "OAuth2Token", status, "the token endpoint refused the client credentials", nil)
-		}
-		return driver.NewError(driver.Transient, "OAuth2Token", status, "the token request failed", nil)
+	var e *credential.Error
+	if errors.As(err, &e) && e.Kind == credential.Refused {
+		return driver.NewError(driver.Unauthorized, "OAuth2Token", e.Status, "the token endpoint refused the client credentials", nil)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return driver.NewError(driver.Transient, "OAuth2Token", 0, "the token request timed out", nil)
+	status := 0
+	if e != nil {
+		status = e.Status
 	}
-	return driver.NewError(driver.Transient, "OAuth2Token", 0, "the token request failed", nil)
+	return driver.NewError(driver.Transient, "OAuth2Token", status, "the token request failed", nil)
 }
 
 // leaks reports whether any secret appears in any part.

@@ -18,6 +18,10 @@ type iniValues struct {
 	SyncSchedule string
 	// OffTasks are the cron tasks turned off when cron runs for the sync.
 	OffTasks []string
+	// OAuth2Lifetime, in seconds, turns Gitea's OAuth2 provider on with
+	// access tokens that live this long (0: the provider stays off).
+	OAuth2Lifetime int
+	JWTSecret      string
 }
 
 // otherCronTasks are Gitea 1.26's cron tasks besides sync_external_users
@@ -84,8 +88,12 @@ REQUIRE_SIGNIN_VIEW = true
 ENABLED = false
 
 [oauth2]
-ENABLED = false
-
+{{if .OAuth2Lifetime}}ENABLED = true
+ACCESS_TOKEN_EXPIRATION_TIME = {{.OAuth2Lifetime}}
+JWT_SIGNING_ALGORITHM = HS256
+JWT_SECRET = {{.JWTSecret}}
+{{else}}ENABLED = false
+{{end}}
 [federation]
 ENABLED = false
 

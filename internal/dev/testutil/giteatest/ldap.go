@@ -14,7 +14,8 @@ import (
 type Option func(*options)
 
 type options struct {
-	syncEvery time.Duration
+	syncEvery      time.Duration
+	accessTokenLife time.Duration
 }
 
 // SyncExternalUsersEvery runs Gitea's sync_external_users cron task (users

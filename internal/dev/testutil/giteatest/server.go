@@ -102,6 +102,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		DBHost: fmt.Sprintf("%s:%d", pg.Host, pg.Port), DBPassword: dbPassword,
 		SecretKey: testutil.RandomKey(t, ""), InternalToken: testutil.RandomKey(t, "") + testutil.RandomKey(t, ""),
 		SyncSchedule: o.syncSchedule(), OffTasks: otherCronTasks,
+		OAuth2Lifetime: o.oauth2Lifetime(), JWTSecret: jwtSecret(t),
 	})
 	if err := s.writeOwned(filepath.Join(s.dir, "app.ini"), ini); err != nil {
 		t.Fatal(err)

@@ -83,7 +83,7 @@ func Persona(ns, name, subject string, opts ...PersonaOption) *v1alpha1.Persona 
 	p := &v1alpha1.Persona{
 		ObjectMeta: meta(ns, name),
 		Spec: v1alpha1.PersonaSpec{Subject: subject,
-			CredentialSecretRef: SecretKey(name+"-cred", TokenKey)},
+			CredentialSecretRef: new(SecretKey(name+"-cred", TokenKey))},
 	}
 	for _, o := range opts {
 		o(p)
@@ -98,7 +98,7 @@ func Groups(groups ...string) PersonaOption {
 
 // Credential makes the persona's credential key of Secret name.
 func Credential(name, key string) PersonaOption {
-	return func(p *v1alpha1.Persona) { p.Spec.CredentialSecretRef = SecretKey(name, key) }
+	return func(p *v1alpha1.Persona) { p.Spec.CredentialSecretRef = new(SecretKey(name, key)) }
 }
 
 // CredentialSecret holds value under TokenKey in a Secret labelled as a
