@@ -14,7 +14,7 @@ import (
 type Option func(*options)
 
 type options struct {
-	syncEvery      time.Duration
+	syncEvery       time.Duration
 	accessTokenLife time.Duration
 }
 
