@@ -133,3 +133,10 @@ func (s *Server) AuthorizeOAuth2(t testing.TB, u User, app OAuth2App) *oauth2.To
 	}
 	return tok
 }
+
+// BearerStatus is the status of GET path (under /api/v1) with tok as a
+// bearer token.
+func (s *Server) BearerStatus(path, tok string) (int, error) {
+	status, _, err := s.send(http.MethodGet, path, nil, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) })
+	return status, err
+}

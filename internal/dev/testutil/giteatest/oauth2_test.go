@@ -13,10 +13,7 @@ import (
 )
 
 // bearerStatus is the status of GET /user with tok as a bearer token.
-func (s *Server) bearerStatus(tok string) (int, error) {
-	status, _, err := s.send(http.MethodGet, "/user", nil, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) })
-	return status, err
-}
+func (s *Server) bearerStatus(tok string) (int, error) { return s.BearerStatus("/user", tok) }
 
 // TestOAuth2TokensExpireRefreshAndDieWithTheirApp: a user grants an
 // application access on the consent page; the access token the code buys
