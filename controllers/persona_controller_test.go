@@ -120,3 +120,27 @@ func waitPersonaReady(t *testing.T, persona *v1alpha1.Persona, status metav1.Con
 	})
 	return &got
 }
+
+// A Persona names its credential one way: a key, or an OAuth2 client. The
+// API server refuses both and neither.
+func TestPersonaCredentialIsOneOfKeyOrOAuth2(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	oauth := &v1alpha1.PersonaOAuth2{Grant: v1alpha1.OAuth2ClientCredentials, TokenURL: "http://127.0.0.1:1/token",
+		SecretRef: v1alpha1.LocalObjectReference{Name: "oauth"}}
+	both := objects.Persona(ns, "both", "both@example.com")
+	both.Spec.OAuth2 = oauth
+	neither := objects.Persona(ns, "neither", "neither@example.com")
+	neither.Spec.CredentialSecretRef = nil
+	for _, p := range []*v1alpha1.Persona{both, neither} {
+		err := k8sClient.Create(context.Background(), p)
+		if err == nil || !strings.Contains(err.Error(), "set exactly one of credentialSecretRef and oauth2") {
+			t.Errorf("creating %s: %v, want the one-of rule", p.Name, err)
+		}
+	}
+	only := objects.Persona(ns, "oauth", "oauth@example.com")
+	only.Spec.CredentialSecretRef, only.Spec.OAuth2 = nil, oauth
+	if err := k8sClient.Create(context.Background(), only); err != nil {
+		t.Fatalf("an OAuth2 persona: %v", err)
+	}
+}
