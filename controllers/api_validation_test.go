@@ -267,7 +267,7 @@ kind: Persona
 metadata: {name: p}
 spec: {subject: alice}
 `,
-			want: []string{"spec.credentialSecretRef", "Required value"},
+			want: []string{"spec", "set exactly one of credentialSecretRef and oauth2"},
 		},
 		// Persona subjects and groups travel in request paths
 		// (/v1/groups/{group}/members/{subject}); "..", "." or an escaped

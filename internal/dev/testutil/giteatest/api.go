@@ -106,24 +106,30 @@ func (s *Server) CreateUser(t testing.TB, name string) User {
 // requires (which, for a directory user, signs it in through LDAP).
 func (s *Server) createToken(t testing.TB, u *User) {
 	t.Helper()
+	if err := s.tryCreateToken(u); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *Server) tryCreateToken(u *User) error {
 	path := "/users/" + url.PathEscape(u.Name) + "/tokens"
 	status, reply, err := s.send(http.MethodPost, path, map[string]any{
 		"name": "ragcanary", "scopes": []string{"read:issue", "read:repository"},
 	}, func(r *http.Request) { r.SetBasicAuth(u.Name, u.Password) })
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if status != http.StatusCreated {
-		t.Fatalf("POST %s: %d %s", path, status, reply)
+		return fmt.Errorf("POST %s: %d %s", path, status, reply)
 	}
 	var token struct {
 		SHA1 string `json:"sha1"`
 	}
-	decode(t, reply, &token)
-	if token.SHA1 == "" {
-		t.Fatalf("POST %s: no token in the reply", path)
+	if err := json.Unmarshal(reply, &token); err != nil || token.SHA1 == "" {
+		return fmt.Errorf("POST %s: no token in the reply", path)
 	}
 	u.Token = token.SHA1
+	return nil
 }
 
 // CreateOrg makes a private organisation owned by the administrator.
