@@ -46,7 +46,13 @@ type OAuth2Config struct {
 	// that redirects would carry the client secret elsewhere.
 	HTTPClient *http.Client
 	Clock      clock.PassiveClock
+	// Timeout bounds one token request (default DefaultTimeout): the
+	// endpoint is a tenant's, and the caller may hold no deadline.
+	Timeout time.Duration
 }
+
+// DefaultTimeout bounds a token request when the config sets none.
+const DefaultTimeout = 10 * time.Second
 
 // OAuth2 is a persona's OAuth2 credential: it keeps the current access
 // token and replaces it before it expires.
@@ -81,6 +87,9 @@ func NewOAuth2(cfg OAuth2Config) (*OAuth2, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
 	}
 	return &OAuth2{cfg: cfg, refresh: cfg.RefreshToken}, nil
 }
@@ -149,6 +158,8 @@ func (o *OAuth2) due(now time.Time) bool {
 // fetch asks the token endpoint for a new token.
 func (o *OAuth2) fetch(ctx context.Context) (*oauth2.Token, error) {
 	o.fetches++
+	ctx, cancel := context.WithTimeout(ctx, o.cfg.Timeout)
+	defer cancel()
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, o.cfg.HTTPClient)
 	var (
 		t   *oauth2.Token

@@ -258,3 +258,35 @@ func TestNewOAuth2RefusesIncompleteSettings(t *testing.T) {
 		}
 	}
 }
+
+// A token endpoint that never answers is given up on within the source's
+// timeout: a tenant's endpoint must not hold the caller (a Persona
+// reconcile, a probe round) for ever.
+func TestSilentEndpointTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); silent.Close() })
+	o := newSource(t, OAuth2Config{Grant: ClientCredentials, TokenURL: silent.URL, Timeout: 200 * time.Millisecond,
+		HTTPClient: &http.Client{}}) // no client timeout: the source's own bound is what is tested
+	done := make(chan error, 1)
+	go func() {
+		_, err := o.Token(context.Background())
+		done <- err
+	}()
+	bound := time.NewTimer(10 * time.Second)
+	defer bound.Stop()
+	select {
+	case err := <-done:
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != Unavailable {
+			t.Fatalf("silent endpoint: %v, want Unavailable", err)
+		}
+	case <-bound.C:
+		t.Fatal("the token request to a silent endpoint did not return within 10s")
+	}
+}

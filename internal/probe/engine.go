@@ -308,8 +308,11 @@ func (e *Engine) round(ctx context.Context, p Plan, series *metrics.ProbeSeries,
 	for i, j := range jobs {
 		wg.Go(func() {
 			if j.token.err != nil {
-				// No credential, no probe: an error, never an absence.
-				results[i] = result{surface: j.surface, control: j.control, outcome: measure.Error}
+				// No credential, no probe: an error, never an absence, and
+				// counted in the probe metrics as status counts it.
+				now := e.clock.Now()
+				results[i] = result{surface: j.surface, control: j.control, outcome: measure.Error, start: now, end: now}
+				observe(series, results[i])
 				return
 			}
 			results[i] = e.probe(ctx, p, series, j.surface, j.token.token, j.control, due)
@@ -357,12 +360,17 @@ func (e *Engine) probe(ctx context.Context, p Plan, series *metrics.ProbeSeries,
 		r.outcome, r.carriers = ev.Outcome, ev.Carriers
 	}
 	r.end = e.clock.Now()
+	observe(series, r)
+	return r
+}
+
+// observe records a finished probe in the run's probe metrics.
+func observe(series *metrics.ProbeSeries, r result) {
 	role := metrics.RolePersona
-	if control != "" {
+	if r.control != "" {
 		role = metrics.RoleControl
 	}
-	series.ObserveProbe(string(surface), role, r.outcome.String(), r.end.Sub(r.start))
-	return r
+	series.ObserveProbe(string(r.surface), role, r.outcome.String(), r.end.Sub(r.start))
 }
 
 // record updates the live metrics after a round.
