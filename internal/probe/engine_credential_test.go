@@ -35,6 +35,10 @@ func TestCredentialFailuresAreErrorsInStatusAndMetrics(t *testing.T) {
 	p.Controls = nil
 	p.PersonaSource = failingSource{}
 	p.Metrics = metrics.Run{Namespace: "ns-credential", Canary: "credential", Corpus: "corpus"}
+	errorsCounted := func() float64 {
+		return promtestutil.ToFloat64(metrics.ProbesTotal.WithLabelValues("ns-credential", "corpus", "Search", metrics.RolePersona, measure.Error.String()))
+	}
+	before := errorsCounted()
 	st := e.Ensure(key, p)
 	testutil.EventuallyTrue(t, waitTimeout, "errors", func() bool { return st.Snapshot().Surfaces[0].Probes.Errors >= 3 })
 	e.Stop(key)
@@ -45,8 +49,9 @@ func TestCredentialFailuresAreErrorsInStatusAndMetrics(t *testing.T) {
 	if n := f.searches.Load(); n != 0 {
 		t.Fatalf("the target got %d probes without a credential", n)
 	}
-	counted := promtestutil.ToFloat64(metrics.ProbesTotal.WithLabelValues("ns-credential", "corpus", "Search", metrics.RolePersona, measure.Error.String()))
-	if counted != float64(m.Probes.Errors) {
+	// A round cut short by Stop is counted in metrics but not applied to
+	// status (the engine's rule for every probe), so metrics may count more.
+	if counted := errorsCounted() - before; counted < float64(m.Probes.Errors) {
 		t.Fatalf("probe metrics count %v errors, status %d", counted, m.Probes.Errors)
 	}
 }
