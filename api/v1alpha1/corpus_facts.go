@@ -182,3 +182,40 @@ func (s *CorpusSpec) SurfaceURL(surface Surface) string {
 	}
 	return ""
 }
+
+// RevokedIn names the system a revocation changes: where access is taken
+// away, so where the lag a run measures begins.
+// +kubebuilder:object:generate=false
+type RevokedIn string
+
+const (
+	// RevokedInTarget: the system under test itself (its driver).
+	RevokedInTarget RevokedIn = "target"
+	// RevokedInPermissions: the corpus's permissions backend (SpiceDB,
+	// OpenFGA), which the target asks at query time.
+	RevokedInPermissions RevokedIn = "permissions"
+	// RevokedInDirectory: the organisation's directory the target
+	// synchronises its groups from.
+	RevokedInDirectory RevokedIn = "directory"
+)
+
+// RevokedIn is where a revocation by method is made in this corpus:
+// documents always go through the driver; a group membership goes to the
+// directory when there is one, else to the permissions backend when there
+// is one; a grant goes to the permissions backend when there is one. It is
+// the path the door builds (internal/target), stated for metrics and
+// reports. An empty method is the API's default, RemoveGrant.
+func (s *CorpusSpec) RevokedIn(method RevocationMethod) RevokedIn {
+	switch method {
+	case RevokeDeleteDocument, RevokeUpdateContent:
+		return RevokedInTarget
+	case RevokeRemoveFromGroup:
+		if s.Directory != nil {
+			return RevokedInDirectory
+		}
+	}
+	if s.Permissions != nil {
+		return RevokedInPermissions
+	}
+	return RevokedInTarget
+}

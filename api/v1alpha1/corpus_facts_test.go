@@ -176,3 +176,32 @@ func TestSurfacesServe(t *testing.T) {
 		}
 	}
 }
+
+// TestRevokedIn: where each method's change is made, for a corpus with no
+// backend of its own, with a permissions backend, with a directory, and
+// with both; every method of the vocabulary is in the table.
+func TestRevokedIn(t *testing.T) {
+	plain := CorpusSpec{}
+	engine := CorpusSpec{Permissions: &Permissions{Type: PermissionsSpiceDB}}
+	dir := CorpusSpec{Directory: &Directory{Type: DirectoryLDAP}}
+	both := CorpusSpec{Permissions: &Permissions{Type: PermissionsOpenFGA}, Directory: &Directory{Type: DirectoryLDAP}}
+	want := map[RevocationMethod][4]RevokedIn{ // plain, engine, dir, both
+		"":                    {RevokedInTarget, RevokedInPermissions, RevokedInTarget, RevokedInPermissions},
+		RevokeRemoveGrant:     {RevokedInTarget, RevokedInPermissions, RevokedInTarget, RevokedInPermissions},
+		RevokeRemoveFromGroup: {RevokedInTarget, RevokedInPermissions, RevokedInDirectory, RevokedInDirectory},
+		RevokeDeleteDocument:  {RevokedInTarget, RevokedInTarget, RevokedInTarget, RevokedInTarget},
+		RevokeUpdateContent:   {RevokedInTarget, RevokedInTarget, RevokedInTarget, RevokedInTarget},
+	}
+	for _, m := range RevocationMethods {
+		if _, ok := want[m]; !ok {
+			t.Errorf("method %s is not in the table", m)
+		}
+	}
+	for m, w := range want {
+		for i, s := range []CorpusSpec{plain, engine, dir, both} {
+			if got := s.RevokedIn(m); got != w[i] {
+				t.Errorf("method %q, corpus %d: %s, want %s", m, i, got, w[i])
+			}
+		}
+	}
+}

@@ -15,6 +15,10 @@ import (
 // sel is the label selector every panel applies from the template variables.
 const sel = `namespace=~"$namespace", corpus=~"$corpus"`
 
+// lastBound is each canary's last-run bound per surface: the upper, or the
+// lower of a censored surface (a surface exports one of the two).
+const lastBound = `(ragcanary_last_run_exclusion_upper_bound_seconds{` + sel + `, canary!=""} or ragcanary_last_run_exclusion_lower_bound_seconds{` + sel + `, canary!=""})`
+
 // counted is the increase of a counter over window, counting a series that
 // did not exist window ago with its highest value in the window: the
 // operator creates a canary's counters with their first event, so they
@@ -56,6 +60,13 @@ var panels = []spec{
 		{`max by (namespace, canary, corpus, surface) (ragcanary_last_run_exclusion_lower_bound_seconds{` + sel + `})`, "{{canary}} {{surface}} lower"},
 		{`max by (namespace, corpus, surface) (ragcanary_corpus_surface_slo_seconds{` + sel + `, surface!="InFlight"})`, "{{corpus}} {{surface}} SLO"},
 		{`max by (namespace, canary, corpus, surface) (ragcanary_canary_surface_slo_seconds{` + sel + `, surface!="InFlight"})`, "{{canary}} {{surface}} own SLO"},
+	}},
+	// The group path (a directory the target syncs from), a permissions
+	// engine and the target itself lag differently; one series per path
+	// shows which one a slow canary measures.
+	{"Time-to-exclusion by revocation path (last run)", "The slowest last-run bound per revocation path and surface: the upper bound, or the lower bound of a censored run. The path is where the revocation was made: the target itself, a permissions engine (with the method), or the directory the target syncs its groups from (RemoveFromGroup on a corpus with spec.directory: the group path).", "bargauge", "s", [][2]string{
+		{`max by (revoked_in, method, surface) (` + lastBound + ` * on (namespace, canary) group_left (revoked_in, method) (max by (namespace, canary, revoked_in, method) (ragcanary_canary_revocation_path_info{` + sel + `})` +
+			` or on (namespace, canary) label_replace(group by (namespace, canary) (` + lastBound + `), "revoked_in", "target", "", "")))`, "{{revoked_in}} {{method}} ({{surface}})"},
 	}},
 	{"Live exposure", "Seconds a revoked canary has still been visible in runs in progress; alertable before the run ends.", "timeseries", "s", [][2]string{
 		{`max by (namespace, canary, corpus, surface) (ragcanary_live_exposure_seconds{` + sel + `})`, "{{canary}} {{surface}}"},

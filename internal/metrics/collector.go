@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +26,15 @@ import (
 // its runs finish) and a deleted object's series go with it. Counters and
 // histograms count events that no object records; they stay pushed.
 var (
+	// canaryRevocationPathDesc is an info series (always 1) that alerts
+	// and panels join on (namespace, canary) to say which path a canary
+	// measures when it is not the target itself: the group path through a
+	// directory, or a permissions engine. Only those canaries have one, so
+	// the common canary costs no series for it (a fleet scrape is held to
+	// 5 MiB for 10,000 canaries).
+	canaryRevocationPathDesc = newGaugeDesc("canary_revocation_path_info",
+		"1 per canary whose revocation is made outside the target: its revocation method and where it is made (revoked_in: permissions or directory), from its spec and its corpus's; absent for a canary that revokes in the target itself, or whose corpus does not exist. Join on (namespace, canary).",
+		append(slices.Clone(runLabels), LabelMethod, LabelRevokedIn))
 	canaryStaleAfterDesc = newGaugeDesc("canary_stale_after_timestamp_seconds",
 		"Unix time after which the canary has gone three schedule periods without completing a run, counted from its last run's completion or, before any, from its creation; absent while the canary is suspended or not ready.", runLabels)
 	lastCompletedRunDesc = newGaugeDesc("last_completed_run_timestamp_seconds",
@@ -55,7 +65,7 @@ var (
 
 // derivedDescs lists every family the ObjectCollector builds.
 var derivedDescs = []*prometheus.Desc{
-	canaryStaleAfterDesc, lastCompletedRunDesc,
+	canaryRevocationPathDesc, canaryStaleAfterDesc, lastCompletedRunDesc,
 	exclusionLowerBoundDesc, exclusionUpperBoundDesc,
 	corpusSurfaceSLODesc, canarySurfaceSLODesc, canaryContentFreshnessSLODesc, freshnessLowerBoundDesc, freshnessUpperBoundDesc,
 	postRevocationDeliveryDesc, postRevocationBytesDesc,
@@ -208,6 +218,7 @@ func canarySamples(canary *v1alpha1.RevocationCanary, o objects, now time.Time) 
 	var out []sample
 	corpus := o.corpora[client.ObjectKey{Namespace: canary.Namespace, Name: canary.Spec.CorpusRef.Name}]
 	if corpus != nil {
+		out = append(out, revocationPathSamples(canary, corpus)...)
 		out = append(out, surfaceSLOSamples(canary, corpus)...)
 	}
 	if corpus != nil && meta.IsStatusConditionTrue(canary.Status.Conditions, v1alpha1.ConditionReady) {
@@ -238,6 +249,22 @@ func canarySamples(canary *v1alpha1.RevocationCanary, o objects, now time.Time) 
 	out = append(out, lastRunSamples(r, nil, bounds)...)
 	out = append(out, inFlightSamples(r, last.InFlight)...)
 	return append(out, freshnessSamples(r, fresh)...)
+}
+
+// revocationPathSamples is the canary's path info when its corpus makes
+// its revocation outside the target: its method (the API's default when
+// it names none) and where.
+func revocationPathSamples(canary *v1alpha1.RevocationCanary, corpus *v1alpha1.Corpus) []sample {
+	m := canary.Spec.Revocation.Method
+	if m == "" {
+		m = v1alpha1.RevokeRemoveGrant
+	}
+	in := corpus.Spec.RevokedIn(m)
+	if in == v1alpha1.RevokedInTarget {
+		return nil
+	}
+	l := Run{Namespace: canary.Namespace, Canary: canary.Name, Corpus: corpus.Name}.values()
+	return []sample{{canaryRevocationPathDesc, 1, append(l, string(m), string(in))}}
 }
 
 // inFlightSamples: the last run's post-revocation delivery and bytes, when

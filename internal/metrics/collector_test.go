@@ -389,3 +389,37 @@ func BenchmarkDerive(b *testing.B) {
 		}
 	}
 }
+
+// TestRevocationPathInfo: a canary whose revocation leaves the target has
+// one path series naming its method and where (the group path through a
+// directory, a permissions engine); one that revokes in the target itself,
+// or whose corpus is gone, has none.
+func TestRevocationPathInfo(t *testing.T) {
+	dir := corpus("dir", time.Minute)
+	dir.Spec.Directory = &v1alpha1.Directory{Type: v1alpha1.DirectoryLDAP}
+	engine := corpus("engine", time.Minute)
+	engine.Spec.Permissions = &v1alpha1.Permissions{Type: v1alpha1.PermissionsSpiceDB}
+	on := func(corpusName string, m v1alpha1.RevocationMethod) func(*v1alpha1.RevocationCanary) {
+		return func(c *v1alpha1.RevocationCanary) {
+			c.Spec.CorpusRef.Name = corpusName
+			c.Spec.Revocation.Method = m
+		}
+	}
+	objs := []client.Object{corpus("kb", time.Minute), dir, engine,
+		canary("plain", nil),
+		canary("synced", on("dir", v1alpha1.RevokeRemoveFromGroup)),
+		canary("granted", on("dir", v1alpha1.RevokeRemoveGrant)),
+		canary("tuples", on("engine", "")),
+		canary("orphan", on("gone", v1alpha1.RevokeRemoveFromGroup)),
+	}
+	c := NewObjectCollector(newReader(t, nil, objs...), clocktesting.NewFakePassiveClock(scrapeTime))
+	want := `
+# HELP ragcanary_canary_revocation_path_info 1 per canary whose revocation is made outside the target: its revocation method and where it is made (revoked_in: permissions or directory), from its spec and its corpus's; absent for a canary that revokes in the target itself, or whose corpus does not exist. Join on (namespace, canary).
+# TYPE ragcanary_canary_revocation_path_info gauge
+ragcanary_canary_revocation_path_info{canary="synced",corpus="dir",method="RemoveFromGroup",namespace="rag",revoked_in="directory"} 1
+ragcanary_canary_revocation_path_info{canary="tuples",corpus="engine",method="RemoveGrant",namespace="rag",revoked_in="permissions"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "ragcanary_canary_revocation_path_info"); err != nil {
+		t.Error(err)
+	}
+}

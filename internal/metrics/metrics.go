@@ -2,8 +2,8 @@
 // with controller-runtime's registry, so they are served on the manager's
 // metrics endpoint.
 //
-// Labels are limited to namespace, canary, corpus, surface, role, outcome and
-// verdict: never run names, document IDs, tokens or error text, so series
+// Labels are limited to namespace, canary, corpus, surface, role, outcome,
+// verdict, and a canary's method and revoked_in (enums): never run names, document IDs, tokens or error text, so series
 // stay bounded and nothing secret reaches a scrape.
 //
 // Counters and histograms are pushed as events happen; Forget deletes a
@@ -37,6 +37,11 @@ const (
 	LabelRole = "role"
 	// LabelOutcome is present, absent or error.
 	LabelOutcome = "outcome"
+	// LabelMethod is a canary's revocation method (the API's enum).
+	LabelMethod = "method"
+	// LabelRevokedIn is where its revocation is made, when not the target:
+	// permissions or directory (v1alpha1.RevokedIn).
+	LabelRevokedIn = "revoked_in"
 )
 
 // Roles of a probing persona.

@@ -142,6 +142,27 @@ func scenarioObjects() []client.Object {
 				},
 			},
 		},
+		// The group path: a RemoveFromGroup canary of a corpus that takes
+		// its groups from a directory. This suite runs no LDAP server and
+		// the manager's allowlist admits none, so the corpus is never Ready
+		// and the canary never runs; its spec alone gives the scenario the
+		// ragcanary_canary_revocation_path_info series the exclusion alerts
+		// and the path panel join, for the queries that read it.
+		directoryCorpus(),
+		&v1alpha1.RevocationCanary{
+			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "group-path"},
+			Spec: v1alpha1.RevocationCanarySpec{
+				Scheduling: v1alpha1.Scheduling{Schedule: v1alpha1.Schedule{Every: &metav1.Duration{Duration: time.Hour}}},
+				CanarySpec: v1alpha1.CanarySpec{
+					CorpusRef: ref("kb-directory"), PersonaRef: ref("alice"),
+					Revocation: v1alpha1.Revocation{Method: v1alpha1.RevokeRemoveFromGroup, Group: "staff"},
+					Probing: v1alpha1.Probing{
+						Interval: dur(time.Second), Confirmations: 2,
+						VisibilityTimeout: dur(30 * time.Second), ExclusionTimeout: dur(60 * time.Second), MaxInterval: dur(10 * time.Minute),
+					},
+				},
+			},
+		},
 		&v1alpha1.EvalSuite{
 			ObjectMeta: metav1.ObjectMeta{Namespace: scenarioNamespace, Name: "isolation",
 				Annotations: map[string]string{v1alpha1.AnnotationRunNow: "first"}},
@@ -157,6 +178,19 @@ func scenarioObjects() []client.Object {
 			},
 		},
 	}
+}
+
+// directoryCorpus is kb with an LDAP directory as its group authority, at
+// a loopback port nothing listens on (and the allowlist refuses).
+func directoryCorpus() *v1alpha1.Corpus {
+	c := scenarioCorpus(scenarioNamespace, "kb-directory", env.ragtargetURL)
+	c.Spec.Directory = &v1alpha1.Directory{Type: v1alpha1.DirectoryLDAP, LDAP: &v1alpha1.LDAPDirectory{
+		URL: "ldap://127.0.0.1:1", BindDN: "cn=admin,dc=example,dc=org",
+		BindPasswordSecretRef: v1alpha1.SecretKeyReference{Name: "source", Key: objects.TokenKey},
+		GroupDN:               "cn={group},ou=groups,dc=example,dc=org", MemberAttribute: v1alpha1.LDAPMember,
+		UserDN: "uid={subject},ou=people,dc=example,dc=org",
+	}}
+	return c
 }
 
 // waitFor checks cond every interval until it holds, and fails once

@@ -202,3 +202,12 @@ func (s *Server) waitReady(t testing.TB) {
 		return nil
 	})
 }
+
+// ProhibitLogin sets or clears u's "prohibit login" flag as the
+// administrator: how an account is disabled in Gitea without deleting it.
+func (s *Server) ProhibitLogin(t testing.TB, u User, prohibit bool) {
+	t.Helper()
+	s.MustAPI(t, http.MethodPatch, "/admin/users/"+url.PathEscape(u.Name), s.Admin.Token, map[string]any{
+		"login_name": u.Name, "source_id": 0, "prohibit_login": prohibit,
+	}, http.StatusOK)
+}

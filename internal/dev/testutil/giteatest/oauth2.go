@@ -140,3 +140,25 @@ func (s *Server) BearerStatus(path, tok string) (int, error) {
 	status, _, err := s.send(http.MethodGet, path, nil, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) })
 	return status, err
 }
+
+// RotateOAuth2Secret gives u's application a new client secret, as its
+// owner does when the old one leaked, and returns app with it. Gitea keeps
+// the application's grants.
+func (s *Server) RotateOAuth2Secret(t testing.TB, u User, app OAuth2App) OAuth2App {
+	t.Helper()
+	var reply struct {
+		ClientSecret string `json:"client_secret"`
+	}
+	status, body, err := s.send(http.MethodPatch, fmt.Sprintf("/user/applications/oauth2/%d", app.ID), map[string]any{
+		"name": "rotated", "redirect_uris": []string{app.RedirectURI}, "confidential_client": true,
+	}, func(r *http.Request) { r.SetBasicAuth(u.Name, u.Password) })
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("rotating the secret of OAuth2 application %d: %d %v %s", app.ID, status, err, body)
+	}
+	decode(t, body, &reply)
+	if reply.ClientSecret == "" || reply.ClientSecret == app.ClientSecret {
+		t.Fatal("rotating the secret returned no new secret")
+	}
+	app.ClientSecret = reply.ClientSecret
+	return app
+}
