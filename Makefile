@@ -30,6 +30,7 @@ HELM := $(BIN)/helm
 SPICEDB := $(BIN)/spicedb
 OPENFGA := $(BIN)/openfga
 GITEA := $(BIN)/gitea
+HYDRA := $(BIN)/hydra
 KUBELET := $(BIN)/kubelet
 KUBE_SCHEDULER := $(BIN)/kube-scheduler
 KUBE_PROXY := $(BIN)/kube-proxy
@@ -84,7 +85,7 @@ verify: generate manifests ## Regenerate everything and fail if anything differs
 	@test -z "$$(git status --porcelain --untracked-files=all -- api config internal charts)" || { echo "untracked generated files:"; git status --porcelain -- api config internal charts; exit 1; }
 
 .PHONY: test
-test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) gitea-tools prometheus-tools chromium-tools postgres-tools ldap-tools pglite-tools python-tools image-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser, then the chart on a real one-node cluster (builds or installs its tools on first use).
+test: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) $(HYDRA) gitea-tools prometheus-tools chromium-tools postgres-tools ldap-tools pglite-tools python-tools image-tools test-alerts test-fuzz ## Run every test: unit, envtest, alert rules, chart and Prometheus end-to-end, SpiceDB permissions, the HTML report in Chromium, PostgreSQL primaries and standbys, the eval baseline in Python, a bounded fuzz of every reply parser, then the chart on a real one-node cluster (builds or installs its tools on first use).
 	$(GO) test ./... -count=1 -timeout 30m -parallel 4
 	$(MAKE) --no-print-directory test-cluster
 
@@ -247,7 +248,7 @@ cluster-down: ## Tear the one-node cluster down: every process, container, mount
 ##@ Tools
 
 .PHONY: tools
-tools: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) gitea-tools $(CONTROLLER_GEN) $(KUBELET) $(KUBE_SCHEDULER) $(KUBE_PROXY) $(CONTAINERD) $(COREDNS) $(CNI_BRIDGE) ## Build every tool the tests need into bin/ (cached; make -j2 tools builds two at a time).
+tools: envtest-assets $(KUBECTL) $(HELM) $(SPICEDB) $(OPENFGA) $(HYDRA) gitea-tools $(CONTROLLER_GEN) $(KUBELET) $(KUBE_SCHEDULER) $(KUBE_PROXY) $(CONTAINERD) $(COREDNS) $(CNI_BRIDGE) ## Build every tool the tests need into bin/ (cached; make -j2 tools builds two at a time).
 
 .PHONY: envtest-assets
 envtest-assets: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) ## Build kube-apiserver, kube-controller-manager and etcd into bin/ (cached; the other Kubernetes binaries come from the same go build).
@@ -312,6 +313,14 @@ $(SPICEDB): hack/tools/spicedb/go.mod
 $(OPENFGA): hack/tools/openfga/go.mod
 	@echo "building openfga from Go modules (first time: about 4-8 min)"
 	cd hack/tools/openfga && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/openfga/openfga/cmd/openfga
+
+# Ory Hydra, the OAuth2 server the credential-revocation tests run against:
+# JWT access tokens by client credentials, which ragtarget verifies by its
+# keys (internal/dev/hydratest starts it on loopback on its own PostgreSQL,
+# anonymous usage reports off).
+$(HYDRA): hack/tools/hydra/go.mod
+	@echo "building hydra from Go modules (first time: about 2-4 min)"
+	cd hack/tools/hydra && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $@ github.com/ory/hydra/v2
 
 .PHONY: gitea-tools
 gitea-tools: $(GITEA) ## Build Gitea into bin/gitea with its options, templates and public files in bin/gitea-assets (cached).

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -55,7 +56,9 @@ type options struct {
 	// is it once opened.
 	groups    groupFlags
 	directory *directory.Directory
-	cfg       ragtarget.Config
+	// jwt are the OAuth2 resource-server flags; JWKSURL set turns it on.
+	jwt ragtarget.JWTConfig
+	cfg ragtarget.Config
 }
 
 // tokenList collects repeatable --token token=principal flags. String never
@@ -112,6 +115,10 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.digestACL, "digest-acl", string(ragtarget.DigestMostRestrictive), "who may read a digest: most-restrictive (readers of every source, correct), union (readers of any source, a bug) or public (every persona, a bug)")
 	o.groups.register(fs)
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&o.jwt.JWKSURL, "oauth2-jwks-url", "", "also accept persona bearer tokens that are JWT access tokens (RS256) of one OAuth2 issuer, verified locally by the keys published here, until their exp (as a resource server that does not ask the issuer does)")
+	fs.StringVar(&o.jwt.Issuer, "oauth2-issuer", "", "the iss a JWT access token must carry (required with --oauth2-jwks-url)")
+	fs.StringVar(&o.jwt.Audience, "oauth2-audience", "", "when set, a JWT access token's aud must include it")
+	fs.StringVar(&o.jwt.PrincipalClaim, "oauth2-principal-claim", "sub", "the JWT claim that names the principal (for a client-credentials token, sub is the client ID)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: ragtarget [flags]\n\nReference permission-aware RAG service implementing the ragcanary driver contract v1.1.\nTokens are never logged.\n\nflags:\n")
 		fs.PrintDefaults()
@@ -185,7 +192,28 @@ func (o *options) complete(logger *slog.Logger) error {
 	if err := o.completeAuthz(); err != nil {
 		return err
 	}
+	if err := o.completeJWT(); err != nil {
+		return err
+	}
 	return o.completeGroups()
+}
+
+// completeJWT turns the resource-server flags into the service's settings.
+func (o *options) completeJWT() error {
+	switch {
+	case o.jwt.JWKSURL == "" && (o.jwt.Issuer != "" || o.jwt.Audience != ""):
+		return errors.New("--oauth2-issuer and --oauth2-audience need --oauth2-jwks-url")
+	case o.jwt.JWKSURL == "":
+		return nil
+	case o.jwt.Issuer == "":
+		return errors.New("--oauth2-jwks-url needs --oauth2-issuer")
+	}
+	if u, err := url.Parse(o.jwt.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("--oauth2-jwks-url must be an absolute http or https URL")
+	}
+	jwt := o.jwt
+	o.cfg.JWT = &jwt
+	return nil
 }
 
 // completeAuthz builds the query-time engine's settings. Which

@@ -156,7 +156,7 @@ func (s *Service) bearerPersona(r *http.Request) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return s.lookupPersona(token)
+	return s.lookupPersona(r.Context(), token)
 }
 
 // decodeChat reads the request and returns the question: the last message,

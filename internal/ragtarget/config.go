@@ -74,6 +74,9 @@ type Config struct {
 	SourceToken string
 	// Tokens maps persona bearer tokens to principals.
 	Tokens map[string]string
+	// JWT, when set, also accepts persona bearer tokens that are JWT access
+	// tokens of one OAuth2 issuer, verified by its keys (jwt.go).
+	JWT *JWTConfig
 
 	// ContentSyncInterval is how often new, changed and deleted documents
 	// reach the index.

@@ -44,7 +44,7 @@ func (s *Service) serveForeignSearch(w http.ResponseWriter, r *http.Request) {
 		writeAzureError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "only POST is supported")
 		return
 	}
-	principal, ok := s.lookupPersona(r.Header.Get("api-key"))
+	principal, ok := s.lookupPersona(r.Context(), r.Header.Get("api-key"))
 	if !ok {
 		writeAzureError(w, http.StatusForbidden, "Forbidden", "the api-key was not accepted")
 		return

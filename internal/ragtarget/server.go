@@ -129,7 +129,7 @@ func (s *Service) authenticate(next contract.StrictHandlerFunc, op string) contr
 			}
 			return next(ctx, w, r, req)
 		}
-		principal, ok := s.lookupPersona(token)
+		principal, ok := s.lookupPersona(ctx, token)
 		if !ok {
 			writeProblem(w, http.StatusUnauthorized, "unauthenticated", "the persona credential was not accepted")
 			return nil, nil
@@ -139,13 +139,18 @@ func (s *Service) authenticate(next contract.StrictHandlerFunc, op string) contr
 }
 
 // lookupPersona compares against every token in constant time so response
-// timing does not reveal how much of a token matched.
-func (s *Service) lookupPersona(token string) (string, bool) {
+// timing does not reveal how much of a token matched; a token that is none
+// of them may be a JWT of the configured issuer.
+func (s *Service) lookupPersona(ctx context.Context, token string) (string, bool) {
 	var found string
 	for t, p := range s.cfg.Tokens {
 		if equalSecret(token, t) {
 			found = p
 		}
+	}
+	if found == "" && s.jwt != nil && looksLikeJWT(token) {
+		p, err := s.jwt.principal(ctx, token)
+		return p, err == nil
 	}
 	return found, found != ""
 }

@@ -34,6 +34,8 @@ type Service struct {
 	handler       http.Handler
 	// authz, when set, decides at query time which documents a principal reads.
 	authz authorizer
+	// jwt, when set, accepts the configured issuer's JWT access tokens.
+	jwt *jwtVerifier
 	// check, when set, is authz deciding for postfilter's candidates.
 	check checker
 	// digests is the derived-document job's state (digest.go).
@@ -57,6 +59,17 @@ func New(cfg Config) (*Service, error) {
 		conversations: newConversationStore(cfg.MaxConversations)}
 	if err := s.connectAuthz(); err != nil {
 		return nil, err
+	}
+	if cfg.JWT != nil {
+		j := *cfg.JWT
+		if j.Now == nil {
+			j.Now = cfg.Clock.Now
+		}
+		v, err := newJWTVerifier(j)
+		if err != nil {
+			return nil, err
+		}
+		s.jwt = v
 	}
 	if err := s.buildReplicas(); err != nil {
 		return nil, err
