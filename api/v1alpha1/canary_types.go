@@ -27,7 +27,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="(has(self.method) && self.method == 'RemoveFromGroup') || !has(self.group)",message="group is only used when method is RemoveFromGroup"
 type Revocation struct {
 	// method of revocation: RemoveGrant, RemoveFromGroup, DeleteDocument,
-	// or UpdateContent, which keeps the persona's access and replaces the
+	// RevokeCredential (the persona's OAuth2 client, revoked at its
+	// authorization server as its Persona's oauth2.revocation says), or
+	// UpdateContent, which keeps the persona's access and replaces the
 	// document's body with a second payload (a content-freshness canary,
 	// judged by the corpus's freshness.contentFreshnessSLO).
 	// +optional

@@ -197,10 +197,13 @@ const (
 	// RevokedInDirectory: the organisation's directory the target
 	// synchronises its groups from.
 	RevokedInDirectory RevokedIn = "directory"
+	// RevokedInIssuer: the persona's OAuth2 authorization server.
+	RevokedInIssuer RevokedIn = "issuer"
 )
 
 // RevokedIn is where a revocation by method is made in this corpus:
-// documents always go through the driver; a group membership goes to the
+// documents always go through the driver; a credential at its issuer; a
+// group membership goes to the
 // directory when there is one, else to the permissions backend when there
 // is one; a grant goes to the permissions backend when there is one. It is
 // the path the door builds (internal/target), stated for metrics and
@@ -209,6 +212,8 @@ func (s *CorpusSpec) RevokedIn(method RevocationMethod) RevokedIn {
 	switch method {
 	case RevokeDeleteDocument, RevokeUpdateContent:
 		return RevokedInTarget
+	case RevokeCredential:
+		return RevokedInIssuer
 	case RevokeRemoveFromGroup:
 		if s.Directory != nil {
 			return RevokedInDirectory

@@ -191,8 +191,9 @@ func TestRevokedIn(t *testing.T) {
 		RevokeRemoveFromGroup: {RevokedInTarget, RevokedInPermissions, RevokedInDirectory, RevokedInDirectory},
 		RevokeDeleteDocument:  {RevokedInTarget, RevokedInTarget, RevokedInTarget, RevokedInTarget},
 		RevokeUpdateContent:   {RevokedInTarget, RevokedInTarget, RevokedInTarget, RevokedInTarget},
+		RevokeCredential:      {RevokedInIssuer, RevokedInIssuer, RevokedInIssuer, RevokedInIssuer},
 	}
-	for _, m := range RevocationMethods {
+	for _, m := range append(slices.Clone(RevocationMethods), OperatorRevocationMethods...) {
 		if _, ok := want[m]; !ok {
 			t.Errorf("method %s is not in the table", m)
 		}

@@ -637,7 +637,7 @@ type CorpusSpec struct {
 }
 
 // RevocationMethod is how access to a canary document is taken away.
-// +kubebuilder:validation:Enum=RemoveGrant;RemoveFromGroup;DeleteDocument;UpdateContent
+// +kubebuilder:validation:Enum=RemoveGrant;RemoveFromGroup;DeleteDocument;UpdateContent;RevokeCredential
 type RevocationMethod string
 
 const (
@@ -651,7 +651,18 @@ const (
 	// payload (a content-freshness canary): the persona keeps access, and
 	// the run measures when the new content appears and the old is gone.
 	RevokeUpdateContent RevocationMethod = "UpdateContent"
+	// RevokeCredential revokes the probed persona's OAuth2 client at its
+	// authorization server (spec.oauth2.revocation of its Persona); its
+	// grant on the document stays. The run measures how long the tokens
+	// already issued keep reading: a refusal of the persona's credential,
+	// by the token endpoint or by the surface, is the exclusion. No driver
+	// makes this revocation; the target needs RemoveGrant for the share.
+	RevokeCredential RevocationMethod = "RevokeCredential"
 )
+
+// OperatorRevocationMethods are the methods the operator makes itself,
+// outside the driver contract: a target never reports them.
+var OperatorRevocationMethods = []RevocationMethod{RevokeCredential}
 
 // RevocationMethods is the driver contract's vocabulary of revocation
 // methods, in the contract's order; the enum marker above and the

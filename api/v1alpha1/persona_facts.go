@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "slices"
+
 // SecretRefs are every Secret key the persona's credential is read from,
 // as CorpusSpec.SecretRefs are the corpus's: the Secret index, live mode's
 // manifests and the reports read this one list.
@@ -18,14 +20,18 @@ func (s *PersonaSpec) SecretRefs() []CorpusSecretRef {
 	if o.Grant == OAuth2RefreshToken {
 		out = append(out, key(OAuth2RefreshTokenKey, "persona OAuth2 refresh token"))
 	}
+	if r := o.Revocation; r != nil && r.TokenSecretRef != nil {
+		out = append(out, CorpusSecretRef{Field: "spec.oauth2.revocation.tokenSecretRef", Use: "persona OAuth2 revocation API token", Ref: *r.TokenSecretRef})
+	}
 	return out
 }
 
-// SecretNames are the Secrets the persona reads, for the Secret index.
+// SecretNames are the Secrets the persona reads, each once, for the
+// Secret index.
 func (s *PersonaSpec) SecretNames() []string {
 	var names []string
 	for _, r := range s.SecretRefs() {
-		if len(names) == 0 || names[len(names)-1] != r.Ref.Name {
+		if !slices.Contains(names, r.Ref.Name) {
 			names = append(names, r.Ref.Name)
 		}
 	}

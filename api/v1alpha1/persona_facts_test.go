@@ -27,6 +27,11 @@ func TestPersonaSecretRefs(t *testing.T) {
 		"client credentials": {oauth(OAuth2ClientCredentials), []string{"alice-oauth2/client_id", "alice-oauth2/client_secret"}, []string{"alice-oauth2"}},
 		"refresh token":      {oauth(OAuth2RefreshToken), []string{"alice-oauth2/client_id", "alice-oauth2/client_secret", "alice-oauth2/refresh_token"}, []string{"alice-oauth2"}},
 		"neither":            {PersonaSpec{}, nil, nil},
+		"revocation token": {func() PersonaSpec {
+			s := oauth(OAuth2ClientCredentials)
+			s.OAuth2.Revocation = &CredentialRevocation{TokenSecretRef: &SecretKeyReference{Name: "idp-admin", Key: "token"}}
+			return s
+		}(), []string{"alice-oauth2/client_id", "alice-oauth2/client_secret", "idp-admin/token"}, []string{"alice-oauth2", "idp-admin"}},
 	} {
 		if got := keys(tc.spec); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: SecretRefs %v, want %v", name, got, tc.want)

@@ -118,6 +118,63 @@ type PersonaOAuth2 struct {
 	// +kubebuilder:validation:items:MaxLength=512
 	// +kubebuilder:validation:items:Pattern=`^https?://[^/\s]+$`
 	Audiences []string `json:"audiences,omitempty"`
+
+	// revocation says how a RevokeCredential canary revokes this persona's
+	// client at its authorization server, and restores it at cleanup:
+	// requests to the server's administrative API. Without it the persona
+	// cannot be the probed persona of a RevokeCredential canary.
+	// +optional
+	Revocation *CredentialRevocation `json:"revocation,omitempty"`
+}
+
+// CredentialRevocation is how a persona's OAuth2 client is revoked and
+// restored. Both requests go to url, through the operator's allowlist and
+// address policy, follow no redirect, and send body as JSON; a reply
+// outside expect (any 2xx by default) fails the step. Use a revocation
+// that can be undone with the same credential (patch the client's grant
+// types, or disable it): a deleted client or a rotated secret cannot be
+// restored from the persona's Secret.
+type CredentialRevocation struct {
+	// url is the client's resource at the administrative API, for example
+	// Hydra's http://hydra-admin:4445/admin/clients/<client_id>.
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	URL string `json:"url"`
+
+	// tokenSecretRef, when set, is a bearer token for the administrative
+	// API, from a Secret labelled as a ragcanary credential.
+	// +optional
+	TokenSecretRef *SecretKeyReference `json:"tokenSecretRef,omitempty"`
+
+	// revoke is the request that revokes the client.
+	// +required
+	Revoke CredentialRequest `json:"revoke"`
+
+	// restore is the request that undoes it.
+	// +required
+	Restore CredentialRequest `json:"restore"`
+}
+
+// CredentialRequest is one request to a credential's administrative API.
+type CredentialRequest struct {
+	// method of the request.
+	// +required
+	// +kubebuilder:validation:Enum=POST;PUT;PATCH;DELETE
+	Method string `json:"method"`
+
+	// body is sent as is, as JSON (a JSON Patch for PATCH); no templating.
+	// +optional
+	// +kubebuilder:validation:MaxLength=8192
+	Body string `json:"body,omitempty"`
+
+	// expect are the accepted status codes; default any 2xx.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:Minimum=200
+	// +kubebuilder:validation:items:Maximum=499
+	Expect []int32 `json:"expect,omitempty"`
 }
 
 // PersonaStatus is the observed state of a Persona.

@@ -43,6 +43,9 @@ const (
 	// ReasonTokenIssued: the persona's OAuth2 token endpoint issued it a
 	// token.
 	ReasonTokenIssued = "TokenIssued"
+	// ReasonInvalidRevocation: spec.oauth2.revocation declares a request
+	// the operator cannot send (named in the message).
+	ReasonInvalidRevocation = "InvalidRevocation"
 	// ReasonSecretNotLabeled: the Secret exists but does not carry
 	// LabelCredential, so the operator will not read it.
 	ReasonSecretNotLabeled = "SecretNotLabeled"

@@ -72,7 +72,7 @@ func (r *CanaryRunReconciler) removeCanary(ctx context.Context, rc *runCtx, dele
 		return ctrl.Result{}, false, err
 	}
 	defer corpus.Release()
-	err = removeDocumentAt(ctx, corpus, run, subject)
+	err = removeDocumentAt(ctx, corpus, run, subject, r.cleanupRevoker(ctx, run))
 	if err != nil && (driver.IsPermanent(err) || driver.IsUnauthorized(err)) {
 		msg := fmt.Sprintf("the target rejected removing canary document %s: %v; fix the target or its credential (re-checked every %s)",
 			run.Status.DocumentID, err, cleanupRecheck)
@@ -111,7 +111,7 @@ const cleanupRecheck = 10 * time.Minute
 // any is looked up by its document ID where the source can, so a document
 // whose creation the operator did not live to record is still removed, and
 // one that was never created is not waited for.
-func removeDocumentAt(ctx context.Context, corpus *target.Corpus, run *v1alpha1.CanaryRun, subject string) error {
+func removeDocumentAt(ctx context.Context, corpus *target.Corpus, run *v1alpha1.CanaryRun, subject string, rev revocation.Revoker) error {
 	restoreCaptures(run, corpus)
 	if capturesOf(corpus) != nil && len(run.Status.SourceCaptures) == 0 {
 		found, can, err := lookUp(ctx, corpus, run.Status.DocumentID)
@@ -122,7 +122,7 @@ func removeDocumentAt(ctx context.Context, corpus *target.Corpus, run *v1alpha1.
 			return nil
 		}
 	}
-	if err := removeDocument(ctx, corpus.Driver, run, subject); err != nil {
+	if err := removeDocument(ctx, corpus.Driver, run, subject, rev); err != nil {
 		return err
 	}
 	keepCaptures(run, corpus)
@@ -132,12 +132,12 @@ func removeDocumentAt(ctx context.Context, corpus *target.Corpus, run *v1alpha1.
 // removeDocument takes access away again (revocation may have been skipped
 // by a failure) and deletes the document. Both are idempotent, and a target
 // answering 404 (nothing there to remove) has nothing left to clean up.
-func removeDocument(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string) error {
+func removeDocument(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string, rev revocation.Revoker) error {
 	// The strategy undoes every grant and membership it made (a rejection
 	// such as "already gone" does not matter); the delete below is what
 	// must succeed.
 	if s, err := strategyOf(run); err == nil {
-		if err := s.Undo(ctx, d, canaryOf(run, subject)); err != nil {
+		if err := s.Undo(ctx, d, canaryOf(run, subject, rev)); err != nil {
 			return err
 		}
 	}
@@ -145,6 +145,28 @@ func removeDocument(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRu
 		return err
 	}
 	return nil
+}
+
+// cleanupRevoker restores a RevokeCredential run's persona client at
+// cleanup: nil for other methods, and when the Persona is gone or declares
+// no revocation any more (its client then stays as the run left it,
+// which the log says).
+func (r *CanaryRunReconciler) cleanupRevoker(ctx context.Context, run *v1alpha1.CanaryRun) revocation.Revoker {
+	if revocationMethod(run) != v1alpha1.RevokeCredential || run.Status.RevokeRequestedTime == nil {
+		return nil
+	}
+	var p v1alpha1.Persona
+	err := r.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.PersonaRef.Name}, &p)
+	var rev *target.CredentialRevoker
+	if err == nil {
+		rev, err = r.Door.CredentialRevoker(ctx, &p)
+	}
+	if err != nil || rev == nil {
+		log.FromContext(ctx).Info("cleanup cannot restore the persona's OAuth2 client: restore it at its authorization server",
+			"persona", run.Spec.PersonaRef.Name, "reason", fmt.Sprint(err))
+		return nil
+	}
+	return rev
 }
 
 // personaSubject is the probed persona's subject, or "" when the Persona is

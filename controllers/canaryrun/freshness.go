@@ -11,6 +11,7 @@ import (
 	"github.com/ragcanary/ragcanary/internal/driver"
 	"github.com/ragcanary/ragcanary/internal/format"
 	"github.com/ragcanary/ragcanary/internal/measure"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // Content-freshness canaries (revocation method UpdateContent): instead of
@@ -28,12 +29,13 @@ func isContentRun(run *v1alpha1.CanaryRun) bool {
 // revokeBy sends the run's revocation by its strategy. UpdateContent's
 // is the replaced document, which needs the run's second payload, read
 // only when that strategy asks for it.
-func (r *CanaryRunReconciler) revokeBy(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, subject string) error {
+func (r *CanaryRunReconciler) revokeBy(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, persona target.Persona) error {
 	s, err := strategyOf(run)
 	if err != nil {
 		return driver.NewError(driver.Permanent, "Revoke", 0, "unknown revocation method", err)
 	}
-	c := canaryOf(run, subject)
+	subject := persona.Object.Spec.Subject
+	c := canaryOf(run, subject, revokerOf(persona.Revoker))
 	c.Updated = func() (driver.Document, error) {
 		token, problem, err := r.readToken(ctx, run)
 		if err != nil {

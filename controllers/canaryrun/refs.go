@@ -107,7 +107,11 @@ func (r *CanaryRunReconciler) resolveRefsOnce(ctx context.Context, rc *runCtx) (
 func (r *CanaryRunReconciler) resolvePersonas(ctx context.Context, run *v1alpha1.CanaryRun, c *target.Corpus) (*runDeps, error) {
 	deps := &runDeps{corpus: c}
 	var err error
-	if deps.persona, err = r.resolvePersona(ctx, c, run.Namespace, run.Spec.PersonaRef.Name); err != nil {
+	// Once a credential revocation is requested, the probed persona's
+	// token may be refused: that is the measurement, not a missing
+	// reference.
+	revoked := revocationMethod(run) == v1alpha1.RevokeCredential && run.Status.RevokeRequestedTime != nil
+	if deps.persona, err = r.resolvePersonaAs(ctx, c, run.Namespace, run.Spec.PersonaRef.Name, revoked); err != nil {
 		return nil, err
 	}
 	for _, ref := range run.Spec.ControlPersonaRefs {
@@ -129,6 +133,12 @@ func (r *CanaryRunReconciler) resolvePersonas(ctx context.Context, run *v1alpha1
 }
 
 func (r *CanaryRunReconciler) resolvePersona(ctx context.Context, corpus *target.Corpus, ns, name string) (target.Persona, error) {
+	return r.resolvePersonaAs(ctx, corpus, ns, name, false)
+}
+
+// resolvePersonaAs resolves a persona; revoked resolves the probed persona
+// of a RevokeCredential run past its revocation, without a token now.
+func (r *CanaryRunReconciler) resolvePersonaAs(ctx context.Context, corpus *target.Corpus, ns, name string, revoked bool) (target.Persona, error) {
 	var p v1alpha1.Persona
 	err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &p)
 	if apierrors.IsNotFound(err) {
@@ -136,6 +146,9 @@ func (r *CanaryRunReconciler) resolvePersona(ctx context.Context, corpus *target
 	}
 	if err != nil {
 		return target.Persona{}, err
+	}
+	if revoked {
+		return r.Door.RevokedPersona(ctx, &p)
 	}
 	return r.Door.PersonaFor(ctx, corpus, &p)
 }
@@ -169,13 +182,16 @@ func setupProblem(run *v1alpha1.CanaryRun, deps *runDeps, caps *v1alpha1.CorpusC
 	if msg := conversationProblem(run, deps); msg != "" {
 		return msg
 	}
-	if m := revocationMethod(run); !slices.Contains(caps.RevocationMethods, m) {
-		return fmt.Sprintf("Corpus %q does not support revocation method %s (it supports %s)",
-			deps.corpus.Object.Name, m, methodList(caps.RevocationMethods))
-	}
 	s, err := strategyOf(run)
 	if err != nil {
 		return err.Error()
+	}
+	if m := s.Needs(); !slices.Contains(caps.RevocationMethods, m) {
+		return fmt.Sprintf("Corpus %q does not support revocation method %s (it supports %s)",
+			deps.corpus.Object.Name, m, methodList(caps.RevocationMethods))
+	}
+	if s.Method() == v1alpha1.RevokeCredential && deps.corpus.Object.Spec.Driver.Type == v1alpha1.DriverPostgres {
+		return fmt.Sprintf("Corpus %q is a Postgres corpus, which names the persona by subject and sends no credential: a RevokeCredential canary has nothing to revoke there", deps.corpus.Object.Name)
 	}
 	// A control persona the canary itself would grant (same subject, or a
 	// member of the revocation group) makes no valid isolation test.
@@ -184,7 +200,7 @@ func setupProblem(run *v1alpha1.CanaryRun, deps *runDeps, caps *v1alpha1.CorpusC
 	for i, c := range deps.controls {
 		controls[i] = revocation.Control{Name: c.Object.Name, Subject: c.Object.Spec.Subject, Groups: c.Object.Spec.Groups}
 	}
-	return s.Problem(canaryOf(run, persona.Subject), persona, controls)
+	return s.Problem(canaryOf(run, persona.Subject, revokerOf(deps.persona.Revoker)), persona, controls)
 }
 
 func methodList(ms []v1alpha1.RevocationMethod) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/ragcanary/ragcanary/internal/measure"
 	"github.com/ragcanary/ragcanary/internal/metrics"
 	"github.com/ragcanary/ragcanary/internal/revocation"
+	"github.com/ragcanary/ragcanary/internal/target"
 )
 
 // DocumentIDPrefix marks canary documents at the source.
@@ -192,9 +193,19 @@ func strategyOf(run *v1alpha1.CanaryRun) (revocation.Strategy, error) {
 }
 
 // canaryOf is what the strategy acts on; subject is the persona's, "" when
-// nobody knows it any more.
-func canaryOf(run *v1alpha1.CanaryRun, subject string) revocation.Canary {
-	return revocation.Canary{DocumentID: run.Status.DocumentID, Subject: subject, Group: run.Spec.Revocation.Group}
+// nobody knows it any more; rev revokes its client (RevokeCredential), nil
+// when it declares no way to.
+func canaryOf(run *v1alpha1.CanaryRun, subject string, rev revocation.Revoker) revocation.Canary {
+	return revocation.Canary{DocumentID: run.Status.DocumentID, Subject: subject, Group: run.Spec.Revocation.Group, Credential: rev}
+}
+
+// revokerOf is a persona's revoker as the strategy's interface: nil stays
+// nil (a nil pointer in an interface would not).
+func revokerOf(c *target.CredentialRevoker) revocation.Revoker {
+	if c == nil {
+		return nil
+	}
+	return c
 }
 
 // persistNow reports whether probing changed a surface measurement in a

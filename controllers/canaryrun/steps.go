@@ -192,7 +192,7 @@ func (r *CanaryRunReconciler) revoke(ctx context.Context, rc *runCtx) (ctrl.Resu
 		}
 	}
 	if run.Status.RevokeAcknowledgedTime == nil {
-		err = r.revokeBy(ctx, deps.corpus.Driver, run, deps.persona.Object.Spec.Subject)
+		err = r.revokeBy(ctx, deps.corpus.Driver, run, deps.persona)
 		if res, stop, err := r.sourceResult(rc, "revoking access", err, deadline); stop {
 			return res, err
 		}
@@ -332,7 +332,7 @@ func shareCanary(ctx context.Context, d driver.Driver, run *v1alpha1.CanaryRun, 
 	if err != nil {
 		return driver.NewError(driver.Permanent, "Share", 0, "unknown revocation method", err)
 	}
-	return s.Share(ctx, d, canaryOf(run, subject))
+	return s.Share(ctx, d, canaryOf(run, subject, nil))
 }
 
 // ensureProbing resolves the references and makes sure the run's probe
@@ -378,6 +378,9 @@ func (r *CanaryRunReconciler) plan(rc *runCtx, deps *runDeps, stage probe.Stage,
 		Metrics: metricsRun(run),
 		Resume:  run.Status.Surfaces, ResumeViolations: run.Status.IsolationViolations,
 		ResumeControls: run.Status.ControlProbes,
+		// After a credential revocation, the persona's credential refused
+		// is the end of access the run measures.
+		RefusalExcludes: stage == probe.StageExclusion && revocationMethod(run) == v1alpha1.RevokeCredential,
 	}
 	p.Target.Conversation = conversationOf(run, deps.persona.Token)
 	for _, c := range deps.controls {

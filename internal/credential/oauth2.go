@@ -242,6 +242,13 @@ func (e *Error) Error() string {
 // errors.Is, never a reply's body.
 func (e *Error) Unwrap() error { return e.err }
 
+// IsRefused reports whether err is a token endpoint's refusal: the client,
+// its secret or its grant is not (or no longer) valid.
+func IsRefused(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == Refused
+}
+
 // rfc6749Codes are the error codes a token endpoint may answer with.
 var rfc6749Codes = map[string]bool{
 	"invalid_request": true, "invalid_client": true, "invalid_grant": true,

@@ -52,9 +52,16 @@ type Evidence struct {
 	// (the canary document's own first). Empty for an answer that quoted
 	// the payload citing nothing.
 	Carriers []string
+	// Refused is an Error outcome whose cause was the surface refusing the
+	// persona's credential (401 or 403): after a credential revocation,
+	// the end of access being measured (Plan.RefusalExcludes).
+	Refused bool
 }
 
-var errorEvidence = Evidence{Outcome: measure.Error}
+// errorEvidence is a failed probe, Refused when the credential was.
+func errorEvidence(err error) Evidence {
+	return Evidence{Outcome: measure.Error, Refused: driver.IsUnauthorized(err)}
+}
 
 // ProbeEvidence is Probe with the carriers of a sighting, which a sentinel
 // needs to name the document that leaked it.
@@ -62,13 +69,13 @@ func ProbeEvidence(ctx context.Context, d driver.Driver, surface v1alpha1.Surfac
 	if surface == v1alpha1.SurfaceSearch {
 		hits, err := d.Search(ctx, persona, t.Handle, searchK)
 		if err != nil {
-			return errorEvidence
+			return errorEvidence(err)
 		}
 		return SearchEvidence(hits, t)
 	}
 	a, err := answerOn(ctx, d, surface, persona, t)
 	if err != nil {
-		return errorEvidence
+		return errorEvidence(err)
 	}
 	return AnswerEvidence(a, t)
 }

@@ -69,6 +69,12 @@ type Plan struct {
 	// stage, not only while watching: a sentinel seen by an outsider
 	// before its owner needs the same evidence.
 	Sentinel bool
+	// RefusalExcludes counts the probed persona's credential being refused
+	// (the token endpoint refusing it a token, or the surface answering
+	// 401/403) as Absent: set for the exclusion stage of a credential
+	// revocation, where that refusal is the end of access the run
+	// measures. Anywhere else a refusal is an error, never an absence.
+	RefusalExcludes bool
 }
 
 func (p Plan) release() {
@@ -308,10 +314,15 @@ func (e *Engine) round(ctx context.Context, p Plan, series *metrics.ProbeSeries,
 	for i, j := range jobs {
 		wg.Go(func() {
 			if j.token.err != nil {
-				// No credential, no probe: an error, never an absence, and
-				// counted in the probe metrics as status counts it.
+				// No credential, no probe: an error, never an absence (but
+				// for a revoked credential's refusal), and counted in the
+				// probe metrics as status counts it.
 				now := e.clock.Now()
-				results[i] = result{surface: j.surface, control: j.control, outcome: measure.Error, start: now, end: now}
+				outcome := measure.Error
+				if p.RefusalExcludes && j.control == "" && credential.IsRefused(j.token.err) {
+					outcome = measure.Absent
+				}
+				results[i] = result{surface: j.surface, control: j.control, outcome: outcome, start: now, end: now}
 				observe(series, results[i])
 				return
 			}
@@ -358,6 +369,9 @@ func (e *Engine) probe(ctx context.Context, p Plan, series *metrics.ProbeSeries,
 	} else {
 		ev := ProbeEvidence(ctx, p.Driver, surface, token, p.Target)
 		r.outcome, r.carriers = ev.Outcome, ev.Carriers
+		if ev.Refused && p.RefusalExcludes && control == "" {
+			r.outcome = measure.Absent
+		}
 	}
 	r.end = e.clock.Now()
 	observe(series, r)

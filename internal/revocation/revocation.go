@@ -36,6 +36,17 @@ type Canary struct {
 	// Updated is, for UpdateContent, the document that replaces the
 	// planted one; built by the caller, which holds the second payload.
 	Updated func() (driver.Document, error)
+	// Credential, for RevokeCredential, revokes and restores the persona's
+	// client at its authorization server; nil when its Persona declares no
+	// revocation (or is gone).
+	Credential Revoker
+}
+
+// Revoker revokes a persona's credential at its issuer and restores it.
+// Both are idempotent: a step retried after a crash sends them again.
+type Revoker interface {
+	Revoke(ctx context.Context) error
+	Restore(ctx context.Context) error
 }
 
 // Control is a control persona, for the configuration checks.
@@ -46,8 +57,12 @@ type Control struct {
 
 // Strategy is one revocation method.
 type Strategy interface {
-	// Method is the contract's name of the method.
+	// Method is the API's name of the method.
 	Method() v1alpha1.RevocationMethod
+	// Needs is the driver contract's method the target must support for
+	// this one: itself, or for a method the operator makes at the issuer,
+	// the one whose grants it shares with.
+	Needs() v1alpha1.RevocationMethod
 	// Share gives the persona access to the planted document.
 	Share(ctx context.Context, d driver.Driver, c Canary) error
 	// Revoke takes it away (for UpdateContent: replaces the content).
@@ -69,9 +84,15 @@ func For(m v1alpha1.RevocationMethod) (Strategy, error) {
 	}
 	s, ok := strategies[m]
 	if !ok {
-		return nil, fmt.Errorf("revocation method %q is not one of %v", m, v1alpha1.RevocationMethods)
+		return nil, fmt.Errorf("revocation method %q is not one of %v", m, Methods())
 	}
 	return s, nil
+}
+
+// Methods are every method a canary may name: the contract's, then the
+// operator's own.
+func Methods() []v1alpha1.RevocationMethod {
+	return append(slices.Clone(v1alpha1.RevocationMethods), v1alpha1.OperatorRevocationMethods...)
 }
 
 var strategies = map[v1alpha1.RevocationMethod]Strategy{
@@ -79,6 +100,7 @@ var strategies = map[v1alpha1.RevocationMethod]Strategy{
 	v1alpha1.RevokeRemoveFromGroup: removeFromGroup{},
 	v1alpha1.RevokeDeleteDocument:  deleteDocument{},
 	v1alpha1.RevokeUpdateContent:   updateContent{},
+	v1alpha1.RevokeCredential:      revokeCredential{},
 }
 
 // grantsDirectly is the sharing and undoing of the methods that grant the
@@ -102,6 +124,8 @@ func (grantsDirectly) Problem(_ Canary, persona Control, controls []Control) str
 
 type removeGrant struct{ grantsDirectly }
 
+func (removeGrant) Needs() v1alpha1.RevocationMethod { return v1alpha1.RevokeRemoveGrant }
+
 func (removeGrant) Method() v1alpha1.RevocationMethod { return v1alpha1.RevokeRemoveGrant }
 func (removeGrant) Revoke(ctx context.Context, d driver.Driver, c Canary) error {
 	return d.Revoke(ctx, c.DocumentID, c.Subject)
@@ -109,12 +133,16 @@ func (removeGrant) Revoke(ctx context.Context, d driver.Driver, c Canary) error 
 
 type deleteDocument struct{ grantsDirectly }
 
+func (deleteDocument) Needs() v1alpha1.RevocationMethod { return v1alpha1.RevokeDeleteDocument }
+
 func (deleteDocument) Method() v1alpha1.RevocationMethod { return v1alpha1.RevokeDeleteDocument }
 func (deleteDocument) Revoke(ctx context.Context, d driver.Driver, c Canary) error {
 	return d.DeleteDocument(ctx, c.DocumentID)
 }
 
 type updateContent struct{ grantsDirectly }
+
+func (updateContent) Needs() v1alpha1.RevocationMethod { return v1alpha1.RevokeUpdateContent }
 
 func (updateContent) Method() v1alpha1.RevocationMethod { return v1alpha1.RevokeUpdateContent }
 func (updateContent) Revoke(ctx context.Context, d driver.Driver, c Canary) error {
@@ -129,6 +157,8 @@ func (updateContent) Revoke(ctx context.Context, d driver.Driver, c Canary) erro
 }
 
 type removeFromGroup struct{}
+
+func (removeFromGroup) Needs() v1alpha1.RevocationMethod { return v1alpha1.RevokeRemoveFromGroup }
 
 func (removeFromGroup) Method() v1alpha1.RevocationMethod { return v1alpha1.RevokeRemoveFromGroup }
 
@@ -172,6 +202,47 @@ func (removeFromGroup) Problem(c Canary, persona Control, controls []Control) st
 		if slices.Contains(ctl.Groups, c.Group) {
 			return fmt.Sprintf("control Persona %q is a member of the revocation group %q", ctl.Name, c.Group)
 		}
+	}
+	return ""
+}
+
+// revokeCredential grants the persona, then revokes its client at the
+// authorization server; the grant stays until cleanup, so what ends its
+// access is the credential alone.
+type revokeCredential struct{ grantsDirectly }
+
+func (revokeCredential) Method() v1alpha1.RevocationMethod { return v1alpha1.RevokeCredential }
+func (revokeCredential) Needs() v1alpha1.RevocationMethod  { return v1alpha1.RevokeRemoveGrant }
+
+// errNoRevoker: the run cannot revoke what it was not told how to.
+var errNoRevoker = errors.New("the persona declares no oauth2.revocation")
+
+func (revokeCredential) Revoke(ctx context.Context, _ driver.Driver, c Canary) error {
+	if c.Credential == nil {
+		return errNoRevoker
+	}
+	return c.Credential.Revoke(ctx)
+}
+
+// Undo restores the client before removing the grant: a persona left
+// revoked would fail every later run at visibility.
+func (revokeCredential) Undo(ctx context.Context, d driver.Driver, c Canary) error {
+	if c.Credential != nil {
+		if err := c.Credential.Restore(ctx); err != nil {
+			return err
+		}
+	}
+	return grantsDirectly{}.Undo(ctx, d, c)
+}
+
+// Problem: besides a shared subject, a persona that declares no way to
+// revoke its client.
+func (revokeCredential) Problem(c Canary, persona Control, controls []Control) string {
+	if p := sameSubject(persona, controls); p != "" {
+		return p
+	}
+	if c.Credential == nil {
+		return fmt.Sprintf("Persona %q declares no spec.oauth2.revocation: a RevokeCredential canary revokes the persona's OAuth2 client there and restores it at cleanup", persona.Name)
 	}
 	return ""
 }

@@ -50,13 +50,36 @@ func (r *groupRecorder) RevokeGroup(_ context.Context, doc, g string) error {
 }
 
 var canary = Canary{DocumentID: "rc-1", Subject: "alice", Group: "readers",
-	Updated: func() (driver.Document, error) { return driver.Document{ID: "rc-1", Body: "new"}, nil }}
+	Updated:    func() (driver.Document, error) { return driver.Document{ID: "rc-1", Body: "new"}, nil },
+	Credential: &issuer{}}
+
+// issuer records a persona's credential being revoked and restored, in
+// the same list as the driver's calls.
+type issuer struct{ calls *[]string }
+
+func (i *issuer) Revoke(context.Context) error {
+	if i.calls != nil {
+		*i.calls = append(*i.calls, "RevokeClient()")
+	}
+	return nil
+}
+
+func (i *issuer) Restore(context.Context) error {
+	if i.calls != nil {
+		*i.calls = append(*i.calls, "RestoreClient()")
+	}
+	return nil
+}
 
 func TestEveryContractMethodHasAStrategy(t *testing.T) {
-	for _, m := range v1alpha1.RevocationMethods {
+	for _, m := range Methods() {
 		s, err := For(m)
 		if err != nil || s.Method() != m {
 			t.Errorf("For(%s) = %v, %v", m, s, err)
+		}
+		// The target is asked only for the contract's methods.
+		if !slices.Contains(v1alpha1.RevocationMethods, s.Needs()) {
+			t.Errorf("%s needs %s, which is not a contract method", m, s.Needs())
 		}
 	}
 	if s, err := For(""); err != nil || s.Method() != v1alpha1.RevokeRemoveGrant {
@@ -65,8 +88,8 @@ func TestEveryContractMethodHasAStrategy(t *testing.T) {
 	if _, err := For("Teleport"); err == nil {
 		t.Error("an unknown method has a strategy")
 	}
-	if len(strategies) != len(v1alpha1.RevocationMethods) {
-		t.Errorf("%d strategies for %d methods", len(strategies), len(v1alpha1.RevocationMethods))
+	if len(strategies) != len(Methods()) {
+		t.Errorf("%d strategies for %d methods", len(strategies), len(Methods()))
 	}
 }
 
@@ -81,6 +104,9 @@ func TestStrategyCalls(t *testing.T) {
 		{v1alpha1.RevokeRemoveGrant, false, []string{"Grant(rc-1,alice)"}, []string{"Revoke(rc-1,alice)"}, []string{"Revoke(rc-1,alice)"}},
 		{v1alpha1.RevokeDeleteDocument, false, []string{"Grant(rc-1,alice)"}, []string{"DeleteDocument(rc-1)"}, []string{"Revoke(rc-1,alice)"}},
 		{v1alpha1.RevokeUpdateContent, false, []string{"Grant(rc-1,alice)"}, []string{"CreateDocument(rc-1,new)"}, []string{"Revoke(rc-1,alice)"}},
+		// The client is revoked at its issuer, the grant kept; undo
+		// restores the client, then removes the grant.
+		{v1alpha1.RevokeCredential, false, []string{"Grant(rc-1,alice)"}, []string{"RevokeClient()"}, []string{"RestoreClient()", "Revoke(rc-1,alice)"}},
 		// Without typed principals the group is granted as a principal.
 		{v1alpha1.RevokeRemoveFromGroup, false, []string{"AddMember(readers,alice)", "Grant(rc-1,readers)"},
 			[]string{"RemoveMember(readers,alice)"}, []string{"RemoveMember(readers,alice)"}},
@@ -94,13 +120,16 @@ func TestStrategyCalls(t *testing.T) {
 			do   func(context.Context, driver.Driver, Canary) error
 			want []string
 		}{{"share", s.Share, tc.share}, {"revoke", s.Revoke, tc.revoke}, {"undo", s.Undo, tc.undo}} {
-			var d driver.Driver = &recorder{}
-			calls := func() []string { return d.(*recorder).calls }
+			rec := &recorder{}
+			var d driver.Driver = rec
+			calls := func() []string { return rec.calls }
 			if tc.typed {
 				g := &groupRecorder{}
 				d, calls = g, func() []string { return g.calls }
 			}
-			if err := step.do(context.Background(), d, canary); err != nil {
+			c := canary
+			c.Credential = &issuer{calls: &rec.calls}
+			if err := step.do(context.Background(), d, c); err != nil {
 				t.Errorf("%s %s: %v", tc.method, step.name, err)
 			}
 			if got := calls(); !slices.Equal(got, step.want) {
@@ -129,6 +158,15 @@ func TestUndoToleratesWhatIsGone(t *testing.T) {
 	if err := s.Undo(context.Background(), r, unknown); err != nil || len(r.calls) != 0 {
 		t.Errorf("undo without a subject sent %v (%v)", r.calls, err)
 	}
+	cr, _ := For(v1alpha1.RevokeCredential)
+	noRevoker := canary
+	noRevoker.Credential = nil
+	if err := cr.Revoke(context.Background(), &recorder{}, noRevoker); err == nil {
+		t.Error("a credential revocation without a revoker succeeded")
+	}
+	if p := cr.Problem(noRevoker, Control{Name: "alice", Subject: "alice"}, nil); !strings.Contains(p, "spec.oauth2.revocation") {
+		t.Errorf("a persona without a revocation: problem %q", p)
+	}
 	u, _ := For(v1alpha1.RevokeUpdateContent)
 	noUpdate := canary
 	noUpdate.Updated = nil
@@ -150,6 +188,8 @@ func TestProblems(t *testing.T) {
 		{v1alpha1.RevokeRemoveFromGroup, []Control{{Name: "bob", Subject: "bob", Groups: []string{"readers"}}}, "revocation group"},
 		{v1alpha1.RevokeRemoveFromGroup, []Control{{Name: "bob", Subject: "bob", Groups: []string{"other"}}}, ""},
 		{v1alpha1.RevokeRemoveFromGroup, []Control{{Name: "twin", Subject: "alice"}}, "same subject"},
+		{v1alpha1.RevokeCredential, []Control{{Name: "bob", Subject: "bob"}}, ""},
+		{v1alpha1.RevokeCredential, []Control{{Name: "twin", Subject: "alice"}}, "same subject"},
 	} {
 		s, _ := For(tc.method)
 		got := s.Problem(canary, persona, tc.controls)

@@ -15,11 +15,13 @@ import (
 
 // Persona is a resolved Persona and its credential: Token is the one to
 // send now, Source gives the one to send later (a run's probe loop
-// outlives an OAuth2 token).
+// outlives an OAuth2 token). Revoker revokes and restores its OAuth2
+// client, nil when it declares no spec.oauth2.revocation.
 type Persona struct {
-	Object *v1alpha1.Persona
-	Token  driver.Token
-	Source credential.Source
+	Object  *v1alpha1.Persona
+	Token   driver.Token
+	Source  credential.Source
+	Revoker *CredentialRevoker
 }
 
 // Persona resolves a Persona's credential: its key, or its OAuth2 source's
@@ -28,15 +30,14 @@ type Persona struct {
 func (d *Door) Persona(ctx context.Context, obj *v1alpha1.Persona) (Persona, error) {
 	switch spec := &obj.Spec; {
 	case spec.OAuth2 != nil:
-		src, err := d.personaOAuth2(ctx, obj)
+		p, err := d.RevokedPersona(ctx, obj)
 		if err != nil {
-			return Persona{}, Named("Persona", obj.Name, err)
+			return Persona{}, err
 		}
-		tok, err := src.Token(ctx)
-		if err != nil {
+		if p.Token, err = p.Source.Token(ctx); err != nil {
 			return Persona{}, Named("Persona", obj.Name, tokenProblem(err))
 		}
-		return Persona{Object: obj, Token: tok, Source: src}, nil
+		return p, nil
 	case spec.CredentialSecretRef != nil:
 		cred, err := Credential(ctx, d.Reader, obj.Namespace, *spec.CredentialSecretRef)
 		if err != nil {
@@ -45,6 +46,25 @@ func (d *Door) Persona(ctx context.Context, obj *v1alpha1.Persona) (Persona, err
 		return Persona{Object: obj, Token: driver.Token(cred), Source: credential.Static(cred)}, nil
 	}
 	return Persona{}, Named("Persona", obj.Name, Stall(v1alpha1.ReasonKeyNotFound, "set spec.credentialSecretRef or spec.oauth2"))
+}
+
+// RevokedPersona resolves an OAuth2 persona whose client a run has
+// revoked: its source and revoker, without asking for a token now. From
+// the revocation on, a refused token is what the run measures, not a
+// reason to stop resolving the persona.
+func (d *Door) RevokedPersona(ctx context.Context, obj *v1alpha1.Persona) (Persona, error) {
+	if obj.Spec.OAuth2 == nil {
+		return d.Persona(ctx, obj)
+	}
+	src, err := d.personaOAuth2(ctx, obj)
+	if err != nil {
+		return Persona{}, Named("Persona", obj.Name, err)
+	}
+	rev, err := d.CredentialRevoker(ctx, obj)
+	if err != nil {
+		return Persona{}, err
+	}
+	return Persona{Object: obj, Source: src, Revoker: rev}, nil
 }
 
 // defaultRefreshBefore is spec.oauth2.refreshBefore's default.
