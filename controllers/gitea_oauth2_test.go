@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -91,5 +92,70 @@ func TestGiteaOAuth2PersonaOutlivesItsTokens(t *testing.T) {
 		if strings.Contains(msg, leak) {
 			t.Errorf("condition message %q quotes a secret", msg)
 		}
+	}
+}
+
+// TestGiteaDisabledAccountEndsItsTokenAtOnce: a RevokeCredential canary
+// whose persona is a Gitea account reading with an OAuth2 token; the
+// revocation prohibits the account's sign-in (Gitea's admin API), which
+// cleanup lifts again. Gitea checks the account on every API request, so
+// the token still valid for seconds is refused (403) on the next probe:
+// the run is excluded within a probe interval of the revocation, unlike a
+// resource server that validates tokens by their signature alone
+// (TestRevokedClientTokenStopsAtItsExpiry).
+func TestGiteaDisabledAccountEndsItsTokenAtOnce(t *testing.T) {
+	t.Parallel() // its own Gitea and namespace
+	const life = 30 * time.Second // no token expires during the run
+	s := giteatest.Start(t, giteatest.OAuth2AccessTokens(life))
+	s.CreateOrg(t, giteaOrg)
+	g := &giteaFixture{srv: s, alice: s.CreateUser(t, "alice"), mallory: s.CreateUser(t, "mallory"),
+		team: s.CreateTeam(t, giteaOrg, giteaTeam)}
+	ns := g.giteaNamespace(t)
+	app := s.CreateOAuth2App(t, g.alice, "ragcanary")
+	first := s.AuthorizeOAuth2(t, g.alice, app)
+	secret := objects.CredentialSecret(ns, "alice-oauth2", "")
+	secret.Data = map[string][]byte{v1alpha1.OAuth2ClientIDKey: []byte(app.ClientID),
+		v1alpha1.OAuth2ClientSecretKey: []byte(app.ClientSecret), v1alpha1.OAuth2RefreshTokenKey: []byte(first.RefreshToken)}
+	crCreate(t, secret)
+	prohibit := func(on bool) string {
+		return fmt.Sprintf(`{"login_name":"alice","source_id":0,"prohibit_login":%t}`, on)
+	}
+	alice := &v1alpha1.Persona{}
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "alice"}, alice); err != nil {
+		t.Fatal(err)
+	}
+	alice.Spec.CredentialSecretRef = nil
+	alice.Spec.OAuth2 = &v1alpha1.PersonaOAuth2{Grant: v1alpha1.OAuth2RefreshToken, TokenURL: s.TokenURL(),
+		SecretRef: v1alpha1.LocalObjectReference{Name: "alice-oauth2"},
+		Revocation: &v1alpha1.CredentialRevocation{URL: s.URL + "/api/v1/admin/users/alice",
+			TokenSecretRef: &v1alpha1.SecretKeyReference{Name: "gitea-admin", Key: "token"},
+			Revoke:         v1alpha1.CredentialRequest{Method: http.MethodPatch, Body: prohibit(true)},
+			Restore:        v1alpha1.CredentialRequest{Method: http.MethodPatch, Body: prohibit(false)}}}
+	if err := k8sClient.Update(context.Background(), alice); err != nil {
+		t.Fatal(err)
+	}
+	waitPersonaReady(t, alice, metav1.ConditionTrue, v1alpha1.ReasonTokenIssued)
+
+	run := objects.CanaryRun(ns, "run", objects.OnCorpus("gitea"), objects.Revoke(v1alpha1.RevokeCredential, ""),
+		objects.Every(300*time.Millisecond, 2), objects.Timeouts(60*time.Second, 30*time.Second))
+	crCreate(t, run)
+	got := giteaWaitDone(t, run)
+	if got.Status.Verdict != v1alpha1.VerdictSLOMet {
+		t.Fatalf("verdict %s (%s), want SLOMet", got.Status.Verdict, got.Status.Message)
+	}
+	m := crSurface(t, got, v1alpha1.SurfaceSearch)
+	if m.Bounds == nil || m.Bounds.Upper == nil {
+		t.Fatalf("search bounds %+v, want an upper bound", m.Bounds)
+	}
+	t.Logf("measured [%s, %s]; probes %+v", m.Bounds.Lower.Duration, m.Bounds.Upper.Duration, m.Probes)
+	// At once: within two probe intervals (and Gitea's answer) of the
+	// revocation, far inside the token's remaining life.
+	if m.Bounds.Upper.Duration > 3*time.Second {
+		t.Errorf("upper bound %s: Gitea kept honouring the disabled account's token", m.Bounds.Upper.Duration)
+	}
+	assertControlAnswered(t, got, v1alpha1.SurfaceSearch)
+	// Cleanup lifted the prohibition: alice reads again with her token.
+	if status, err := s.BearerStatus("/user", first.AccessToken); err != nil || status != http.StatusOK {
+		t.Errorf("alice's token after cleanup: %d %v, want 200", status, err)
 	}
 }

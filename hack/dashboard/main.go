@@ -64,7 +64,7 @@ var panels = []spec{
 	// The group path (a directory the target syncs from), a permissions
 	// engine and the target itself lag differently; one series per path
 	// shows which one a slow canary measures.
-	{"Time-to-exclusion by revocation path (last run)", "The slowest last-run bound per revocation path and surface: the upper bound, or the lower bound of a censored run. The path is where the revocation was made: the target itself, a permissions engine (with the method), or the directory the target syncs its groups from (RemoveFromGroup on a corpus with spec.directory: the group path).", "bargauge", "s", [][2]string{
+	{"Time-to-exclusion by revocation path (last run)", "The slowest last-run bound per revocation path and surface: the upper bound, or the lower bound of a censored run. The path is where the revocation was made: the target itself, a permissions engine (with the method), the directory the target syncs its groups from (RemoveFromGroup on a corpus with spec.directory: the group path), or the persona's OAuth2 authorization server (RevokeCredential).", "bargauge", "s", [][2]string{
 		{`max by (revoked_in, method, surface) (` + lastBound + ` * on (namespace, canary) group_left (revoked_in, method) (max by (namespace, canary, revoked_in, method) (ragcanary_canary_revocation_path_info{` + sel + `})` +
 			` or on (namespace, canary) label_replace(group by (namespace, canary) (` + lastBound + `), "revoked_in", "target", "", "")))`, "{{revoked_in}} {{method}} ({{surface}})"},
 	}},

@@ -33,7 +33,7 @@ var (
 	// the common canary costs no series for it (a fleet scrape is held to
 	// 5 MiB for 10,000 canaries).
 	canaryRevocationPathDesc = newGaugeDesc("canary_revocation_path_info",
-		"1 per canary whose revocation is made outside the target: its revocation method and where it is made (revoked_in: permissions or directory), from its spec and its corpus's; absent for a canary that revokes in the target itself, or whose corpus does not exist. Join on (namespace, canary).",
+		"1 per canary whose revocation is made outside the target: its revocation method and where it is made (revoked_in: permissions, directory or issuer), from its spec and its corpus's; absent for a canary that revokes in the target itself, or whose corpus does not exist. Join on (namespace, canary).",
 		append(slices.Clone(runLabels), LabelMethod, LabelRevokedIn))
 	canaryStaleAfterDesc = newGaugeDesc("canary_stale_after_timestamp_seconds",
 		"Unix time after which the canary has gone three schedule periods without completing a run, counted from its last run's completion or, before any, from its creation; absent while the canary is suspended or not ready.", runLabels)

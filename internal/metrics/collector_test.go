@@ -392,7 +392,7 @@ func BenchmarkDerive(b *testing.B) {
 
 // TestRevocationPathInfo: a canary whose revocation leaves the target has
 // one path series naming its method and where (the group path through a
-// directory, a permissions engine); one that revokes in the target itself,
+// directory, a permissions engine, an OAuth2 authorization server); one that revokes in the target itself,
 // or whose corpus is gone, has none.
 func TestRevocationPathInfo(t *testing.T) {
 	dir := corpus("dir", time.Minute)
@@ -411,11 +411,13 @@ func TestRevocationPathInfo(t *testing.T) {
 		canary("granted", on("dir", v1alpha1.RevokeRemoveGrant)),
 		canary("tuples", on("engine", "")),
 		canary("orphan", on("gone", v1alpha1.RevokeRemoveFromGroup)),
+		canary("client", on("kb", v1alpha1.RevokeCredential)),
 	}
 	c := NewObjectCollector(newReader(t, nil, objs...), clocktesting.NewFakePassiveClock(scrapeTime))
 	want := `
-# HELP ragcanary_canary_revocation_path_info 1 per canary whose revocation is made outside the target: its revocation method and where it is made (revoked_in: permissions or directory), from its spec and its corpus's; absent for a canary that revokes in the target itself, or whose corpus does not exist. Join on (namespace, canary).
+# HELP ragcanary_canary_revocation_path_info 1 per canary whose revocation is made outside the target: its revocation method and where it is made (revoked_in: permissions, directory or issuer), from its spec and its corpus's; absent for a canary that revokes in the target itself, or whose corpus does not exist. Join on (namespace, canary).
 # TYPE ragcanary_canary_revocation_path_info gauge
+ragcanary_canary_revocation_path_info{canary="client",corpus="kb",method="RevokeCredential",namespace="rag",revoked_in="issuer"} 1
 ragcanary_canary_revocation_path_info{canary="synced",corpus="dir",method="RemoveFromGroup",namespace="rag",revoked_in="directory"} 1
 ragcanary_canary_revocation_path_info{canary="tuples",corpus="engine",method="RemoveGrant",namespace="rag",revoked_in="permissions"} 1
 `

@@ -40,7 +40,7 @@ const (
 	// LabelMethod is a canary's revocation method (the API's enum).
 	LabelMethod = "method"
 	// LabelRevokedIn is where its revocation is made, when not the target:
-	// permissions or directory (v1alpha1.RevokedIn).
+	// permissions, directory or issuer (v1alpha1.RevokedIn).
 	LabelRevokedIn = "revoked_in"
 )
 
