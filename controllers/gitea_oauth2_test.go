@@ -104,7 +104,8 @@ func TestGiteaOAuth2PersonaOutlivesItsTokens(t *testing.T) {
 // resource server that validates tokens by their signature alone
 // (TestRevokedClientTokenStopsAtItsExpiry).
 func TestGiteaDisabledAccountEndsItsTokenAtOnce(t *testing.T) {
-	t.Parallel()                  // its own Gitea and namespace
+	t.Parallel() // its own Gitea and namespace
+
 	const life = 30 * time.Second // no token expires during the run
 	s := giteatest.Start(t, giteatest.OAuth2AccessTokens(life))
 	s.CreateOrg(t, giteaOrg)
