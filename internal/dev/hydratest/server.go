@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,37 +70,13 @@ log:
 `, pg.SuperDSN(), public, admin, s.Issuer, max(int(tokenLife/time.Second), 1), testutil.RandomKey(t, "hydra-system-secret-"))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
-	migrate := exec.Command(bin, "migrate", "sql", "up", "--config", config, "--read-from-env", "--yes")
-	migrate.Stdout, migrate.Stderr = &logs, &logs
-	if out := runWith(t, migrate); out != nil {
-		t.Fatalf("migrating hydra's database: %v\n%s", out, logs.String())
+	if out, err := runBounded(bin, "migrate", "sql", "up", "--config", config, "--read-from-env", "--yes"); err != nil {
+		t.Fatalf("migrating hydra's database: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "serve", "all", "--dev", "--sqa-opt-out", "--config", config)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting hydra: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("hydra log:\n%s", logs.String())
-		}
-	})
+	proc := testutil.StartProcess(t, "hydra", exec.Command(bin, "serve", "all", "--dev", "--sqa-opt-out", "--config", config))
 	testutil.Eventually(t, 60*time.Second, "hydra serving", func() error {
-		select {
-		case <-done:
-			return fmt.Errorf("hydra exited: %s", logs.String())
-		default:
+		if err := proc.Exited(); err != nil {
+			return err
 		}
 		for _, u := range []string{s.Admin + "/health/ready", s.Issuer + "/health/ready"} {
 			if status, _, err := call(http.MethodGet, u, nil); err != nil || status != http.StatusOK {
@@ -113,23 +88,12 @@ log:
 	return s
 }
 
-// runWith runs cmd to its end within a minute.
-func runWith(t testing.TB, cmd *exec.Cmd) error {
-	t.Helper()
+// runBounded runs bin to its end, within a minute, and returns its output.
+func runBounded(bin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		_ = cmd.Process.Kill()
-		return <-done
-	}
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	return string(out), err
 }
 
 // Client is a registered OAuth2 client.

@@ -29,7 +29,7 @@ type Server struct {
 	// Token is the preshared key every request sends as a bearer token.
 	Token string
 
-	log *testutil.LockedBuffer
+	proc *testutil.Process
 }
 
 // Options configure the server. Every cache is off unless asked for, as in
@@ -57,7 +57,6 @@ type Options struct {
 const (
 	readyTimeout   = 30 * time.Second
 	migrateTimeout = 2 * time.Minute
-	stopTimeout    = 10 * time.Second
 	requestTimeout = 5 * time.Second
 )
 
@@ -75,7 +74,7 @@ func Start(t testing.TB, opts Options) *Server {
 	// A directory of its own: OpenFGA reads ./config.yaml and
 	// $HOME/.openfga/config.yaml, which must not change what a test runs.
 	home := t.TempDir()
-	s := &Server{Token: testutil.RandomKey(t, "openfga-test-"), log: &testutil.LockedBuffer{}}
+	s := &Server{Token: testutil.RandomKey(t, "openfga-test-")}
 	if opts.DatastoreURI != "" {
 		migrate(t, bin, home, opts.DatastoreURI)
 	}
@@ -84,20 +83,8 @@ func Start(t testing.TB, opts Options) *Server {
 	cmd := exec.Command(bin, runArgs(opts, httpAddr, grpcAddr)...)
 	cmd.Dir = home
 	cmd.Env = environment(home, secrets(s.Token, opts))
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting openfga: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		stop(cmd, done)
-		if t.Failed() {
-			t.Logf("openfga log:\n%s", s.Log())
-		}
-	})
-	s.waitReady(t, done)
+	s.proc = testutil.StartProcess(t, "openfga", cmd)
+	s.waitReady(t)
 	return s
 }
 
@@ -192,13 +179,11 @@ func migrate(t testing.TB, bin, home, uri string) {
 
 // waitReady waits until an authenticated GET /stores answers 200: the HTTP
 // gateway, the gRPC server behind it and the datastore all serve.
-func (s *Server) waitReady(t testing.TB, done <-chan struct{}) {
+func (s *Server) waitReady(t testing.TB) {
 	t.Helper()
 	testutil.Eventually(t, readyTimeout, "openfga serving", func() error {
-		select {
-		case <-done: // waiting on would only hide the reason
+		if s.proc.Exited() != nil { // waiting on would only hide the reason
 			t.Fatal("openfga exited before serving (its log follows)")
-		default:
 		}
 		status, body, err := s.do(http.MethodGet, "/stores", nil)
 		if err != nil {
@@ -209,18 +194,6 @@ func (s *Server) waitReady(t testing.TB, done <-chan struct{}) {
 		}
 		return nil
 	})
-}
-
-// stop ends the server's process group: SIGTERM for a graceful shutdown,
-// SIGKILL when that takes longer than stopTimeout.
-func stop(cmd *exec.Cmd, done <-chan struct{}) {
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(stopTimeout):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
 }
 
 // NewStore creates a store named name and returns its id.
@@ -247,7 +220,7 @@ func (s *Server) NewStore(t testing.TB, name string) string {
 }
 
 // Log is what the server has printed so far.
-func (s *Server) Log() string { return s.log.String() }
+func (s *Server) Log() string { return s.proc.Log.String() }
 
 // maxReply bounds what a reply may put into a test's message.
 const maxReply = 64 << 10

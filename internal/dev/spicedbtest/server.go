@@ -5,12 +5,9 @@
 package spicedbtest
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,37 +68,15 @@ func Start(t testing.TB, opts Options) *Server {
 	if opts.NoExtraStaleness {
 		args = append(args, "--datastore-revision-quantization-max-staleness-percent=0")
 	}
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting spicedb: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("spicedb log:\n%s", logs.String())
-		}
-	})
+	proc := testutil.StartProcess(t, "spicedb", exec.Command(bin, args...))
 	s := &Server{Endpoint: "127.0.0.1:" + grpcPort, Key: key}
 	client, err := spicedb.Dial(s.Endpoint, key, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 30*time.Second, "spicedb serving", func() error {
-		select {
-		case <-done:
-			return fmt.Errorf("spicedb exited: %s", logs.String())
-		default:
+		if err := proc.Exited(); err != nil {
+			return err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
