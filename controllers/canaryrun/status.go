@@ -186,8 +186,8 @@ func revocationMethod(run *v1alpha1.CanaryRun) v1alpha1.RevocationMethod {
 }
 
 // strategyOf is the run's revocation strategy, chosen once from its spec;
-// the CRD admits only the contract's methods, so a method without one is
-// refused before anything is planted (setupProblem).
+// the CRD admits only the methods revocation.Methods lists, and a method
+// without a strategy is refused before anything is planted (setupProblem).
 func strategyOf(run *v1alpha1.CanaryRun) (revocation.Strategy, error) {
 	return revocation.For(revocationMethod(run))
 }
