@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,10 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/ragcanary/ragcanary/api/v1alpha1"
 	"github.com/ragcanary/ragcanary/internal/dev/testutil"
 	"github.com/ragcanary/ragcanary/internal/ragtarget"
+	"github.com/ragcanary/ragcanary/internal/shard"
 )
 
 // inFlightChunkInterval paces ragtarget's streams in these tests: the
@@ -240,5 +244,44 @@ func TestInFlightRestartMidStreamIsAnError(t *testing.T) {
 	}
 	if s := crSurface(t, got, v1alpha1.SurfaceSearch); !s.Excluded {
 		t.Errorf("Search %+v, want still measured to exclusion", s)
+	}
+}
+
+// TestInFlightMeasurementSurvivesAFailedDecisionWrite: the status write
+// that records a run's verdict (entering CleaningUp) fails once, so the run
+// decides again from the stored status. Its streams' measurement is the
+// one they delivered, not "the operator restarted" (the error reported
+// when the streams were let go before their measurement was stored).
+func TestInFlightMeasurementSurvivesAFailedDecisionWrite(t *testing.T) {
+	t.Parallel() // its own API server and operator
+	cfg, c := startOwnAPIServer(t)
+	tg := startCRTarget(t, ragtarget.Config{StreamChunkInterval: inFlightChunkInterval,
+		StreamReauthorize: ragtarget.StreamReauthorize{Mode: ragtarget.ReauthorizePerChunk}}, 300*time.Millisecond, false)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "inflight-write-"}}
+	crCreateIn(t, c, ns)
+	crFixtureIn(t, c, ns.Name, tg.URL)
+	crDeclareSurfacesIn(t, c, ns.Name, tg)
+	var failed atomic.Bool
+	funcs := interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, kc client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			if run, ok := obj.(*v1alpha1.CanaryRun); ok && sub == "status" && run.Status.Phase == v1alpha1.PhaseCleaningUp && failed.CompareAndSwap(false, true) {
+				return errors.New("injected: the API server did not take the write")
+			}
+			return kc.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	}
+	startConflictOperator(t, cfg, shard.Replica{}, &funcs)
+	run := crRunSpec(ns.Name, 20*time.Second, v1alpha1.SurfaceSearch, v1alpha1.SurfaceInFlight)
+	crCreateIn(t, c, run)
+	got := crWaitDoneIn(t, c, run)
+	if !failed.Load() {
+		t.Fatal("no write failed: the test tests nothing")
+	}
+	m := got.Status.InFlight
+	if m == nil || len(m.Streams) != 1 {
+		t.Fatalf("verdict %s (%s), status.inFlight %+v, want one stream", got.Status.Verdict, got.Status.Message, m)
+	}
+	if s := m.Streams[0]; s.Outcome == v1alpha1.InFlightError || s.OpenedTime == nil {
+		t.Fatalf("stream %+v: the measurement was lost with the failed write", s)
 	}
 }

@@ -103,10 +103,12 @@ func (r *CanaryRunReconciler) inFlightPending(rc *runCtx, deadline time.Time) bo
 	return streams != nil && !inflight.AllDone(streams)
 }
 
-// recordInFlight persists the streams' measurement, once, and stops them.
-// A run whose streams this process does not hold (it restarted after the
+// recordInFlight puts the streams' measurement into status, once. A run
+// whose streams this process does not hold (it restarted after the
 // revocation was requested) reports each as failed: nothing it delivered
-// after the request can be known now.
+// after the request can be known now. The streams are let go only once
+// the measurement is stored (cleanUp, or a finished run): a decision whose
+// status write fails is taken again, from the same streams.
 func (r *CanaryRunReconciler) recordInFlight(rc *runCtx, corpus *v1alpha1.Corpus) {
 	run := rc.run
 	if !measuresInFlight(run) || run.Status.InFlight != nil {
@@ -118,7 +120,6 @@ func (r *CanaryRunReconciler) recordInFlight(rc *runCtx, corpus *v1alpha1.Corpus
 	} else {
 		m = inflight.Lost(inFlightStreams(run))
 	}
-	r.inFlight.Stop(rc.key)
 	slo, source := measure.JudgedSLO(&run.Spec.CanarySpec, corpus, v1alpha1.SurfaceInFlight)
 	delivery, bytes, _ := measure.InFlightDelivery(m.Streams)
 	m.PostRevocationDelivery, m.CanaryBytesAfterRequest = delivery, bytes
