@@ -387,9 +387,13 @@ func TestSentinelRestartWhileWatchingKeepsItsEvidence(t *testing.T) {
 
 	first := startTestOperator(t, cfg, 250*time.Millisecond)
 	var before *v1alpha1.CanaryRun
-	testutil.Eventually(t, eventuallyTimeout, "a sighting persisted while watching", func() error {
+	// Entering Watching and fixing the window are two writes (the window
+	// is derived from the persisted visibility time, so a restart between
+	// them fixes the same one): wait for both, so the restart tests a
+	// window that was stored.
+	testutil.Eventually(t, eventuallyTimeout, "a sighting persisted while watching, the window fixed", func() error {
 		before = crGetIn(t, c, run)
-		if st := before.Status.Sentinel; before.Status.Phase != v1alpha1.PhaseWatching || st == nil || len(st.Sightings) == 0 {
+		if st := before.Status.Sentinel; before.Status.Phase != v1alpha1.PhaseWatching || st == nil || len(st.Sightings) == 0 || st.WatchStartTime == nil {
 			return fmt.Errorf("phase %s, sentinel %+v", before.Status.Phase, before.Status.Sentinel)
 		}
 		return nil
