@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/oauth2"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,16 +24,11 @@ import (
 // the life) covers that.
 const giteaTokenLife = 4 * time.Second
 
-// TestGiteaOAuth2PersonaOutlivesItsTokens: alice grants the assistant
-// access on Gitea's consent page once; her Persona keeps the refresh
-// token. Her canary's probes run for several access-token lifetimes and
-// not one of them fails: each round carries a token with time left, taken
-// from the source that replaces it before it expires (Gitea answers an
-// expired token as it answers no token: 401, a probe error). A wrong
-// client secret makes the Persona CredentialRejected, naming no secret.
-func TestGiteaOAuth2PersonaOutlivesItsTokens(t *testing.T) {
-	t.Parallel() // its own Gitea and namespace
-	s := giteatest.Start(t, giteatest.OAuth2AccessTokens(giteaTokenLife))
+// giteaOAuth2Namespace is the Gitea fixture's namespace on s, with alice's
+// grant to an OAuth2 application on the consent page kept in the Secret
+// alice-oauth2 (client_id, client_secret, refresh_token).
+func giteaOAuth2Namespace(t *testing.T, s *giteatest.Server) (string, giteatest.OAuth2App, *oauth2.Token, *corev1.Secret) {
+	t.Helper()
 	s.CreateOrg(t, giteaOrg)
 	g := &giteaFixture{srv: s, alice: s.CreateUser(t, "alice"), mallory: s.CreateUser(t, "mallory"),
 		team: s.CreateTeam(t, giteaOrg, giteaTeam)}
@@ -42,10 +39,31 @@ func TestGiteaOAuth2PersonaOutlivesItsTokens(t *testing.T) {
 	secret.Data = map[string][]byte{v1alpha1.OAuth2ClientIDKey: []byte(app.ClientID),
 		v1alpha1.OAuth2ClientSecretKey: []byte(app.ClientSecret), v1alpha1.OAuth2RefreshTokenKey: []byte(first.RefreshToken)}
 	crCreate(t, secret)
-	alice := &v1alpha1.Persona{}
-	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "alice"}, alice); err != nil {
+	return ns, app, first, secret
+}
+
+// giteaPersona reads the fixture's Persona name in ns.
+func giteaPersona(t *testing.T, ns, name string) *v1alpha1.Persona {
+	t.Helper()
+	p := &v1alpha1.Persona{}
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// TestGiteaOAuth2PersonaOutlivesItsTokens: alice grants the assistant
+// access on Gitea's consent page once; her Persona keeps the refresh
+// token. Her canary's probes run for several access-token lifetimes and
+// not one of them fails: each round carries a token with time left, taken
+// from the source that replaces it before it expires (Gitea answers an
+// expired token as it answers no token: 401, a probe error). A wrong
+// client secret makes the Persona CredentialRejected, naming no secret.
+func TestGiteaOAuth2PersonaOutlivesItsTokens(t *testing.T) {
+	t.Parallel() // its own Gitea and namespace
+	s := giteatest.Start(t, giteatest.OAuth2AccessTokens(giteaTokenLife))
+	ns, app, first, secret := giteaOAuth2Namespace(t, s)
+	alice := giteaPersona(t, ns, "alice")
 	alice.Spec.CredentialSecretRef = nil
 	alice.Spec.OAuth2 = &v1alpha1.PersonaOAuth2{Grant: v1alpha1.OAuth2RefreshToken, TokenURL: s.TokenURL(),
 		SecretRef: v1alpha1.LocalObjectReference{Name: "alice-oauth2"}}
@@ -108,23 +126,11 @@ func TestGiteaDisabledAccountEndsItsTokenAtOnce(t *testing.T) {
 
 	const life = 30 * time.Second // no token expires during the run
 	s := giteatest.Start(t, giteatest.OAuth2AccessTokens(life))
-	s.CreateOrg(t, giteaOrg)
-	g := &giteaFixture{srv: s, alice: s.CreateUser(t, "alice"), mallory: s.CreateUser(t, "mallory"),
-		team: s.CreateTeam(t, giteaOrg, giteaTeam)}
-	ns := g.giteaNamespace(t)
-	app := s.CreateOAuth2App(t, g.alice, "ragcanary")
-	first := s.AuthorizeOAuth2(t, g.alice, app)
-	secret := objects.CredentialSecret(ns, "alice-oauth2", "")
-	secret.Data = map[string][]byte{v1alpha1.OAuth2ClientIDKey: []byte(app.ClientID),
-		v1alpha1.OAuth2ClientSecretKey: []byte(app.ClientSecret), v1alpha1.OAuth2RefreshTokenKey: []byte(first.RefreshToken)}
-	crCreate(t, secret)
+	ns, _, first, _ := giteaOAuth2Namespace(t, s)
 	prohibit := func(on bool) string {
 		return fmt.Sprintf(`{"login_name":"alice","source_id":0,"prohibit_login":%t}`, on)
 	}
-	alice := &v1alpha1.Persona{}
-	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "alice"}, alice); err != nil {
-		t.Fatal(err)
-	}
+	alice := giteaPersona(t, ns, "alice")
 	alice.Spec.CredentialSecretRef = nil
 	alice.Spec.OAuth2 = &v1alpha1.PersonaOAuth2{Grant: v1alpha1.OAuth2RefreshToken, TokenURL: s.TokenURL(),
 		SecretRef: v1alpha1.LocalObjectReference{Name: "alice-oauth2"},
