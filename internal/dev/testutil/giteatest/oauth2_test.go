@@ -31,19 +31,7 @@ func TestOAuth2TokensExpireRefreshAndDieWithTheirApp(t *testing.T) {
 	if status, err := s.bearerStatus(tok.AccessToken); err != nil || status != http.StatusOK {
 		t.Fatalf("a fresh access token: %d %v", status, err)
 	}
-	testutil.EventuallyEvery(t, 2*life+10*time.Second, 100*time.Millisecond, "the access token expires", func() error {
-		if status, err := s.bearerStatus(tok.AccessToken); err != nil || status != http.StatusUnauthorized {
-			return fmt.Errorf("status %d, err %v", status, err)
-		}
-		return nil
-	})
-	// The token's exp is in whole seconds, truncated: it may end up to a
-	// second before expires_in says, which a client's refresh margin must
-	// cover.
-	lived := time.Since(issued)
-	if lived < life-time.Second {
-		t.Fatalf("refused after %s, more than a second before its %s lifetime", lived, life)
-	}
+	lived := s.waitRefused(t, tok.AccessToken, issued, life)
 	t.Logf("the access token issued for %s was refused %s after it was asked for", life, lived.Round(time.Millisecond))
 	cfg := oauth2.Config{ClientID: app.ClientID, ClientSecret: app.ClientSecret,
 		Endpoint: oauth2.Endpoint{TokenURL: s.TokenURL(), AuthStyle: oauth2.AuthStyleInHeader}}
@@ -58,6 +46,25 @@ func TestOAuth2TokensExpireRefreshAndDieWithTheirApp(t *testing.T) {
 	if status, err := s.bearerStatus(fresh.AccessToken); err != nil || status != http.StatusUnauthorized {
 		t.Fatalf("an unexpired token after its application was deleted: %d %v, want 401 at once", status, err)
 	}
+}
+
+// waitRefused waits until Gitea refuses tok (401), issued at issued to
+// live life, and returns how long it lived. The token's exp is in whole
+// seconds, truncated: it may end up to a second before expires_in says,
+// which a client's refresh margin must cover; earlier fails t.
+func (s *Server) waitRefused(t *testing.T, tok string, issued time.Time, life time.Duration) time.Duration {
+	t.Helper()
+	testutil.EventuallyEvery(t, 2*life+10*time.Second, 100*time.Millisecond, "the access token expires", func() error {
+		if status, err := s.bearerStatus(tok); err != nil || status != http.StatusUnauthorized {
+			return fmt.Errorf("status %d, err %v", status, err)
+		}
+		return nil
+	})
+	lived := time.Since(issued)
+	if lived < life-time.Second {
+		t.Fatalf("refused %s after it was issued, more than a second before its %s lifetime", lived, life)
+	}
+	return lived
 }
 
 // refresh asks for a new token with app's client secret and the refresh
@@ -105,16 +112,7 @@ func TestRevokingAClientOrAnAccountAtGitea(t *testing.T) {
 	}
 	_, err := s.refresh(app, tok.RefreshToken)
 	refusedAs(t, err, "invalid_client")
-	testutil.EventuallyEvery(t, 2*life+10*time.Second, 100*time.Millisecond, "the access token expires", func() error {
-		if status, err := s.bearerStatus(tok.AccessToken); err != nil || status != http.StatusUnauthorized {
-			return fmt.Errorf("status %d, err %v", status, err)
-		}
-		return nil
-	})
-	lived := time.Since(issued)
-	if lived < life-time.Second {
-		t.Fatalf("refused %s after it was issued, more than a second before its %s lifetime", lived, life)
-	}
+	lived := s.waitRefused(t, tok.AccessToken, issued, life)
 	t.Logf("secret rotated %s after the token was issued; the token worked until %s after", revokedAfter.Round(time.Millisecond), lived.Round(time.Millisecond))
 	// The grant outlived the rotation: the new secret refreshes it.
 	if fresh, err := s.refresh(rotated, tok.RefreshToken); err != nil {
